@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# tpurank entry point.
+#   ./run.sh all              the whole pipeline: data, prepare, features, train, validate, submission
+#   ./run.sh test             lint and the test suite
+#   ./run.sh setup            create or refresh .venv (idempotent; every other command runs it first)
+#   ./run.sh <stage> [args]   python -m tpurank <stage> [args]   (./run.sh --help lists the stages)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+
+VENV=.venv
+PY="${TPURANK_PYTHON:-python3.11}"
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+
+setup() {
+  local stamp="$VENV/.tpurank-installed"
+  local want
+  want=$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    return 0
+  fi
+  if [[ ! -x "$VENV/bin/python" ]]; then
+    echo "[setup] creating $VENV with $("$PY" --version)" >&2
+    "$PY" -m venv "$VENV"
+  fi
+  echo "[setup] installing requirements into $VENV (first run only)" >&2
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+  echo "$want" > "$stamp"
+}
+
+cmd="${1:-help}"
+[[ $# -gt 0 ]] && shift
+case "$cmd" in
+  setup)
+    setup ;;
+  test)
+    setup
+    "$VENV/bin/ruff" check src tests bench
+    workers=$("$VENV/bin/python" -c "import os; print(max(1, min(4, os.cpu_count() or 1)))")
+    exec "$VENV/bin/python" -m pytest -q -n "$workers" "$@" ;;
+  help|-h|--help)
+    setup
+    exec "$VENV/bin/python" -m tpurank --help ;;
+  *)
+    setup
+    exec "$VENV/bin/python" -m tpurank "$cmd" "$@" ;;
+esac

@@ -1,0 +1,49 @@
+"""Atomic file writes: write to a temporary file beside the target, then rename.
+
+An interrupted run never leaves a half-written output, so "the file exists" means "the file is
+complete", which is what makes every stage resumable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path in the target's folder; rename it onto `target` on success.
+
+    Args:
+        target: the final path.
+        suffix: ending the temporary file needs (e.g. ".npz": numpy appends one otherwise).
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, target)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_bytes(target: str | Path, data: bytes) -> None:
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(data)
+
+
+def write_text(target: str | Path, text: str) -> None:
+    write_bytes(target, text.encode())
+
+
+def write_json(target: str | Path, obj: Any) -> None:
+    write_text(target, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")

@@ -1,0 +1,116 @@
+"""The five collections, the split folders, and discovery of graph files with their submission IDs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tpurank.errors import TpurankError
+
+# In the order of sample_submission.csv; the competition score is the plain mean over these five.
+COLLECTIONS: tuple[str, ...] = (
+    "tile:xla",
+    "layout:xla:default",
+    "layout:xla:random",
+    "layout:nlp:default",
+    "layout:nlp:random",
+)
+LAYOUT_COLLECTIONS: tuple[str, ...] = COLLECTIONS[1:]
+SPLITS: tuple[str, ...] = ("train", "valid", "test")
+
+
+def kind_of(collection: str) -> str:
+    """'tile' or 'layout'."""
+    check_collection(collection)
+    return collection.split(":")[0]
+
+
+def check_collection(collection: str) -> str:
+    if collection not in COLLECTIONS:
+        raise TpurankError(f"unknown collection {collection!r}; expected one of {', '.join(COLLECTIONS)}")
+    return collection
+
+
+def collection_dir(collection: str) -> Path:
+    """`tile:xla` -> tile/xla, `layout:nlp:random` -> layout/nlp/random (relative to npz_all/npz)."""
+    return Path(*check_collection(collection).split(":"))
+
+
+@dataclass(frozen=True, order=True)
+class GraphFile:
+    """One npz file of the dataset and where it belongs.
+
+    Args:
+        collection: one of COLLECTIONS.
+        split: train, valid or test.
+        stem: the file name without `.npz` (the graph's name).
+        path: the file.
+    """
+
+    collection: str
+    split: str
+    stem: str
+    path: Path
+
+    @property
+    def id(self) -> str:
+        """The submission ID, `<collection>:<stem>` (e.g. `layout:xla:default:cd70...`)."""
+        return f"{self.collection}:{self.stem}"
+
+    @property
+    def kind(self) -> str:
+        return kind_of(self.collection)
+
+
+def discover(
+    npz_root: Path,
+    collections: Iterable[str] | None = None,
+    splits: Iterable[str] | None = None,
+) -> list[GraphFile]:
+    """Every `<npz_root>/<collection dir>/<split>/*.npz`, ordered by collection, split, then stem.
+
+    Args:
+        npz_root: the `npz_all/npz` folder.
+        collections: restrict to these (default: all five).
+        splits: restrict to these (default: train, valid, test).
+    """
+    collections = list(collections or COLLECTIONS)
+    splits = list(splits or SPLITS)
+    for s in splits:
+        if s not in SPLITS:
+            raise TpurankError(f"unknown split {s!r}; expected one of {', '.join(SPLITS)}")
+    out: list[GraphFile] = []
+    for c in COLLECTIONS:
+        if c not in collections:
+            continue
+        for s in SPLITS:
+            if s not in splits:
+                continue
+            folder = npz_root / collection_dir(c) / s
+            if folder.is_dir():
+                out.extend(GraphFile(c, s, p.stem, p) for p in sorted(folder.glob("*.npz")))
+    for c in collections:
+        check_collection(c)
+    return out
+
+
+def classify_path(path: Path) -> tuple[str, str] | None:
+    """(collection, split) for a file inside a dataset tree, from its last folders; else None."""
+    parts = path.resolve().parts
+    if len(parts) >= 4 and parts[-4] == "tile" and parts[-3] == "xla":
+        return "tile:xla", parts[-2]
+    if len(parts) >= 5 and parts[-5] == "layout":
+        collection = f"layout:{parts[-4]}:{parts[-3]}"
+        if collection in COLLECTIONS:
+            return collection, parts[-2]
+    return None
+
+
+def require_npz_root(npz_root: Path) -> Path:
+    if not npz_root.is_dir():
+        raise TpurankError(
+            f"{npz_root}: no dataset here (expected npz_all/npz/...). Pass --data-dir, set TPURANK_DATA, "
+            "run `python -m tpurank download` or generate one with `python -m tpurank synth`."
+        )
+    return npz_root

@@ -1,0 +1,33 @@
+"""Shared fixtures: the real sample (skipped where ../shared is absent) and tiny synthetic data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SAMPLE_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "tpugraphs-sample"
+SAMPLE_NPZ = SAMPLE_ROOT / "npz_all" / "npz"
+UNET_VALID = SAMPLE_NPZ / "layout/xla/default/valid/unet_3d.4x4.bf16.npz"
+
+
+@pytest.fixture(scope="session")
+def sample_root() -> Path:
+    """The real TpuGraphs sample beside the checkout (../shared); skips on a user's fresh clone."""
+    if not SAMPLE_NPZ.is_dir():
+        pytest.skip(f"real sample not found at {SAMPLE_ROOT} (../shared is absent on a fresh clone)")
+    return SAMPLE_ROOT
+
+
+def sample_files() -> list[Path]:
+    return sorted(SAMPLE_NPZ.rglob("*.npz")) if SAMPLE_NPZ.is_dir() else []
+
+
+@pytest.fixture(scope="session")
+def tiny_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A `tiny` synthetic dataset (seed 0), generated once per test worker."""
+    from tpurank.synth import generate
+
+    root = tmp_path_factory.mktemp("tiny-data")
+    generate(root, scale="tiny", seed=0)
+    return root
