@@ -43,7 +43,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     g.add_argument("--out-dir", help="root for features/, models/, predictions/, submissions/, reports/")
     g.add_argument("--config", dest="config_file", help="TOML config file")
     g.add_argument(
-        "--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
         help="override one config value (repeatable), e.g. --set gnn.hidden=128",
     )
 
@@ -78,9 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     if known is None:
         parser.parse_args(argv)  # prints help or a usage error and exits
         return 2
-    stage_parser = argparse.ArgumentParser(
-        prog=f"tpurank {known.stage}", description=STAGES[known.stage][1]
-    )
+    stage_parser = argparse.ArgumentParser(prog=f"tpurank {known.stage}", description=STAGES[known.stage][1])
     try:
         module = _stage_module(known._module)
         module.add_arguments(stage_parser)

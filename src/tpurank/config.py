@@ -150,9 +150,7 @@ def _build(cls: type, data: dict[str, Any], where: str) -> Any:
     unknown = sorted(set(data) - known)
     if unknown:
         prefix = f"{where}." if where else ""
-        raise TpurankError(
-            f"config: unknown key {prefix}{unknown[0]} (known: {', '.join(sorted(known))})"
-        )
+        raise TpurankError(f"config: unknown key {prefix}{unknown[0]} (known: {', '.join(sorted(known))})")
     kwargs = {k: _coerce(v, hints[k], f"{where}.{k}" if where else k) for k, v in data.items()}
     return cls(**kwargs)
 
