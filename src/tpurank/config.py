@@ -8,6 +8,7 @@ silently falls back to a default. The resolved config is saved next to every out
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 import types
 import typing
@@ -180,7 +181,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
         if "=" not in item:
             raise TpurankError(f"config: override {item!r} must look like section.key=value")
         dotted, text = item.split("=", 1)
-        keys = dotted.strip().split(".")
+        keys = [k.strip('"') for k in re.findall(r'"[^"]*"|[^.]+', dotted.strip())]
         node = data
         for k in keys[:-1]:
             node = node.setdefault(k, {})

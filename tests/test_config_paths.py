@@ -1,0 +1,93 @@
+"""Typed config (unknown keys are errors, per-collection overrides) and data-root resolution."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tpurank import paths as paths_mod
+from tpurank.config import load_config
+from tpurank.dataset import COLLECTIONS, GraphFile, classify_path, discover
+from tpurank.errors import TpurankError
+
+
+def test_defaults_and_file_and_overrides(tmp_path: Path) -> None:
+    cfg_file = tmp_path / "c.toml"
+    cfg_file.write_text(
+        'seed = 7\n[gnn]\nhidden = 32\n[collections."layout:xla:default".gnn]\ncross_config_attention = true\n'
+    )
+    cfg = load_config(cfg_file, ["gnn.layers=5", "lgbm.learning_rate=0.1", "lgbm.objective=rank_xendcg"])
+    assert cfg.seed == 7 and cfg.gnn.hidden == 32 and cfg.gnn.layers == 5
+    assert cfg.lgbm.learning_rate == 0.1 and cfg.lgbm.objective == "rank_xendcg"
+    assert cfg.gnn.cross_config_attention is False
+    c = cfg.for_collection("layout:xla:default")
+    assert c.gnn.cross_config_attention is True and c.gnn.hidden == 32 and c.collections == {}
+    assert cfg.for_collection("layout:nlp:random").gnn.cross_config_attention is False
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["gnn.hiden=3"], "unknown key gnn.hiden"),
+        (["nosection.x=1"], "unknown key nosection"),
+        (["gnn.hidden=abc"], "gnn.hidden must be int"),
+        (["gnn.cross_config_attention=1"], "must be true or false"),
+        (['collections."tile:xyz".gnn.hidden=3'], "unknown collection"),
+        (["oops"], "must look like section.key=value"),
+    ],
+)
+def test_config_errors_are_one_line(overrides: list[str], message: str) -> None:
+    with pytest.raises(TpurankError, match=message):
+        load_config(None, overrides)
+
+
+def test_unknown_key_inside_collection_override() -> None:
+    with pytest.raises(TpurankError, match="unknown key collections.layout:nlp:random.gnn.bogus"):
+        load_config(None, ['collections."layout:nlp:random".gnn.bogus=1'])
+
+
+def test_bad_toml_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("seed = = 3")
+    with pytest.raises(TpurankError, match="bad.toml: not valid TOML"):
+        load_config(bad)
+    with pytest.raises(TpurankError, match="config file not found"):
+        load_config(tmp_path / "missing.toml")
+
+
+def test_data_root_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TPURANK_DATA", str(tmp_path / "env"))
+    assert paths_mod.resolve_data_root(tmp_path / "cli") == tmp_path / "cli"
+    assert paths_mod.resolve_data_root(None) == tmp_path / "env"
+    monkeypatch.delenv("TPURANK_DATA")
+    kaggle = tmp_path / "kaggle"
+    kaggle.mkdir()
+    monkeypatch.setattr(paths_mod, "KAGGLE_INPUT", kaggle)
+    assert paths_mod.resolve_data_root(None) == kaggle
+    monkeypatch.setattr(paths_mod, "KAGGLE_INPUT", tmp_path / "absent")
+    assert paths_mod.resolve_data_root(None) == paths_mod.project_root() / "data"
+
+
+def test_discover_real_sample_and_ids(sample_root: Path) -> None:
+    files = discover(sample_root / "npz_all/npz")
+    assert len(files) == 15
+    assert [f.collection for f in files] == sorted((f.collection for f in files), key=COLLECTIONS.index)
+    ids = {f.id for f in files if f.split == "test"}
+    sample_ids = {
+        line.split(",")[0] for line in (sample_root / "sample_submission.csv").read_text().splitlines()[1:]
+    }
+    assert ids <= sample_ids and len(ids) == 10
+    tests = discover(sample_root / "npz_all/npz", collections=["layout:xla:random"], splits=["test"])
+    assert tests == [
+        GraphFile("layout:xla:random", "test", "cd708819d3f5103afd6460b15e74eaf3", tests[0].path)
+    ]
+    assert tests[0].id == "layout:xla:random:cd708819d3f5103afd6460b15e74eaf3"
+    assert classify_path(tests[0].path) == ("layout:xla:random", "test")
+
+
+def test_discover_rejects_unknown_names(tmp_path: Path) -> None:
+    with pytest.raises(TpurankError, match="unknown collection"):
+        discover(tmp_path, collections=["layout:xla:fast"])
+    with pytest.raises(TpurankError, match="unknown split"):
+        discover(tmp_path, splits=["dev"])
