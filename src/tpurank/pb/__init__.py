@@ -1,0 +1,1 @@
+"""Raw TpuGraphs protobufs (`ModuleTuningData`, `TuningData`) turned into the dataset's npz format."""

@@ -1,0 +1,141 @@
+"""`tpurank featurize-pb IN.pb OUT`: raw tuning protobuf -> dataset npz file(s).
+
+A ModuleTuningData (layout) becomes one npz at OUT (a folder OUT gets `<IN stem>.npz`); a
+TuningData (tile) becomes one npz per kernel inside the folder OUT. Every file is written
+atomically, validated with the dataset's own checks, and described by a provenance sidecar
+(`<npz stem>.json`, or `OUT/featurize-pb.json` for tile). Re-running with the same input and
+options finds the sidecar and does nothing unless --force.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import warnings
+from pathlib import Path
+
+from tpurank.config import Config
+from tpurank.errors import TpurankError
+from tpurank.npz import save_graph, validate_file
+from tpurank.pb.convert import KINDS, PbWarning, layout_graph, parse_pb, read_bytes, tile_graphs
+from tpurank.pb.node_features import DEFAULT_LAYOUT_PAD
+from tpurank.provenance import write_sidecar
+
+TILE_SIDECAR = "featurize-pb.json"  # provenance of a tile folder
+PAD_CHOICES = (0, -1)  # 0 = the dataset's padding of node layouts; -1 = unambiguous
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("input", metavar="IN.pb", help="a ModuleTuningData (layout) or TuningData (tile) file")
+    p.add_argument(
+        "output", metavar="OUT", help="layout: the npz to write (or an existing folder); tile: a folder"
+    )
+    p.add_argument(
+        "--pad-layout-with",
+        type=int,
+        choices=PAD_CHOICES,
+        default=DEFAULT_LAYOUT_PAD,
+        help="pad node_feat layout columns 134-139 with 0 (as the dataset) or -1 (not ambiguous with dim 0)",
+    )
+    p.add_argument("--kind", choices=KINDS, help="insist on one message type (default: detect)")
+    p.add_argument("--force", action="store_true", help="rewrite outputs even if they are up to date")
+
+
+def _up_to_date(sidecar: Path, source: dict, outputs: list[Path] | None = None) -> bool:
+    """The sidecar records the same input and options, and its outputs all exist."""
+    try:
+        rec = json.loads(sidecar.read_text())
+    except (OSError, ValueError):
+        return False
+    if any(rec.get(k) != v for k, v in source.items()):
+        return False
+    files = outputs if outputs is not None else [sidecar.parent / f for f in rec.get("files", [])]
+    return all(f.exists() for f in files)
+
+
+def layout_target(src: Path, out: Path) -> Path:
+    """OUT itself, `.npz` appended if missing; inside OUT when it is a folder."""
+    if out.is_dir():
+        return out / f"{src.stem}.npz"
+    return out if out.suffix == ".npz" else out.with_name(out.name + ".npz")
+
+
+def featurize(
+    src: Path,
+    out: Path,
+    pad: int = DEFAULT_LAYOUT_PAD,
+    kind: str | None = None,
+    cfg: Config | None = None,
+    force: bool = False,
+) -> list[Path] | None:
+    """Convert one raw file; return the npz files written, or None when they are already up to date.
+
+    Args:
+        src: the .pb file.
+        out: layout: npz path or folder; tile: folder.
+        pad: padding of node_feat columns 134-139 (0 as the dataset, or -1).
+        kind: "layout" or "tile" to insist on a message type; None detects it.
+        cfg: the resolved Config, saved in the sidecar.
+        force: rewrite even when the sidecar says the outputs are current.
+
+    Raises:
+        DataError: a missing, truncated or foreign input, or one that breaks the format.
+    """
+    data = read_bytes(src)
+    source = {
+        "input": str(src.resolve()),
+        "input_sha256": hashlib.sha256(data).hexdigest(),
+        "pad_layout_with": pad,
+    }
+    found, msg = parse_pb(src, data, kind)
+    del data  # the parsed message holds everything; raw files can be large
+    if found == "layout":
+        target = layout_target(src, out)
+        sidecar = target.with_suffix(".json")
+        if not force and _up_to_date(sidecar, source, [target]):
+            return None
+        graph = layout_graph(src, msg, pad)
+        save_graph(target, graph)
+        validate_file(target, "layout")
+        write_sidecar(
+            sidecar, cfg, None, stage="featurize-pb", kind="layout", files=[target.name],
+            configs=graph.num_configs, runs_in_file=len(msg.runs), **source,
+        )  # fmt: skip
+        return [target]
+    if out.exists() and not out.is_dir():
+        raise TpurankError(f"{out}: a TuningData (tile) file needs a folder as OUT, not a file")
+    sidecar = out / TILE_SIDECAR
+    if not force and _up_to_date(sidecar, source):
+        return None
+    graphs = tile_graphs(src, msg, pad)
+    if not graphs:
+        warnings.warn(f"{src}: no module is usable as a tile graph: nothing written", PbWarning, stacklevel=2)
+    written = []
+    for stem, graph in graphs.items():
+        target = out / f"{stem}.npz"
+        save_graph(target, graph)
+        validate_file(target, "tile")
+        written.append(target)
+    write_sidecar(
+        sidecar, cfg, None, stage="featurize-pb", kind="tile", files=[p.name for p in written],
+        configs={p.stem: g.num_configs for p, g in zip(written, graphs.values(), strict=True)},
+        modules_in_file=len(msg.modules), **source,
+    )  # fmt: skip
+    return written
+
+
+def run(args: argparse.Namespace) -> int:
+    src, out = Path(args.input), Path(args.output)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        written = featurize(src, out, args.pad_layout_with, args.kind, args.cfg, args.force)
+    for w in caught:
+        print(f"tpurank featurize-pb: warning: {w.message}", file=sys.stderr)
+    if written is None:
+        print(f"{out}: up to date with {src} (use --force to rewrite)", file=sys.stderr)
+    else:
+        where = written[0] if len(written) == 1 else f"{len(written)} files in {out}"
+        print(f"wrote {where}", file=sys.stderr)
+    return 0
