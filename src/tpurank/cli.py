@@ -51,6 +51,16 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
+def common_argv(args: argparse.Namespace, data_dir: str | None = None) -> list[str]:
+    """The resolved common options of `args` as arguments, for a stage that runs other stages."""
+    out = ["--data-dir", str(data_dir or args.paths.data), "--out-dir", str(args.paths.out)]
+    if args.config_file:
+        out += ["--config", args.config_file]
+    for item in args.set:
+        out += ["--set", item]
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tpurank",
