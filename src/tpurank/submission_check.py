@@ -1,0 +1,67 @@
+"""`tpurank check-submission CSV`: validate any submission CSV, one line per problem, exit 1 if any.
+
+The same checks the writer applies before it writes (tpurank.submission): header, every expected
+ID exactly once and in order, no unknown IDs, integer indices in range, tile lists of 5 (all when
+fewer configs), layout lists a full permutation of the file's configs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tpurank.paths import Paths
+from tpurank.submission import check_csv, expected_for_split, missing_files
+
+
+def reference_name(paths: Paths, split: str) -> str:
+    """What the expected IDs come from, for messages."""
+    if split == "test" and paths.sample_submission.exists():
+        return str(paths.sample_submission)
+    return f"the {split} files under {paths.npz}"
+
+
+def check_submission_file(
+    csv: str | Path, paths: Paths, split: str = "test", partial: bool = False
+) -> list[str]:
+    """Every problem of a submission CSV, one line each (empty when it is valid).
+
+    Args:
+        csv: the file.
+        paths: resolved paths (sample_submission.csv and the split's files).
+        split: which split it ranks (test: the sample's IDs and order).
+        partial: test only: expect only the sample IDs whose test file exists.
+    """
+    expected = expected_for_split(paths, split, partial=partial)
+    return check_csv(csv, expected, reference_name(paths, split))[0]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("csv", metavar="CSV", help="the submission file")
+    p.add_argument(
+        "--split",
+        default="test",
+        choices=["test", "valid", "train"],
+        help="which split the CSV ranks (default test: IDs from sample_submission.csv)",
+    )
+    p.add_argument(
+        "--partial",
+        action="store_true",
+        help="expect only the sample IDs whose test file exists under the data root (partial data)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    paths = args.paths
+    expected = expected_for_split(paths, args.split, partial=args.partial)
+    problems, parsed = check_csv(args.csv, expected, reference_name(paths, args.split))
+    for line in problems:
+        print(line)
+    unknown = missing_files(expected)
+    note = f"; {len(unknown)} IDs without a data file: index ranges not checked for them" if unknown else ""
+    print(
+        f"{args.csv}: {len(expected)} expected rows, {len(parsed)} valid, {len(problems)} problem(s){note}",
+        file=sys.stderr,
+    )
+    return 1 if problems else 0
