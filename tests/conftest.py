@@ -31,3 +31,16 @@ def tiny_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("tiny-data")
     generate(root, scale="tiny", seed=0)
     return root
+
+
+@pytest.fixture(scope="session")
+def tiny_paths(tiny_root: Path, tmp_path_factory: pytest.TempPathFactory):
+    """Paths over the tiny dataset whose out folder already holds its prepared cache (jobs=1)."""
+    from tpurank.config import Config
+    from tpurank.paths import Paths
+    from tpurank.prepare.stage import prepare_dataset
+
+    paths = Paths(data=tiny_root, out=tmp_path_factory.mktemp("tiny-out"))
+    result = prepare_dataset(paths, Config(), jobs=1, progress=False)
+    assert not result.failed, result.failed
+    return paths

@@ -14,6 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)  # read once: mkstemp creates 0600 files, outputs get the usual permissions
+
 
 @contextlib.contextmanager
 def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
@@ -30,6 +33,7 @@ def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_UMASK)
         os.replace(tmp_path, target)
     finally:
         if tmp_path.exists():

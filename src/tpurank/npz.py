@@ -213,6 +213,11 @@ def _check_config_values(path: Path, block: np.ndarray) -> None:
         raise DataError(path, "node_config_feat: values must be integers")
 
 
+def check_config_block(path: str | Path, block: np.ndarray) -> None:
+    """Validate one streamed block of node_config_feat (finite integers in -1..5)."""
+    _check_config_values(Path(path), block)
+
+
 def _expect_kind(path: Path, names: set[str], kind: str | None) -> str:
     found = "tile" if "config_feat" in names else "layout" if "node_config_feat" in names else None
     if found is None:
@@ -312,7 +317,7 @@ def read_header(path: str | Path, kind: str | None = None) -> tuple[str, dict[st
 def load_graph(
     path: str | Path,
     kind: str | None = None,
-    config_dtype: type | np.dtype = np.float32,
+    config_dtype: type | np.dtype | None = np.float32,
 ) -> Graph:
     """Load and fully validate one npz file.
 
@@ -320,7 +325,9 @@ def load_graph(
         path: the npz file.
         kind: "tile" or "layout" if known (a file of the other kind is then an error).
         config_dtype: dtype of the returned node_config_feat; np.int8 streams and converts in
-            chunks, so peak memory is the int8 array plus one chunk.
+            chunks, so peak memory is the int8 array plus one chunk. None skips it (an empty
+            (0, nodes, 18) int8 placeholder) for a caller that streams it with `iter_rows` and
+            checks each block with `check_config_block`.
 
     Raises:
         DataError: on any violation of the format, naming the file and the problem.
@@ -331,10 +338,12 @@ def load_graph(
     arrays: dict[str, np.ndarray] = {}
     with _open_zip(path) as zf:
         for key in spec:
-            if key == "node_config_feat" and np.dtype(config_dtype) != np.float32:
+            if key == "node_config_feat" and (config_dtype is None or np.dtype(config_dtype) != np.float32):
                 continue
             arrays[key] = _read_member(path, zf, key)
-    if kind == "layout" and "node_config_feat" not in arrays:
+    if kind == "layout" and config_dtype is None:
+        arrays["node_config_feat"] = np.empty((0, *shapes["node_config_feat"][1:]), dtype=np.int8)
+    elif kind == "layout" and "node_config_feat" not in arrays:
         out = np.empty(shapes["node_config_feat"], dtype=config_dtype)
         row = 0
         for block in iter_rows(path, "node_config_feat"):

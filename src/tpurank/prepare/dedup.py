@@ -1,0 +1,158 @@
+"""Collapse identical configurations of a graph to one row each, streaming and in bounded memory.
+
+Random layout files repeat configurations heavily (one real file: ~100k rows, almost all
+duplicates) and identical configs were measured with runtimes up to ~0.4% apart, so each unique
+row keeps the min, mean and count of its runtimes. Rows are hashed block by block as they stream
+out of the npz, so only the unique rows (as int8) are ever held, never the float32 tensor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tpurank.errors import DataError
+from tpurank.npz import CONFIG_MAX, CONFIG_MIN, check_config_block, iter_rows
+
+CONFIG_CHUNK_BYTES = 16 << 20  # float32 bytes of node_config_feat decoded per step (peak-RSS vs speed)
+HASH_BYTES = 16  # blake2b digest per row: collisions are out of reach (2^-64 at 2^32 rows)
+
+
+@dataclass
+class Dedup:
+    """Unique configurations of one graph, in order of first appearance.
+
+    `configs` keeps only the varying configurable nodes (layout); `varying` says which of the
+    file's configurable nodes those are.
+    """
+
+    configs: np.ndarray  # layout int8 (u, k, 18); tile float32 (u, 24)
+    varying: np.ndarray  # bool (nc,) layout; empty for tile
+    runtime_min: np.ndarray  # float64 (u,)
+    runtime_mean: np.ndarray  # float64 (u,)
+    count: np.ndarray  # int32 (u,)
+    inverse: np.ndarray  # int32 (c,)
+
+
+def unique_rows(blocks: Iterable[np.ndarray], out: np.ndarray) -> tuple[int, np.ndarray]:
+    """Unique rows of a stream of row blocks, first occurrence first, written into `out`.
+
+    Args:
+        blocks: arrays sharing every axis but the first (a row may have any shape).
+        out: a buffer with room for every row (e.g. `np.empty` of the full shape: pages never
+            written are never resident, so memory follows the unique rows, not the total).
+
+    Returns:
+        (number of unique rows, now in out[:u]; inverse: original row -> unique row, int64).
+    """
+    seen: dict[bytes, int] = {}
+    inverse: list[np.ndarray] = []
+    for block in blocks:
+        flat = np.ascontiguousarray(block).reshape(len(block), -1)
+        inv = np.empty(len(block), dtype=np.int64)
+        new: list[int] = []
+        for i in range(len(flat)):
+            h = hashlib.blake2b(flat[i].data, digest_size=HASH_BYTES).digest()
+            j = seen.get(h)
+            if j is None:
+                j = seen[h] = len(seen)
+                new.append(i)
+            inv[i] = j
+        if new:
+            out[len(seen) - len(new) : len(seen)] = block[np.asarray(new)]
+        inverse.append(inv)
+    return len(seen), (np.concatenate(inverse) if inverse else np.zeros(0, dtype=np.int64))
+
+
+def _compact_nodes(buf: np.ndarray, u: int, cols: np.ndarray, block_rows: int) -> np.ndarray:
+    """buf[:u][:, cols] built in place inside buf's own memory (never a second copy of the configs).
+
+    Row i moves from offset i*nc to i*k (k <= nc), so copying blocks in ascending order only
+    overwrites rows already moved; each block goes through a small temporary.
+    """
+    _, nc, d = buf.shape
+    k = len(cols)
+    if k == nc:
+        return buf[:u]
+    flat = buf.reshape(-1)
+    for start in range(0, u, block_rows):
+        stop = min(u, start + block_rows)
+        moved = buf[start:stop][:, cols].reshape(-1)
+        flat[start * k * d : stop * k * d] = moved
+    return flat[: u * k * d].reshape(u, k, d)
+
+
+def aggregate_runtimes(inverse: np.ndarray, runtime: np.ndarray, num_unique: int) -> tuple[np.ndarray, ...]:
+    """(min, mean, count) of the runtimes that map to each unique row.
+
+    Args:
+        inverse: original row -> unique row.
+        runtime: float64 runtime of each original row.
+        num_unique: number of unique rows.
+    """
+    count = np.bincount(inverse, minlength=num_unique)
+    mean = np.bincount(inverse, weights=runtime, minlength=num_unique) / np.maximum(count, 1)
+    lo = np.full(num_unique, np.inf)
+    np.minimum.at(lo, inverse, runtime)
+    lo[count == 0] = 0.0
+    return lo, mean, count.astype(np.int32)
+
+
+def _int8_blocks(path: Path, chunk_rows: int) -> Iterator[np.ndarray]:
+    """node_config_feat streamed as int8 blocks, each validated (finite integers in -1..5)."""
+    for block in iter_rows(path, "node_config_feat", chunk_rows=chunk_rows):
+        with np.errstate(invalid="ignore"):  # NaN or huge values are caught just below, by name
+            small = block.astype(np.int8)
+        # fast exact check: the int8 values convert back to the same floats and lie in range;
+        # on failure the shared validator names the problem
+        if not np.array_equal(small, block) or (
+            small.size and (small.min() < CONFIG_MIN or small.max() > CONFIG_MAX)
+        ):
+            check_config_block(path, block)
+            raise DataError(path, "node_config_feat: values must be integers in -1..5")
+        yield small
+
+
+def dedup_layout(path: str | Path, config_shape: tuple[int, int, int], runtime: np.ndarray) -> Dedup:
+    """Deduplicate a layout file's node_config_feat, streamed from the npz as int8.
+
+    Configurable nodes whose config never varies carry no ranking signal and are left out of
+    `configs` (they stay in the graph).
+
+    Args:
+        path: the npz file.
+        config_shape: (configs, configurable nodes, 18) from its header.
+        runtime: config_runtime, float64.
+    """
+    path = Path(path)
+    c, nc, d = config_shape
+    chunk_rows = max(1, CONFIG_CHUNK_BYTES // max(1, nc * d * 4))
+    buf = np.empty((c, nc, d), dtype=np.int8)  # virtual: only the unique rows' pages get written
+    u, inverse = unique_rows(_int8_blocks(path, chunk_rows), buf)
+    if len(inverse) != c:
+        raise DataError(path, f"node_config_feat: streamed {len(inverse)} rows, expected {c}")
+    varying = np.zeros(nc, dtype=bool)
+    for start in range(0, u, chunk_rows):
+        varying |= (buf[start : start + chunk_rows] != buf[0]).any(axis=(0, 2))
+    configs = _compact_nodes(buf, u, np.flatnonzero(varying), chunk_rows)
+    lo, mean, count = aggregate_runtimes(inverse, runtime, u)
+    return Dedup(configs, varying, lo, mean, count, inverse.astype(np.int32))
+
+
+def dedup_tile(config_feat: np.ndarray, runtime: np.ndarray, normalizers: np.ndarray) -> Dedup:
+    """Deduplicate tile configs; runtimes are normalized (runtime / normalizer) first.
+
+    Args:
+        config_feat: float32 (c, 24).
+        runtime: int64 config_runtime.
+        normalizers: int64 config_runtime_normalizers (all 1 in test files).
+    """
+    buf = np.empty_like(config_feat, dtype=np.float32)
+    u, inverse = unique_rows([config_feat], buf)
+    y = runtime.astype(np.float64) / normalizers.astype(np.float64)
+    lo, mean, count = aggregate_runtimes(inverse, y, u)
+    return Dedup(buf[:u].copy(), np.zeros(0, bool), lo, mean, count, inverse.astype(np.int32))

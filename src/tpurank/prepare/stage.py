@@ -1,0 +1,330 @@
+"""The `prepare` stage: every graph file -> one compact cache file, plus index.parquet.
+
+Resumable: an output is reused when its stored build key (input size + mtime, hops, collapse,
+feature rule, format version) matches. A bad file gets one line naming it; the others are still
+written, and the stage exits non-zero at the end. Files run in a process pool, largest first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import multiprocessing
+import os
+import sys
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from tpurank.atomic import atomic_path
+from tpurank.config import Config
+from tpurank.dataset import COLLECTIONS, SPLITS, GraphFile, collection_dir, discover, require_npz_root
+from tpurank.errors import TpurankError
+from tpurank.npz import load_graph
+from tpurank.paths import Paths
+from tpurank.prepare.build import BuildParams, build_file, build_key
+from tpurank.prepare.cache import INDEX_FILE, prepared_path, read_build
+from tpurank.prepare.node_features import RULE_FILE, FeatureRule, column_range, fit_rule
+from tpurank.provenance import write_sidecar
+
+PROVENANCE_FILE = "provenance.json"
+INDEX_COLUMNS = (
+    "collection",
+    "split",
+    "id",
+    "stem",
+    "path",  # relative to the prepared folder
+    "nodes",
+    "edges",
+    "nodes_kept",
+    "edges_kept",
+    "summary_nodes",
+    "configurable_nodes",
+    "varying_nodes",
+    "configs",
+    "configs_unique",
+    "is_test",
+    "bytes",  # size of the cache file
+    "input_bytes",  # size of the npz it was built from
+)
+
+
+@dataclass
+class PrepareResult:
+    """What a prepare run produced.
+
+    Args:
+        index: the full index table (also written to index.parquet).
+        failed: one line per file that could not be prepared, naming it.
+        built: outputs written by this run.
+        reused: outputs found up to date and kept.
+        rule: the node-feature rule used.
+    """
+
+    index: pd.DataFrame
+    failed: list[str] = field(default_factory=list)
+    built: int = 0
+    reused: int = 0
+    rule: FeatureRule | None = None
+
+
+# ----------------------------------------------------------------------------- workers (top level: picklable)
+
+
+def _range_task(gf: GraphFile) -> tuple[tuple[np.ndarray, np.ndarray] | None, str | None]:
+    try:
+        g = load_graph(gf.path, gf.kind, config_dtype=None)
+        return column_range(g.node_feat), None
+    except TpurankError as e:
+        return None, str(e)
+
+
+def _build_task(gf: GraphFile, params: BuildParams, out: Path, key: str) -> tuple[dict | None, str | None]:
+    try:
+        return build_file(gf, params, out, key), None
+    except TpurankError as e:
+        error = str(e)
+    except Exception as e:  # a bug or an exotic failure (MemoryError too): still one line, keep going
+        error = f"{gf.path}: {type(e).__name__}: {e}"
+    out.unlink(missing_ok=True)  # never leave a stale output that no longer matches its input
+    return None, error
+
+
+def _run_tasks(fn: Any, tasks: list[tuple], jobs: int, progress: bool, desc: str) -> list[Any]:
+    """fn(*task) for every task, in a process pool when jobs > 1, results in task order."""
+    results: list[Any] = [None] * len(tasks)
+    bar = tqdm(total=len(tasks), desc=desc, unit="graph", disable=not progress, file=sys.stderr)
+    try:
+        if jobs <= 1 or len(tasks) <= 1:
+            for i, t in enumerate(tasks):
+                results[i] = fn(*t)
+                bar.update()
+            return results
+        ctx = multiprocessing.get_context("spawn")  # no fork of a parent that may hold threads
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as pool:
+            futures: dict[Future, int] = {pool.submit(fn, *t): i for i, t in enumerate(tasks)}
+            try:
+                for fut in as_completed(futures):
+                    results[futures[fut]] = fut.result()
+                    bar.update()
+            except BrokenProcessPool:
+                raise TpurankError(
+                    f"{desc}: a worker process died (out of memory?); finished outputs are kept, "
+                    "rerun with fewer --jobs"
+                ) from None
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+        return results
+    finally:
+        bar.close()
+
+
+# ----------------------------------------------------------------------------- steps
+
+
+def _files_key(files: list[GraphFile]) -> str:
+    h = hashlib.sha256()
+    for gf in files:
+        st = gf.path.stat()
+        h.update(f"{gf.collection}/{gf.split}/{gf.stem}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return f"{h.hexdigest()[:16]}:{len(files)}"
+
+
+def ensure_rule(out: Path, npz_root: Path, jobs: int, progress: bool) -> tuple[FeatureRule, list[str]]:
+    """The node-feature rule fitted on every train file of the dataset (reused while they are unchanged).
+
+    Args:
+        out: the prepared folder (the rule is saved there as node_feature_rule.json).
+        npz_root: the dataset's npz folder.
+        jobs: worker processes.
+        progress: show a progress bar.
+
+    Returns:
+        (the rule, one line per train file that could not be read).
+    """
+    train = discover(npz_root, splits=["train"])
+    key = _files_key(train)
+    saved = FeatureRule.load(out / RULE_FILE)
+    if saved is not None and saved.train_key == key:
+        return saved, []
+    results = _run_tasks(_range_task, [(gf,) for gf in train], jobs, progress, "fit feature rule")
+    ranges = [r for r, _ in results if r is not None]
+    errors = [e for _, e in results if e is not None]
+    rule = fit_rule(ranges, key)
+    rule.save(out / RULE_FILE)
+    return rule, errors
+
+
+def _clean_scope(out: Path, scope: set[tuple[str, str]], wanted: set[Path]) -> None:
+    """Remove leftover temporary files and outputs whose input is gone, inside this run's folders."""
+    for collection, split in scope:
+        folder = out / collection_dir(collection) / split
+        if not folder.is_dir():
+            continue
+        for f in folder.iterdir():
+            if f.name.startswith(".") and ".tmp" in f.name:
+                f.unlink(missing_ok=True)  # a temporary file left by a killed run (tpurank.atomic)
+            elif f.suffix == ".npz" and f not in wanted:
+                f.unlink(missing_ok=True)
+
+
+def _order(df: pd.DataFrame) -> pd.DataFrame:
+    rank_c = df["collection"].map({c: i for i, c in enumerate(COLLECTIONS)})
+    rank_s = df["split"].map({s: i for i, s in enumerate(SPLITS)})
+    return (
+        df.assign(_c=rank_c, _s=rank_s)
+        .sort_values(["_c", "_s", "stem"])
+        .drop(columns=["_c", "_s"])
+        .reset_index(drop=True)
+    )
+
+
+def _write_index(out: Path, rows: list[dict], scope: set[tuple[str, str]]) -> pd.DataFrame:
+    """index.parquet = this run's rows plus the previous index's rows outside this run's scope."""
+    df = pd.DataFrame(rows, columns=list(INDEX_COLUMNS))
+    old_path = out / INDEX_FILE
+    if old_path.exists():
+        try:
+            old = pd.read_parquet(old_path)
+            outside = [(c, s) not in scope for c, s in zip(old["collection"], old["split"], strict=True)]
+            old = old[outside]
+            old = old[[(out / p).exists() for p in old["path"]]]
+            if len(old):
+                df = pd.concat([old[list(INDEX_COLUMNS)], df], ignore_index=True)
+        except Exception:  # an unreadable or older-format index is rebuilt from this run alone
+            pass
+    df = _order(df.astype({"is_test": bool}))
+    with atomic_path(old_path, suffix=".parquet") as tmp:
+        df.to_parquet(tmp, index=False)
+    return df
+
+
+def resolve_jobs(jobs: int) -> int:
+    """0 means one worker per CPU core."""
+    return jobs if jobs > 0 else (os.cpu_count() or 1)
+
+
+def prepare_dataset(
+    paths: Paths,
+    cfg: Config,
+    collections: list[str] | None = None,
+    splits: list[str] | None = None,
+    jobs: int = 1,
+    progress: bool = True,
+    out: Path | None = None,
+) -> PrepareResult:
+    """Prepare every graph of the chosen collections and splits into the cache.
+
+    Args:
+        paths: the run's paths (reads `paths.npz`).
+        cfg: the config (`prepare` section, per-collection overrides applied).
+        collections: restrict to these (default: all five).
+        splits: restrict to these (default: train, valid, test).
+        jobs: worker processes (0: one per core; 1: in this process).
+        progress: show progress bars.
+        out: the cache folder (default: `paths.prepared`).
+
+    Returns:
+        The index and the failures; the caller decides the exit code.
+    """
+    out = Path(out) if out is not None else paths.prepared
+    npz_root = require_npz_root(paths.npz)
+    jobs = resolve_jobs(jobs)
+    files = discover(npz_root, collections, splits)
+    if not files:
+        raise TpurankError(
+            f"{npz_root}: no npz files for collections {collections or 'all'} and splits {splits or 'all'}"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    rule, failed = ensure_rule(out, npz_root, jobs, progress)
+
+    rows: list[dict] = []
+    tasks: list[tuple] = []
+    targets: dict[Path, GraphFile] = {}
+    params_of: dict[str, BuildParams] = {}
+    for c in {gf.collection for gf in files}:
+        pc = cfg.for_collection(c).prepare
+        params_of[c] = BuildParams(hops=pc.hops, collapse=pc.collapse_removed, rule=rule)
+    for gf in files:
+        params = params_of[gf.collection]
+        target = prepared_path(out, gf.collection, gf.split, gf.stem)
+        targets[target] = gf
+        key = build_key(gf, params)
+        found = read_build(target)
+        if found is not None and found[0] == key:
+            rows.append(found[1])
+        else:
+            tasks.append((gf, params, target, key))
+    scope = {(gf.collection, gf.split) for gf in files}
+    _clean_scope(out, scope, set(targets))
+    reused = len(rows)
+    tasks.sort(key=lambda t: -t[0].path.stat().st_size)  # largest first: the pool ends together
+    for row, error in _run_tasks(_build_task, tasks, jobs, progress, "prepare"):
+        if error is not None:
+            failed.append(error)
+        else:
+            rows.append(row)
+    for row in rows:
+        target = prepared_path(out, row["collection"], row["split"], row["stem"])
+        row["path"] = str(target.relative_to(out))
+        row["bytes"] = target.stat().st_size
+        row["input_bytes"] = targets[target].path.stat().st_size
+    failed = sorted(set(failed))
+    index = _write_index(out, rows, scope)
+    write_sidecar(
+        out / PROVENANCE_FILE,
+        cfg,
+        paths.data,
+        stage="prepare",
+        collections=sorted({c for c, _ in scope}),
+        splits=sorted({s for _, s in scope}),
+        feature_rule=rule.digest,
+        feature_columns=len(rule.keep),
+        built=len(rows) - reused,
+        reused=reused,
+        failed=failed,
+    )
+    return PrepareResult(index=index, failed=failed, built=len(rows) - reused, reused=reused, rule=rule)
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, help="cache folder (default: <out-dir>/features/prepared)")
+    parser.add_argument(
+        "--collections", nargs="+", choices=COLLECTIONS, metavar="C", help="default: all five"
+    )
+    parser.add_argument("--splits", nargs="+", choices=SPLITS, metavar="S", help="default: train valid test")
+    parser.add_argument("--jobs", type=int, help="worker processes (default: prepare.jobs; 0 = one per core)")
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def run(args: argparse.Namespace) -> int:
+    jobs = args.jobs if args.jobs is not None else args.cfg.prepare.jobs
+    result = prepare_dataset(
+        args.paths,
+        args.cfg,
+        collections=args.collections,
+        splits=args.splits,
+        jobs=jobs,
+        progress=not args.no_progress,
+        out=args.out,
+    )
+    out = args.out or args.paths.prepared
+    for line in result.failed:
+        print(f"tpurank prepare: error: {line}", file=sys.stderr)
+    idx = result.index
+    print(
+        f"prepare: {result.built} built, {result.reused} reused, {len(result.failed)} failed; the index of {out} "
+        f"holds {len(idx)} graphs: configs {int(idx['configs'].sum())} -> {int(idx['configs_unique'].sum())} "
+        f"unique, nodes {int(idx['nodes'].sum())} -> {int(idx['nodes_kept'].sum())} kept"
+    )
+    return 1 if result.failed else 0
