@@ -1,0 +1,121 @@
+"""Issue 7: the ensemble, `tpurank all` end to end on tiny data, and the Kaggle notebook."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tpurank.config import Config
+from tpurank.dataset import COLLECTIONS
+from tpurank.ensemble import collection_score, normalize, train, valid_truth, weight_grid
+from tpurank.paths import Paths
+from tpurank.predictions import save_predictions
+
+ROOT = Path(__file__).resolve().parents[1]
+# Small budgets so the whole pipeline runs in about a minute on 2 cores; same code paths as the defaults.
+FAST = [
+    "--set", "gnn.epochs=2", "--set", "gnn.max_steps_per_epoch=8", "--set", "gnn.hidden=16",
+    "--set", "baseline.epochs=1", "--set", "baseline.max_steps_per_epoch=8",
+    "--set", "lgbm.num_boost_round=40",
+]
+
+
+def test_weight_grid_covers_the_simplex() -> None:
+    g = weight_grid(3, 0.5)
+    assert sorted(map(tuple, g.tolist())) == sorted(
+        [(1, 0, 0), (0, 1, 0), (0, 0, 1), (0.5, 0.5, 0), (0.5, 0, 0.5), (0, 0.5, 0.5)]
+    )
+    assert np.allclose(weight_grid(2).sum(axis=1), 1) and len(weight_grid(2)) == 11
+
+
+def test_normalize() -> None:
+    np.testing.assert_allclose(normalize(np.array([10.0, 30.0, 20.0]), "rank"), [0, 1, 0.5])
+    z = normalize(np.array([1.0, 2.0, 3.0]), "zscore")
+    assert abs(z.mean()) < 1e-12 and abs(z.std() - 1) < 1e-12
+    assert (normalize(np.array([4.0, 4.0]), "zscore") == 0).all()
+
+
+def test_ensemble_never_worse_than_the_worse_member(tiny_paths: Paths) -> None:
+    """Two members of different quality: a noisy truth and a random ranking, fitted on valid."""
+    rng = np.random.default_rng(0)
+    cfg = Config()
+    cfg.ensemble.models = ["noisy", "rand"]
+    for collection in COLLECTIONS:
+        truth = valid_truth(tiny_paths, collection)
+        assert truth, f"tiny data has no {collection} valid graphs"
+        noisy = {g: np.log(rt + 1) + rng.normal(0, 0.05, len(rt)) for g, rt in truth.items()}
+        rand = {g: rng.random(len(rt)) for g, rt in truth.items()}
+        for name, preds in (("noisy", noisy), ("rand", rand)):
+            save_predictions(tiny_paths.prediction_file(name, "valid"), preds)
+        train(tiny_paths, cfg, collection)
+        rec = json.loads((tiny_paths.model_dir("ensemble", collection) / "weights.json").read_text())
+        singles = [collection_score(collection, p, truth) for p in (noisy, rand)]
+        assert rec["valid_score"] >= min(singles) - 1e-12
+        assert rec["valid_score"] >= max(singles) - 1e-12  # the grid holds each member alone
+        assert rec["member_valid_scores"]["noisy"] == pytest.approx(singles[0])
+
+
+def _tpurank(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tpurank", *args], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+
+
+@pytest.mark.slow
+def test_all_end_to_end_on_tiny(tiny_root: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    r = _tpurank("all", "--data-dir", str(tiny_root), "--out-dir", str(out), *FAST)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    sub = out / "submissions" / "submission.csv"
+    assert sub.exists() and (out / "submissions" / "submission.json").exists()
+    check = _tpurank("check-submission", str(sub), "--data-dir", str(tiny_root))
+    assert check.returncode == 0, check.stdout + check.stderr
+    ids = [line.split(",")[0] for line in sub.read_text().splitlines()[1:]]
+    sample = [line.split(",")[0] for line in (tiny_root / "sample_submission.csv").read_text().splitlines()[1:]]
+    assert ids == sample
+    for m in ("random", "heuristic", "lgbm", "gnn", "baseline", "ensemble"):
+        assert (out / "submissions" / f"valid_{m}.csv").exists(), m
+    assert (out / "reports" / "validation.md").exists()
+    assert "Validation scores" in r.stdout and "time per step" in r.stdout
+    # a second run skips every step whose inputs did not change
+    again = _tpurank("all", "--data-dir", str(tiny_root), "--out-dir", str(out), *FAST)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stderr.count("up to date, skipped") >= 10
+    assert "tpurank train" not in again.stderr
+
+
+@pytest.mark.slow
+def test_kaggle_notebook_runs_end_to_end(tiny_root: Path, tmp_path: Path) -> None:
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    kaggle_input = tmp_path / "input" / "predict-ai-model-runtime"
+    shutil.copytree(tiny_root, kaggle_input)
+    working = tmp_path / "working"
+    working.mkdir()
+    env = {
+        "TPURANK_DATA": str(kaggle_input),
+        "TPURANK_KAGGLE_WORKING": str(working),
+        "TPURANK_NOTEBOOK_ARGS": " ".join(FAST),
+    }
+    nb = nbformat.read(ROOT / "notebooks" / "kaggle_submission.ipynb", as_version=4)
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    sub = working / "submission.csv"
+    assert sub.exists()
+    check = _tpurank("check-submission", str(sub), "--data-dir", str(kaggle_input))
+    assert check.returncode == 0, check.stdout + check.stderr
