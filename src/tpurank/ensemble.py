@@ -96,10 +96,15 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
         raise TpurankError(f"{collection}: {missing} validation graphs lack a member prediction")
     how = cfg.ensemble.normalize
     best_w, best_score = None, -math.inf
+    uniform = np.full(len(members), 1 / len(members))
     for w in weight_grid(len(members)):
         costs = {gid: combine([p[gid] for p in preds], w, how) for gid in ids}
         score = collection_score(collection, costs, truth)
-        if not math.isnan(score) and score > best_score + 1e-12:
+        if math.isnan(score):
+            continue
+        # among equal scores prefer the most even weights: they generalise better than a lucky extreme
+        tie = abs(score - best_score) <= 1e-12
+        if score > best_score + 1e-12 or (tie and np.abs(w - uniform).sum() < np.abs(best_w - uniform).sum()):
             best_w, best_score = w, score
     if best_w is None:  # every graph undefined (e.g. constant runtimes): weigh members equally
         best_w = np.full(len(members), 1 / len(members))
