@@ -1,0 +1,231 @@
+"""Benchmark of the GNN rankers (issue 6): throughput, memory, and GNN vs the official baseline.
+
+In one run, each measurement in a fresh subprocess (so peak RSS is that of the work alone, imports
+and data included):
+  1. training throughput (configs/s, after 2 warm-up steps) and peak memory of `--steps` training
+     steps per collection on the synthetic `demo` data, for `gnn` and `baseline` (default configs);
+  2. peak memory of training steps on the largest `full`-scale nlp graph (synthetic: 25,000 nodes,
+     2,500 configurable nodes, 10,000 configs; target <= 8 GB);
+  3. validation score of `gnn` vs the official `baseline` on demo, both trained the same way
+     (`--epochs`, early stopping on valid) per collection (target: gnn wins every layout collection).
+Results go to bench/results_gnn_<device>.json and .md (the device is named inside).
+
+    .venv/bin/python bench/bench_gnn.py                 # generates data/synthetic-demo and data/bench once
+    .venv/bin/python bench/bench_gnn.py --skip-big --epochs 2 --steps 5    # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO_ROOT = ROOT / "data" / "synthetic-demo"
+WORK = (
+    ROOT / "data" / "bench" / "gnn"
+)  # prepared demo cache and the comparison's models (data/ is gitignored)
+BIG_ROOT = ROOT / "data" / "bench" / "gnn-big"
+BIG = {"nodes": 25_000, "configurable": 2_500, "configs": 10_000}  # synth `full` nlp: up to 25,000 nodes
+BIG_FILE = BIG_ROOT / "npz_all/npz/layout/nlp/random/train/bench_gnn_big_nlp.npz"
+MEMORY_TARGET = 8 * 10**9  # bytes: the issue's 8 GB
+PYTHON = sys.executable
+
+# Child: train `steps` steps of one model on one collection; prints one JSON line.
+_STEPS = """
+import json, resource, sys, time
+import numpy as np, torch
+from tpurank.config import Config
+from tpurank.gnn import model as gnn, official
+from tpurank.gnn.data import make_batch, sample_rows
+from tpurank.gnn.trainer import load_split, make_optimizer, setup_runtime, train_step
+from tpurank.paths import Paths
+
+from pathlib import Path
+out, collection, name, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+paths = Paths(data=Path(out), out=Path(out))
+cfg = Config().for_collection(collection)
+spec = gnn.SPEC if name == "gnn" else official.SPEC
+r = spec.recipe(cfg)
+rt = setup_runtime()
+graphs = [g for g in load_split(paths, collection, "train", progress=False) if g.rankable]
+torch.manual_seed(0)
+model = spec.build(spec.model_args(cfg, graphs[0].kind, graphs[0].node_feat.shape[1])).to(rt.device)
+opt = make_optimizer(model, r)
+rng = np.random.default_rng(0)
+b = min(r.graphs_per_batch, len(graphs))
+configs, t0 = 0, None
+for step in range(steps + 2):
+    if step == 2:
+        t0 = time.perf_counter()
+    pick = rng.choice(len(graphs), size=b, replace=False)
+    batch = make_batch([graphs[i] for i in pick], [sample_rows(graphs[i], r.configs_per_graph, rng) for i in pick])
+    train_step(model, opt, batch, r, rt.device)
+    if step >= 2:
+        configs += int(batch.mask.sum())
+if rt.device.type == "cuda":
+    torch.cuda.synchronize()
+seconds = time.perf_counter() - t0
+print(json.dumps({
+    "configs_per_s": configs / seconds, "steps": steps, "seconds": seconds,
+    "nodes_per_graph": float(np.mean([len(g.opcode) for g in graphs])),
+    "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    "cuda_peak": torch.cuda.max_memory_allocated() if rt.device.type == "cuda" else None,
+}))
+"""
+
+
+def device_name(threads: int) -> tuple[str, str]:
+    """(file slug, description) of the device the children will use."""
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda", f"CUDA {torch.cuda.get_device_name(0)} (bf16 autocast), torch {torch.__version__}"
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return "cpu", f"CPU {cpu}, {threads} torch thread(s) of {os.cpu_count()} cores, torch {torch.__version__}"
+
+
+def child(args: list[str], threads: int, timeout: int = 1800) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    proc = subprocess.run(
+        [PYTHON, "-c", _STEPS, *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"child {args} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def ensure_demo_prepared() -> Path:
+    """data/synthetic-demo (generated once) prepared into data/bench/gnn (train and valid)."""
+    from tpurank.config import Config
+    from tpurank.paths import Paths
+    from tpurank.prepare.stage import prepare_dataset
+    from tpurank.synth import generate
+
+    if not (DEMO_ROOT / "npz_all").is_dir():
+        print(f"generating the demo dataset into {DEMO_ROOT} ...", flush=True)
+        generate(DEMO_ROOT, scale="demo", seed=0)
+    paths = Paths(data=DEMO_ROOT, out=WORK)
+    prepare_dataset(paths, Config(), splits=["train", "valid"], jobs=1, progress=False)
+    return WORK
+
+
+def ensure_big_prepared() -> Path:
+    """The big nlp graph generated once into data/bench/gnn-big and prepared beside it."""
+    from tpurank.config import Config
+    from tpurank.paths import Paths
+    from tpurank.prepare.stage import prepare_dataset
+    from tpurank.synth import write_big_layout_graph
+
+    if not BIG_FILE.exists():
+        print(f"generating the big nlp graph {BIG} into {BIG_FILE} ...", flush=True)
+        write_big_layout_graph(BIG_FILE, collection="layout:nlp:random", seed=0, **BIG)
+    paths = Paths(data=BIG_ROOT, out=BIG_ROOT / "out")
+    prepare_dataset(
+        paths, Config(), collections=["layout:nlp:random"], splits=["train"], jobs=1, progress=False
+    )
+    return paths.out
+
+
+def compare(epochs: int, max_steps: int) -> dict[str, dict[str, float]]:
+    """Train gnn and baseline per collection on demo (same epochs, early stopping) and score valid."""
+    import numpy as np
+
+    from tpurank.config import Config
+    from tpurank.dataset import COLLECTIONS
+    from tpurank.gnn import model as gnn
+    from tpurank.gnn import official
+    from tpurank.gnn.trainer import load_split, predict_collection, train_collection
+    from tpurank.metrics import graph_metrics, order_from_costs
+    from tpurank.paths import Paths
+
+    paths = Paths(data=DEMO_ROOT, out=WORK)
+    cfg = Config()
+    cfg.gnn.epochs = cfg.baseline.epochs = epochs
+    cfg.gnn.max_steps_per_epoch = cfg.baseline.max_steps_per_epoch = max_steps
+    out: dict[str, dict[str, float]] = {}
+    for collection in COLLECTIONS:
+        valid = load_split(paths, collection, "valid", progress=False)
+        row: dict[str, float] = {}
+        for name, spec in (("gnn", gnn.SPEC), ("baseline", official.SPEC)):
+            t = time.perf_counter()
+            c = cfg.for_collection(collection)
+            train_collection(spec, paths, c, collection, progress=False)
+            costs = predict_collection(spec, paths, c, collection, "valid", graphs=valid, progress=False)
+            scores = [
+                graph_metrics(collection, order_from_costs(costs[g.id]), g.runtime[g.inverse])["score"]
+                for g in valid
+            ]
+            row[name] = float(np.nanmean(scores))
+            row[f"{name}_seconds"] = round(time.perf_counter() - t, 1)
+            print(
+                f"  {collection:20s} {name:8s} valid {row[name]:.4f} ({row[f'{name}_seconds']:.0f} s)",
+                flush=True,
+            )
+        out[collection] = row
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=8, help="timed training steps per collection")
+    p.add_argument("--big-steps", type=int, default=1, help="timed training steps on the big nlp graph")
+    p.add_argument("--epochs", type=int, default=3, help="epochs of the gnn vs baseline comparison")
+    p.add_argument(
+        "--max-steps", type=int, default=12, help="steps per epoch in the comparison (both models)"
+    )
+    p.add_argument("--threads", type=int, default=1, help="torch threads (1: the machine is shared)")
+    p.add_argument("--skip-big", action="store_true")
+    p.add_argument("--skip-compare", action="store_true")
+    a = p.parse_args()
+
+    import torch
+
+    from tpurank.dataset import COLLECTIONS
+
+    torch.set_num_threads(a.threads)
+    slug, device = device_name(a.threads)
+    results: dict = {"device": device, "command": " ".join([Path(PYTHON).name, *sys.argv]), "throughput": {}}
+    print(f"device: {device}", flush=True)
+    demo = ensure_demo_prepared()
+    for collection in COLLECTIONS:
+        for name in ("gnn", "baseline"):
+            r = child([str(demo), collection, name, str(a.steps)], a.threads)
+            results["throughput"][f"{collection} {name}"] = r
+            print(f"  {collection:20s} {name:8s} {r['configs_per_s']:9.0f} configs/s  "
+                  f"peak RSS {r['peak_rss'] / 2**20:6.0f} MiB", flush=True)  # fmt: skip
+    if not a.skip_big:
+        big = ensure_big_prepared()
+        r = child([str(big), "layout:nlp:random", "gnn", str(a.big_steps)], a.threads)
+        r["graph"] = BIG
+        r["within_target"] = r["peak_rss"] <= MEMORY_TARGET
+        results["big_nlp_graph"] = r
+        print(f"  big nlp graph ({BIG}, {r['nodes_per_graph']:.0f} nodes after pruning): peak RSS "
+              f"{r['peak_rss'] / 2**30:.2f} GiB, {r['configs_per_s']:.0f} configs/s", flush=True)  # fmt: skip
+    if not a.skip_compare:
+        results["valid"] = compare(a.epochs, a.max_steps)
+        layout = [c for c in results["valid"] if c.startswith("layout")]
+        results["gnn_beats_baseline_every_layout"] = all(
+            results["valid"][c]["gnn"] > results["valid"][c]["baseline"] for c in layout
+        )
+
+    out = ROOT / "bench" / f"results_gnn_{slug}.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,145 @@
+"""Benchmark the LightGBM rankers on a (synthetic) dataset: speed, memory and validation quality.
+
+Reports, per collection: feature-building throughput, training and prediction wall time and peak
+memory (each step runs in a fresh process, so its peak RSS is its own; an idle process that only
+imports tpurank is reported for reference), and the validation score of lgbm next to the random
+and heuristic baselines (scored on every original config with its mean runtime, as the
+validation report does). Targets of issue 5: lgbm beats both baselines everywhere, tile >= 0.90.
+
+    python -m tpurank synth --scale demo --out data/synthetic-demo
+    .venv/bin/python bench/bench_lgbm.py --data-dir data/synthetic-demo --out-dir /tmp/bench-lgbm
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import resource
+import sys
+import time
+
+TILE_TARGET = 0.90  # issue 5: the tile score lgbm must reach on the demo data
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux reports KiB
+
+
+def _step(step: str, data: str, out: str, overrides: list[str], collection: str, queue: mp.Queue) -> None:
+    """One measured step in a fresh process; puts (seconds, peak MB, result) on the queue."""
+    from tpurank.config import load_config
+    from tpurank.paths import Paths
+
+    paths, cfg = Paths.resolve(data, out), load_config(None, overrides)
+    start = time.perf_counter()
+    result: object = None
+    if step == "features":
+        from tpurank.tabular.stage import build_features
+
+        result = build_features(paths, cfg, [collection], ["train", "valid", "test"], force=True)
+    elif step == "train":
+        from tpurank.lgbm import model
+
+        model.train(paths, cfg, collection)
+        import json
+
+        result = json.loads((paths.model_dir("lgbm", collection) / "provenance.json").read_text())
+    elif step == "predict":
+        from tpurank.lgbm import model
+
+        result = model.predict(paths, cfg, collection, "valid")
+    queue.put((time.perf_counter() - start, _peak_mb(), result))
+
+
+def measure(step: str, args: argparse.Namespace, collection: str = "") -> tuple[float, float, object]:
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_step, args=(step, args.data_dir, args.out_dir, args.set, collection, queue))
+    proc.start()
+    result = queue.get()
+    proc.join()
+    if proc.exitcode != 0:
+        sys.exit(f"bench: step {step} {collection} failed")
+    return result
+
+
+def idle_mb() -> float:
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_idle, args=(queue,))
+    proc.start()
+    mb = queue.get()
+    proc.join()
+    return mb
+
+
+def _idle(queue: mp.Queue) -> None:
+    import lightgbm  # noqa: F401
+    import pandas  # noqa: F401
+
+    import tpurank.lgbm.model  # noqa: F401
+
+    queue.put(_peak_mb())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", default="data/synthetic-demo")
+    parser.add_argument("--out-dir", default="bench-out/lgbm", help="where the cache, tables and models go")
+    parser.add_argument("--collections", nargs="+", help="default: every collection in the dataset")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    args = parser.parse_args()
+
+    from tpurank.config import load_config
+    from tpurank.dataset import COLLECTIONS
+    from tpurank.metrics import graph_metrics, mean_score, order_from_costs
+    from tpurank.models import get_model
+    from tpurank.paths import Paths
+    from tpurank.prepare.cache import iter_prepared, read_index
+    from tpurank.prepare.stage import prepare_dataset
+
+    paths, cfg = Paths.resolve(args.data_dir, args.out_dir), load_config(None, args.set)
+    if not (paths.prepared / "index.parquet").exists():
+        t = time.perf_counter()
+        prepare_dataset(paths, cfg, jobs=0, progress=False)
+        print(f"prepared {paths.data} in {time.perf_counter() - t:.1f}s")
+    present = set(read_index(paths.prepared)["collection"])
+    collections = [c for c in (args.collections or COLLECTIONS) if c in present]
+
+    print(f"data: {paths.data}; idle process (imports only): {idle_mb():.0f} MB peak RSS\n")
+    print(
+        "| collection | graphs | rows | features s | rows/s | train s | train MB | rounds | predict s "
+        "| predict MB | lgbm | heuristic | random |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    ok = True
+    for c in collections:
+        f_s, _, summaries = measure("features", args, c)
+        graphs = sum(s["graphs"] for s in summaries.values())
+        rows = sum(s["rows"] for s in summaries.values())
+        t_s, t_mb, info = measure("train", args, c)
+        p_s, p_mb, costs = measure("predict", args, c)
+        truth = {g.id: g.runtime_mean[g.inverse] for g in iter_prepared(paths.prepared, c, "valid")}
+
+        def score(pred: dict, c: str = c, truth: dict = truth) -> float:
+            return mean_score(
+                graph_metrics(c, order_from_costs(pred[g]), rt)["score"] for g, rt in truth.items()
+            )[0]
+
+        base = {m: score(get_model(m).predict(paths, cfg, c, "valid")) for m in ("heuristic", "random")}
+        ours = score(costs)
+        ok &= ours > max(base.values()) and (not c.startswith("tile") or ours >= TILE_TARGET)
+        print(
+            f"| {c} | {graphs} | {rows} | {f_s:.1f} | {rows / f_s:.0f} | {t_s:.1f} | {t_mb:.0f} | "
+            f"{info['best_iteration']} | {p_s:.2f} | {p_mb:.0f} | {ours:.4f} | {base['heuristic']:.4f} | "
+            f"{base['random']:.4f} |",
+            flush=True,
+        )
+    print(
+        f"\ntargets (lgbm beats both baselines everywhere, tile >= {TILE_TARGET}): {'met' if ok else 'NOT met'}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

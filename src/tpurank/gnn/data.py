@@ -1,0 +1,179 @@
+"""Tensors and batches built from the prepared cache (`tpurank.prepare.cache.PreparedGraph`).
+
+A batch is the disjoint union of B graphs plus C config slots: slot c of graph b holds one of b's
+unique configs. Layout configs become a (C, K, 18) tensor over the K configurable nodes of the whole
+batch, so the model scores all C configs of every graph in one pass over one shared edge_index.
+Graphs with fewer than C configs are padded with their first row and masked out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import torch
+
+from tpurank.prepare.cache import PreparedGraph
+
+
+@dataclass
+class GraphData:
+    """One prepared graph, structure as tensors, configs kept compact in numpy until batched.
+
+    Args:
+        id: submission ID.
+        kind: "layout" or "tile".
+        node_feat: (n, F) float32 model-ready node features.
+        opcode: (n,) long opcode ids.
+        edge_index: (2, m) long, rows [operand, user]: the direction data flows.
+        config_nodes: (k,) long positions of the configurable nodes (layout; empty for tile).
+        configs: unique configs, layout int8 (u, k, 18) or tile float32 (u, 24).
+        runtime: (u,) float64 measured runtime per unique config (0 for test).
+        inverse: (c,) original config index -> unique row.
+        is_test: runtimes unknown.
+    """
+
+    id: str
+    kind: str
+    node_feat: torch.Tensor
+    opcode: torch.Tensor
+    edge_index: torch.Tensor
+    config_nodes: torch.Tensor
+    configs: np.ndarray
+    runtime: np.ndarray
+    inverse: np.ndarray
+    is_test: bool
+
+    @property
+    def num_unique(self) -> int:
+        return len(self.configs)
+
+    @property
+    def rankable(self) -> bool:
+        """Has at least two configs with different runtimes (otherwise there is nothing to learn)."""
+        return not self.is_test and self.num_unique >= 2 and bool(np.ptp(self.runtime) > 0)
+
+
+def from_prepared(g: PreparedGraph) -> GraphData:
+    """Convert one cache entry; the runtime target is the fastest of each config's duplicates.
+
+    Args:
+        g: a graph from `tpurank.prepare.cache.load_prepared`.
+    """
+    edges = np.asarray(g.edge_index, dtype=np.int64).reshape(-1, 2)
+    return GraphData(
+        id=g.id,
+        kind=g.kind,
+        node_feat=torch.from_numpy(np.ascontiguousarray(g.node_feat, dtype=np.float32)),
+        opcode=torch.from_numpy(np.asarray(g.node_opcode, dtype=np.int64)),
+        edge_index=torch.from_numpy(
+            np.stack([edges[:, 1], edges[:, 0]])
+        ),  # [user, operand] -> [operand, user]
+        config_nodes=torch.from_numpy(np.asarray(g.config_nodes, dtype=np.int64)),
+        configs=g.configs,
+        runtime=np.asarray(g.runtime_min, dtype=np.float64),
+        inverse=np.asarray(g.inverse, dtype=np.int64),
+        is_test=g.is_test,
+    )
+
+
+@dataclass
+class Batch:
+    """B graphs with C config slots each (see the module docstring).
+
+    Args:
+        node_feat: (N, F); opcode: (N,); edge_index: (2, M) [operand, user] in batch node numbering.
+        node_graph: (N,) graph of each node; num_graphs: B.
+        config_nodes: (K,) batch positions of configurable nodes; config_graph: (K,) their graph.
+        configs: layout (C, K, 18) int8; tile (B, C, 24) float32.
+        runtime: (B, C) float64; mask: (B, C) bool, False on padding slots.
+    """
+
+    node_feat: torch.Tensor
+    opcode: torch.Tensor
+    edge_index: torch.Tensor
+    node_graph: torch.Tensor
+    num_graphs: int
+    config_nodes: torch.Tensor
+    config_graph: torch.Tensor
+    configs: torch.Tensor
+    runtime: torch.Tensor
+    mask: torch.Tensor
+
+    def to(self, device: torch.device | str) -> Batch:
+        moved = {
+            f.name: (v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v)
+            for f in fields(self)
+            for v in [getattr(self, f.name)]
+        }
+        return Batch(**moved)
+
+
+def make_batch(graphs: list[GraphData], rows: list[np.ndarray]) -> Batch:
+    """Batch graphs with the given unique-config rows each (padded to the longest, masked).
+
+    Args:
+        graphs: the B graphs (all layout or all tile).
+        rows: per graph, indices into its unique configs (at least one each).
+    """
+    c = max(len(r) for r in rows)
+    kind = graphs[0].kind
+    feats, ops, edges, node_graph, cnodes, cgraph, cfgs = [], [], [], [], [], [], []
+    runtime = np.zeros((len(graphs), c), dtype=np.float64)
+    mask = np.zeros((len(graphs), c), dtype=bool)
+    offset = 0
+    for b, (g, r) in enumerate(zip(graphs, rows, strict=True)):
+        r = np.asarray(r, dtype=np.int64)
+        padded = np.concatenate([r, np.full(c - len(r), r[0], dtype=np.int64)])
+        n = len(g.opcode)
+        feats.append(g.node_feat)
+        ops.append(g.opcode)
+        edges.append(g.edge_index + offset)
+        node_graph.append(torch.full((n,), b, dtype=torch.long))
+        cnodes.append(g.config_nodes + offset)
+        cgraph.append(torch.full((len(g.config_nodes),), b, dtype=torch.long))
+        cfgs.append(g.configs[padded])  # layout (C, k, 18); tile (C, 24)
+        runtime[b] = g.runtime[padded]
+        mask[b, : len(r)] = True
+        offset += n
+    if kind == "layout":
+        configs = torch.from_numpy(np.concatenate(cfgs, axis=1))  # (C, K, 18)
+    else:
+        configs = torch.from_numpy(np.stack(cfgs).astype(np.float32))  # (B, C, 24)
+    return Batch(
+        node_feat=torch.cat(feats),
+        opcode=torch.cat(ops),
+        edge_index=torch.cat(edges, dim=1),
+        node_graph=torch.cat(node_graph),
+        num_graphs=len(graphs),
+        config_nodes=torch.cat(cnodes),
+        config_graph=torch.cat(cgraph),
+        configs=configs,
+        runtime=torch.from_numpy(runtime),
+        mask=torch.from_numpy(mask),
+    )
+
+
+def sample_rows(g: GraphData, count: int, rng: np.random.Generator) -> np.ndarray:
+    """`count` distinct unique-config rows drawn at random (all of them when the graph has fewer).
+
+    Args:
+        g: the graph.
+        count: configs per graph per step.
+        rng: the caller's seeded generator.
+    """
+    if g.num_unique <= count:
+        return rng.permutation(g.num_unique)
+    return rng.choice(g.num_unique, size=count, replace=False)
+
+
+def eval_rows(g: GraphData, limit: int) -> np.ndarray:
+    """Rows used for validation: all, or `limit` spread evenly over the unique configs (deterministic).
+
+    Args:
+        g: the graph.
+        limit: the most configs to score (0 = all); the official validation uses at most 1000.
+    """
+    if limit <= 0 or g.num_unique <= limit:
+        return np.arange(g.num_unique)
+    return np.unique(np.linspace(0, g.num_unique - 1, limit).round().astype(np.int64))

@@ -1,0 +1,105 @@
+"""Building blocks shared by the GNN rankers.
+
+Layout activations carry a leading config axis: node states are (C, N, H), one slice per sampled
+config, over the small pruned graph. torch_geometric's message passing indexes nodes on dim -2, so
+its layers run on that tensor unchanged and all C configs share one edge_index.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch_geometric.nn import SAGEConv
+
+from tpurank.prepare.cache import SUMMARY_OPCODE
+
+OPCODE_VOCAB = SUMMARY_OPCODE + 1  # HLO opcodes 0..120 plus the summary node of pruned runs
+CONFIG_POSITIONS = 18  # output, input, kernel layout: 6 minor-to-major dims each
+CONFIG_VALUES = 8  # layout values -1..6 shifted to 0..7 (the data holds -1..5)
+TILE_CONFIG_DIM = 24  # kernel/output/input tile bounds: 3 x (6 dims, sum, product)
+
+
+def signed_log(x: torch.Tensor) -> torch.Tensor:
+    """sign(x) * log1p(|x|): tile sizes span 1..1e9, so the model sees their magnitude."""
+    return torch.sign(x) * torch.log1p(torch.abs(x))
+
+
+class ConfigEmbedding(nn.Module):
+    """Embeds an 18-value layout config of one node: each (position, value) is its own category.
+
+    Args:
+        dim: embedding width per position.
+        hidden: output width.
+    """
+
+    def __init__(self, dim: int, hidden: int) -> None:
+        super().__init__()
+        self.table = nn.Embedding(CONFIG_POSITIONS * CONFIG_VALUES, dim)
+        self.proj = nn.Sequential(
+            nn.Linear(CONFIG_POSITIONS * dim, hidden), nn.GELU(), nn.Linear(hidden, hidden)
+        )
+        self.register_buffer("offset", torch.arange(CONFIG_POSITIONS) * CONFIG_VALUES, persistent=False)
+
+    def forward(self, configs: torch.Tensor) -> torch.Tensor:
+        """(..., 18) int config values -> (..., hidden)."""
+        idx = (configs.long() + 1).clamp(0, CONFIG_VALUES - 1) + self.offset
+        e = self.table(idx)  # (..., 18, dim)
+        return self.proj(e.flatten(-2))
+
+
+class BiSAGE(nn.Module):
+    """One residual GraphSAGE layer with messages in both edge directions (operand->user, user->operand).
+
+    Args:
+        hidden: node state width.
+        dropout: dropout on the layer's update.
+    """
+
+    def __init__(self, hidden: int, dropout: float) -> None:
+        super().__init__()
+        self.from_operands = SAGEConv(hidden, hidden, aggr="mean")  # also holds the root (self) weight
+        self.from_users = SAGEConv(hidden, hidden, aggr="mean", root_weight=False)
+        self.norm = nn.LayerNorm(hidden)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        """x: (..., N, H); edge_index: (2, M) rows [operand, user] (data flow direction)."""
+        y = self.from_operands(x, edge_index) + self.from_users(x, edge_index.flip(0))
+        return x + self.drop(nn.functional.gelu(self.norm(y)))
+
+
+class CrossConfigAttention(nn.Module):
+    """Self-attention across the configs of one graph: a config is scored knowing its competitors.
+
+    Args:
+        hidden: embedding width.
+        heads: attention heads (must divide hidden).
+    """
+
+    def __init__(self, hidden: int, heads: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(hidden)
+        self.attn = nn.MultiheadAttention(hidden, heads, batch_first=True)
+
+    def forward(self, g: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """g: (B, C, H) per-config graph embeddings; mask: (B, C) True for real configs."""
+        h = self.norm(g)
+        out, _ = self.attn(h, h, h, key_padding_mask=~mask, need_weights=False)
+        return g + out
+
+
+def mlp(sizes: list[int], dropout: float = 0.0) -> nn.Sequential:
+    """Linear layers with GELU between them (none after the last).
+
+    Args:
+        sizes: widths, input first.
+        dropout: dropout after each hidden activation.
+    """
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(nn.GELU())
+            if dropout:
+                layers.append(nn.Dropout(dropout))
+    return nn.Sequential(*layers)

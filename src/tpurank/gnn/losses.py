@@ -1,0 +1,76 @@
+"""Ranking losses over the sampled configs of each graph in a batch.
+
+Every loss takes `cost` (B, C) predicted by the model (lower = predicted faster), `runtime` (B, C)
+measured, and `mask` (B, C) marking real (not padding) configs; each graph contributes equally.
+"""
+
+from __future__ import annotations
+
+import torch
+
+LOSSES = ("hinge", "listmle")
+
+
+def pairwise_hinge(
+    cost: torch.Tensor, runtime: torch.Tensor, mask: torch.Tensor, margin: float
+) -> torch.Tensor:
+    """Mean over graphs of the mean over ordered pairs (i faster than j) of max(0, margin - (cost_j - cost_i)).
+
+    Args:
+        cost: (B, C) predicted cost.
+        runtime: (B, C) measured runtime; pairs with equal runtimes are ignored.
+        mask: (B, C) bool, True for real configs.
+        margin: how much larger a slower config's cost must be before the pair stops contributing.
+    """
+    cost = cost.float()
+    faster = (runtime[:, :, None] < runtime[:, None, :]) & mask[:, :, None] & mask[:, None, :]
+    gap = cost[:, None, :] - cost[:, :, None]  # [b, i, j] = cost_j - cost_i
+    loss = torch.relu(margin - gap) * faster
+    pairs = faster.sum(dim=(1, 2))
+    per_graph = loss.sum(dim=(1, 2)) / pairs.clamp(min=1)
+    has_pairs = pairs > 0
+    return per_graph[has_pairs].mean() if has_pairs.any() else cost.sum() * 0.0
+
+
+def listmle(cost: torch.Tensor, runtime: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """ListMLE: negative log-likelihood of the true order (fastest first) under a Plackett-Luce model.
+
+    With scores s = -cost sorted by true runtime, a graph's loss is sum_i [logsumexp(s_i..s_n) - s_i],
+    divided by its number of real configs. Ties in runtime are broken by position.
+
+    Args:
+        cost: (B, C) predicted cost.
+        runtime: (B, C) measured runtime.
+        mask: (B, C) bool, True for real configs.
+    """
+    score = (-cost.float()).masked_fill(~mask, -1e9)  # finite: exp() is 0, gradients stay finite
+    key = runtime.double().masked_fill(~mask, float("inf"))
+    order = torch.sort(key, dim=1, stable=True).indices
+    s = torch.gather(score, 1, order)
+    m = torch.gather(mask, 1, order)
+    # logsumexp over the suffix s_i..s_n: a reversed cumulative logsumexp
+    suffix = torch.logcumsumexp(s.flip(1), dim=1).flip(1)
+    terms = torch.where(m, suffix - s, torch.zeros_like(s))
+    n = m.sum(dim=1)
+    per_graph = terms.sum(dim=1) / n.clamp(min=1)
+    keep = n > 1
+    return per_graph[keep].mean() if keep.any() else cost.sum() * 0.0
+
+
+def ranking_loss(
+    name: str, cost: torch.Tensor, runtime: torch.Tensor, mask: torch.Tensor, margin: float = 0.1
+) -> torch.Tensor:
+    """Dispatch by the config's loss name ("hinge" or "listmle").
+
+    Args:
+        name: one of LOSSES.
+        cost, runtime, mask: see `pairwise_hinge`.
+        margin: hinge margin (ignored by ListMLE).
+    """
+    if name == "hinge":
+        return pairwise_hinge(cost, runtime, mask, margin)
+    if name == "listmle":
+        return listmle(cost, runtime, mask)
+    from tpurank.errors import TpurankError
+
+    raise TpurankError(f"config: unknown gnn.loss {name!r}; expected one of {', '.join(LOSSES)}")

@@ -1,0 +1,179 @@
+"""The tpurank GNN ranker and its registry entry points (`train`, `predict`).
+
+Layout: node features + an opcode embedding give config-independent node states, computed once per
+graph; each sampled config's 18 values are embedded per position and added at the configurable
+nodes, giving (C, N, H) states that residual GraphSAGE layers update in both edge directions over the
+pruned graph. Mean pools over all nodes and over the configurable nodes make one embedding per
+config; optional attention across the configs of a graph; an MLP gives one cost per config, to which
+a per-node cost summed over the graph is added (runtime is a sum over the program's ops).
+Tile: the same node encoder and layers run once per graph (configs do not touch nodes); the 24 tile
+values are embedded and fused with the pooled graph embedding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch_geometric.nn import global_add_pool, global_max_pool, global_mean_pool
+
+from tpurank.config import Config
+from tpurank.gnn.data import Batch
+from tpurank.gnn.layers import (
+    OPCODE_VOCAB,
+    TILE_CONFIG_DIM,
+    BiSAGE,
+    ConfigEmbedding,
+    CrossConfigAttention,
+    mlp,
+    signed_log,
+)
+from tpurank.gnn.trainer import ModelSpec, Recipe, predict_collection, train_collection
+from tpurank.paths import Paths
+
+NAME = "gnn"
+
+
+class GnnRanker(nn.Module):
+    """Scores every config slot of a `Batch`: returns (B, C) costs, lower = predicted faster.
+
+    Args:
+        kind: "layout" or "tile".
+        node_feat_dim: width of the prepared node features.
+        hidden: width of node and graph embeddings.
+        layers: message-passing layers.
+        opcode_dim: opcode embedding width.
+        config_dim: embedding width per layout config position.
+        dropout: dropout inside layers and the head.
+        cross_config_attention: attend across the configs of one graph before scoring.
+        heads: attention heads.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        node_feat_dim: int,
+        hidden: int = 64,
+        layers: int = 3,
+        opcode_dim: int = 16,
+        config_dim: int = 8,
+        dropout: float = 0.0,
+        cross_config_attention: bool = False,
+        heads: int = 4,
+    ) -> None:
+        super().__init__()
+        self.kind = kind
+        self.opcode = nn.Embedding(OPCODE_VOCAB, opcode_dim)
+        self.node_in = mlp([node_feat_dim + opcode_dim, hidden, hidden])
+        self.layers = nn.ModuleList(BiSAGE(hidden, dropout) for _ in range(layers))
+        if kind == "layout":
+            self.config_in = ConfigEmbedding(config_dim, hidden)
+        else:
+            self.config_in = mlp([TILE_CONFIG_DIM, hidden, hidden])
+        self.fuse = mlp([3 * hidden if kind == "tile" else 2 * hidden, hidden, hidden])
+        self.attention = CrossConfigAttention(hidden, heads) if cross_config_attention else None
+        self.head = mlp([hidden, hidden, 1], dropout)
+        # layout runtime is a sum of per-node costs: score each node, add them up (next to the pooled head)
+        self.node_cost = mlp([hidden, hidden, 1]) if kind == "layout" else None
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        h = self.node_in(torch.cat([batch.node_feat, self.opcode(batch.opcode)], dim=-1))  # (N, H)
+        extra = None
+        if self.kind == "layout":
+            g, extra = self._layout(batch, h)  # (B, C, H), (B, C)
+        else:
+            g = self._tile(batch, h)
+        if self.attention is not None:
+            g = self.attention(g, batch.mask)
+        cost = self.head(g).squeeze(-1)
+        return cost if extra is None else cost + extra
+
+    def _layout(self, batch: Batch, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        c = batch.configs.shape[0]
+        e = self.config_in(batch.configs).to(h.dtype)  # (C, K, H)
+        x = h.unsqueeze(0).expand(c, -1, -1).index_add(1, batch.config_nodes, e)  # (C, N, H), no graph copy
+        for layer in self.layers:
+            x = layer(x, batch.edge_index)
+        b = batch.num_graphs
+        pooled = global_mean_pool(x, batch.node_graph, size=b)  # (C, B, H)
+        at_configs = global_mean_pool(x[:, batch.config_nodes], batch.config_graph, size=b)
+        node_costs = global_add_pool(self.node_cost(x), batch.node_graph, size=b)  # (C, B, 1)
+        g = self.fuse(torch.cat([pooled, at_configs], dim=-1).transpose(0, 1))
+        return g, node_costs.squeeze(-1).transpose(0, 1)
+
+    def _tile(self, batch: Batch, h: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            h = layer(h, batch.edge_index)
+        b = batch.num_graphs
+        graph = torch.cat(
+            [global_mean_pool(h, batch.node_graph, size=b), global_max_pool(h, batch.node_graph, size=b)], -1
+        )  # (B, 2H)
+        cfg = self.config_in(signed_log(batch.configs))  # (B, C, H)
+        graph = graph.unsqueeze(1).expand(-1, cfg.shape[1], -1)
+        return self.fuse(torch.cat([graph, cfg.to(graph.dtype)], dim=-1))
+
+
+def model_args(cfg: Config, kind: str, node_feat_dim: int) -> dict[str, Any]:
+    """The constructor arguments (saved in the checkpoint) from the config's `gnn` section."""
+    s = cfg.gnn
+    return {
+        "kind": kind,
+        "node_feat_dim": node_feat_dim,
+        "hidden": s.hidden,
+        "layers": s.layers,
+        "opcode_dim": s.opcode_dim,
+        "config_dim": s.config_dim,
+        "dropout": s.dropout,
+        "cross_config_attention": s.cross_config_attention,
+        "heads": s.heads,
+    }
+
+
+def recipe(cfg: Config) -> Recipe:
+    s = cfg.gnn
+    return Recipe(
+        loss=s.loss,
+        margin=s.margin,
+        configs_per_graph=s.configs_per_graph,
+        graphs_per_batch=s.graphs_per_batch,
+        optimizer="adamw",
+        lr=s.lr,
+        weight_decay=s.weight_decay,
+        schedule="cosine",
+        clip_norm=s.grad_clip,
+        clip_per_tensor=False,
+        epochs=s.epochs,
+        patience=s.patience,
+        max_steps_per_epoch=s.max_steps_per_epoch,
+        eval_max_configs=s.eval_max_configs,
+        predict_chunk=s.predict_chunk,
+        bf16=s.bf16,
+    )
+
+
+SPEC = ModelSpec(name=NAME, build=lambda a: GnnRanker(**a), model_args=model_args, recipe=recipe)
+
+
+def train(paths: Paths, cfg: Config, collection: str) -> None:
+    """Train on the prepared train split, early-stop on valid; writes models/gnn/<collection>/.
+
+    Args:
+        paths: resolved paths (reads `paths.prepared`, writes `paths.model_dir`).
+        cfg: the run's config (per-collection overrides applied here).
+        collection: one of tpurank.dataset.COLLECTIONS.
+    """
+    train_collection(SPEC, paths, cfg.for_collection(collection), collection)
+
+
+def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str, np.ndarray]:
+    """Graph ID -> cost per original config index (lower = predicted faster).
+
+    Args:
+        paths: resolved paths.
+        cfg: the run's config (only prediction settings are read; the architecture comes from the checkpoint).
+        collection: one of tpurank.dataset.COLLECTIONS.
+        split: train, valid or test.
+    """
+    return predict_collection(SPEC, paths, cfg.for_collection(collection), collection, split)

@@ -1,0 +1,150 @@
+"""The official TpuGraphs baseline, reimplemented: early-join GraphSAGE with a pairwise hinge loss.
+
+Facts taken from the dataset paper and `google-research-datasets/tpu_graphs` (tpu_graphs/baselines),
+code written here: every node gets [opcode embedding (64), config features, node features], with the
+config features joined *before* message passing ("early join": tile configs broadcast to every
+node, layout configs at their configurable nodes, zeros elsewhere), copied for each config. Each of
+3 layers concatenates the sum over neighbours in both edge directions with the node's own state,
+applies Dense(64) + leaky ReLU and L2-normalises; a sum pool and an MLP [64, 64, 1] give the
+score. Trained with TF-Ranking's pairwise hinge (margin 1), Adam lr 1e-3, each gradient tensor
+clipped to norm 0.01, 16 configs per graph, 8 graphs per batch.
+
+Differences, on purpose: inputs come from tpurank's prepared cache (pruned graphs, log-scaled node
+features; tile config values log-scaled the same way), so the comparison with the tpurank GNN is
+about the model, not the data; early stopping uses the same validation metric as every tpurank model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch_geometric.nn import SAGEConv, global_add_pool
+
+from tpurank.config import Config
+from tpurank.gnn.data import Batch
+from tpurank.gnn.layers import CONFIG_POSITIONS, OPCODE_VOCAB, TILE_CONFIG_DIM, signed_log
+from tpurank.gnn.trainer import ModelSpec, Recipe, predict_collection, train_collection
+from tpurank.paths import Paths
+
+NAME = "baseline"
+
+
+class EarlyJoinSAGE(nn.Module):
+    """The official early-join GraphSAGE: returns (B, C) costs for a `Batch`.
+
+    Args:
+        kind: "layout" or "tile".
+        node_feat_dim: width of the prepared node features.
+        hidden: layer width (official: 64).
+        layers: GraphSAGE layers (official: 3).
+        op_dim: opcode embedding width (official: 64).
+        final_mlp_layers: hidden layers of the scoring MLP (official: 2).
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        node_feat_dim: int,
+        hidden: int = 64,
+        layers: int = 3,
+        op_dim: int = 64,
+        final_mlp_layers: int = 2,
+    ) -> None:
+        super().__init__()
+        self.kind = kind
+        self.opcode = nn.Embedding(OPCODE_VOCAB, op_dim)
+        width = op_dim + (CONFIG_POSITIONS if kind == "layout" else TILE_CONFIG_DIM) + node_feat_dim
+        # SAGEConv(sum) = lin_l(sum of neighbours) + lin_r(self) = Dense(concat[neighbours, self])
+        self.convs = nn.ModuleList(
+            SAGEConv(width if i == 0 else hidden, hidden, aggr="sum") for i in range(layers)
+        )
+        post: list[nn.Module] = []
+        for _ in range(final_mlp_layers):  # Dense(h), act, Dense(h), act, Dense(1), as Keras _mlp builds it
+            post += [nn.Linear(hidden, hidden), nn.LeakyReLU(0.2)]
+        post.append(nn.Linear(hidden, 1))
+        self.post = nn.Sequential(*post)
+
+    def _config_features(self, batch: Batch, n: int) -> torch.Tensor:
+        """(C, N, 18 or 24) config features joined at the nodes."""
+        if self.kind == "tile":
+            per_graph = signed_log(batch.configs).transpose(0, 1)  # (C, B, 24)
+            return per_graph[:, batch.node_graph]
+        c = batch.configs.shape[0]
+        feats = batch.node_feat.new_zeros(c, n, CONFIG_POSITIONS)
+        return feats.index_copy(1, batch.config_nodes, batch.configs.float())
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        n = batch.node_feat.shape[0]
+        cfg = self._config_features(batch, n)
+        c = cfg.shape[0]
+        node = torch.cat([self.opcode(batch.opcode), batch.node_feat], dim=-1)  # (N, op + F)
+        x = torch.cat(
+            [cfg, node.unsqueeze(0).expand(c, -1, -1)], dim=-1
+        )  # (C, N, width): one copy per config
+        both = torch.cat([batch.edge_index, batch.edge_index.flip(0)], dim=1)  # A + A^T
+        for conv in self.convs:
+            x = nn.functional.normalize(nn.functional.leaky_relu(conv(x, both), 0.2), dim=-1)
+        pooled = global_add_pool(x, batch.node_graph, size=batch.num_graphs)  # (C, B, H)
+        return self.post(pooled.transpose(0, 1)).squeeze(-1)
+
+
+def model_args(cfg: Config, kind: str, node_feat_dim: int) -> dict[str, Any]:
+    s = cfg.baseline
+    return {
+        "kind": kind,
+        "node_feat_dim": node_feat_dim,
+        "hidden": s.hidden,
+        "layers": s.layers,
+        "op_dim": s.op_dim,
+    }
+
+
+def recipe(cfg: Config) -> Recipe:
+    s = cfg.baseline
+    return Recipe(
+        loss="hinge",
+        margin=s.margin,
+        configs_per_graph=s.configs_per_graph,
+        graphs_per_batch=s.graphs_per_batch,
+        optimizer="adam",
+        lr=s.lr,
+        weight_decay=0.0,
+        schedule="constant",
+        clip_norm=s.clip_norm,
+        clip_per_tensor=True,
+        epochs=s.epochs,
+        patience=s.patience,
+        max_steps_per_epoch=s.max_steps_per_epoch,
+        eval_max_configs=s.eval_max_configs,
+        predict_chunk=s.predict_chunk,
+        bf16=s.bf16,
+    )
+
+
+SPEC = ModelSpec(name=NAME, build=lambda a: EarlyJoinSAGE(**a), model_args=model_args, recipe=recipe)
+
+
+def train(paths: Paths, cfg: Config, collection: str) -> None:
+    """Train the official baseline on one collection; writes models/baseline/<collection>/.
+
+    Args:
+        paths: resolved paths.
+        cfg: the run's config (`baseline` section; per-collection overrides applied here).
+        collection: one of tpurank.dataset.COLLECTIONS.
+    """
+    train_collection(SPEC, paths, cfg.for_collection(collection), collection)
+
+
+def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str, np.ndarray]:
+    """Graph ID -> cost per original config index (lower = predicted faster).
+
+    Args:
+        paths: resolved paths.
+        cfg: the run's config.
+        collection: one of tpurank.dataset.COLLECTIONS.
+        split: train, valid or test.
+    """
+    return predict_collection(SPEC, paths, cfg.for_collection(collection), collection, split)

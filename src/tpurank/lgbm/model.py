@@ -1,0 +1,325 @@
+"""LightGBM rankers on the tabular features: one booster per collection (`--model lgbm`).
+
+Training uses LightGBM's native API with a ranking objective (lambdarank, or rank_xendcg), graphs
+as queries and integer runtime-rank grades as labels. Early stopping watches the competition's own
+metric on the validation graphs (Kendall tau for layout, the tile score for tile) through a custom
+eval, so the kept model is the one that ranks best, not the one with the best NDCG.
+
+Files in `models/lgbm/<collection>/`: model.txt (the booster at its best iteration),
+features.json, config.json, importance.csv and provenance.json.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+
+import lightgbm as lgb
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from tpurank.atomic import atomic_path, write_json, write_text
+from tpurank.config import Config, to_dict
+from tpurank.dataset import kind_of
+from tpurank.errors import DataError, TpurankError
+from tpurank.lgbm.queries import label_gain, query_labels, split_queries
+from tpurank.metrics import kendall_tau, mean_score, order_from_costs, tile_score
+from tpurank.paths import Paths
+from tpurank.provenance import write_sidecar
+from tpurank.tabular import io as tab_io
+
+MODEL_NAME = "lgbm"
+MODEL_FILE, FEATURES_FILE, CONFIG_FILE = "model.txt", "features.json", "config.json"
+IMPORTANCE_FILE, PROVENANCE_FILE = "importance.csv", "provenance.json"
+TILE_TRUNCATION = 64  # default lambdarank truncation for tile: the score looks at the top 5 only
+
+
+@dataclass
+class ValidScorer:
+    """LightGBM `feval`: the competition metric over validation graphs (higher is better).
+
+    Args:
+        collection: decides Kendall tau (layout) or tile score (tile).
+        groups: per graph, the row positions of its configs in the validation matrix.
+        runtimes: per graph, the runtimes of those rows.
+    """
+
+    collection: str
+    groups: list[np.ndarray]
+    runtimes: list[np.ndarray]
+
+    @classmethod
+    def from_table(cls, collection: str, df: pd.DataFrame) -> ValidScorer:
+        graph = df["graph"].to_numpy()
+        runtime = df["runtime"].to_numpy(np.float64)
+        _, codes, counts = np.unique(graph, return_inverse=True, return_counts=True)
+        groups = np.split(np.argsort(codes, kind="stable"), np.cumsum(counts)[:-1]) if len(codes) else []
+        return cls(collection, groups, [runtime[g] for g in groups])
+
+    @property
+    def name(self) -> str:
+        return "tile_score" if kind_of(self.collection) == "tile" else "kendall_tau"
+
+    def score(self, scores: np.ndarray) -> float:
+        """Mean per-graph metric of raw model scores (higher score = predicted faster)."""
+        per_graph = []
+        for rows, runtime in zip(self.groups, self.runtimes, strict=True):
+            order = order_from_costs(-scores[rows])
+            if self.name == "tile_score":
+                per_graph.append(tile_score(order, runtime) if runtime.min() > 0 else math.nan)
+            else:
+                per_graph.append(kendall_tau(order, runtime))
+        value = mean_score(per_graph)[0]
+        return -math.inf if math.isnan(value) else value  # no scorable graph: never the best round
+
+    def __call__(self, preds: np.ndarray, data: lgb.Dataset) -> tuple[str, float, bool]:
+        return self.name, self.score(preds), True
+
+
+def _progress(total: int, desc: str):
+    """A LightGBM callback showing rounds and the latest validation score in a tqdm bar."""
+    bar = tqdm(total=total, desc=desc, unit="round", leave=False)
+
+    def callback(env: lgb.callback.CallbackEnv) -> None:
+        bar.update(1)
+        if env.evaluation_result_list:
+            bar.set_postfix_str(f"{env.evaluation_result_list[0][1]}={env.evaluation_result_list[0][2]:.4f}")
+        if env.iteration + 1 >= env.end_iteration:
+            bar.close()
+
+    callback.order = 5  # type: ignore[attr-defined]
+    return callback, bar
+
+
+def truncation_level(cfg: Config, collection: str) -> int:
+    """lambdarank's truncation level: the configured one, or by default 64 for tile (only the top 5
+    count) and the whole query for layout (Kendall tau counts every pair)."""
+    if cfg.lgbm.truncation_level > 0:
+        return cfg.lgbm.truncation_level
+    return TILE_TRUNCATION if kind_of(collection) == "tile" else cfg.lgbm.max_query_rows
+
+
+def lgb_params(cfg: Config, collection: str) -> dict:
+    """The booster parameters from the `lgbm` config section."""
+    lc = cfg.lgbm
+    if lc.objective not in ("lambdarank", "rank_xendcg"):
+        raise TpurankError(f"lgbm.objective must be 'lambdarank' or 'rank_xendcg', got {lc.objective!r}")
+    return {
+        "objective": lc.objective,
+        "metric": "None",  # the custom eval (ValidScorer) drives early stopping
+        "num_leaves": lc.num_leaves,
+        "learning_rate": lc.learning_rate,
+        "min_data_in_leaf": lc.min_data_in_leaf,
+        "feature_fraction": lc.feature_fraction,
+        "bagging_fraction": lc.bagging_fraction,
+        "bagging_freq": 1 if lc.bagging_fraction < 1.0 else 0,
+        "label_gain": label_gain(lc.relevance_levels, lc.label_gain),
+        "lambdarank_truncation_level": truncation_level(cfg, collection),
+        "num_threads": lc.threads or os.cpu_count() or 1,
+        "seed": cfg.seed,
+        "verbose": -1,
+    }
+
+
+def _dataset(
+    df: pd.DataFrame,
+    features: list[str],
+    cfg: Config,
+    reference: lgb.Dataset | None = None,
+    drop_flat: bool = False,
+) -> tuple[lgb.Dataset, np.ndarray]:
+    """Rows regrouped into queries, with grades; returns (Dataset, row order used).
+
+    `drop_flat` leaves out queries whose runtimes are all equal: they carry no ranking signal.
+    """
+    q = split_queries(df["graph"].to_numpy(), cfg.lgbm.max_query_rows, cfg.seed)
+    runtime = df["runtime"].to_numpy(np.float64)[q.order]
+    order, sizes = q.order, q.sizes
+    if drop_flat and len(sizes):
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        flat = np.maximum.reduceat(runtime, starts) == np.minimum.reduceat(runtime, starts)
+        keep_rows = np.repeat(~flat, sizes)
+        order, runtime, sizes = order[keep_rows], runtime[keep_rows], sizes[~flat]
+    if len(order) < 2:
+        raise TpurankError("no graph with at least two configs of different runtimes to learn a ranking from")
+    x = df[features].to_numpy(np.float32)[order]
+    y = query_labels(runtime, sizes, cfg.lgbm.relevance_levels)
+    ds = lgb.Dataset(x, y, group=sizes, feature_name=features, reference=reference, free_raw_data=False)
+    return ds, order
+
+
+def fit(
+    train_df: pd.DataFrame, valid_df: pd.DataFrame | None, cfg: Config, collection: str
+) -> tuple[lgb.Booster, dict]:
+    """Train one ranker.
+
+    Args:
+        train_df: the collection's train feature table.
+        valid_df: its valid table (early stopping on the competition metric), or None.
+        cfg: the config with the collection's overrides applied.
+        collection: the collection (decides the validation metric).
+
+    Returns:
+        the booster (at its best iteration) and a summary (rounds, best score, sizes, seconds).
+    """
+    features = tab_io.feature_columns(train_df)
+    if train_df.empty:
+        raise TpurankError(f"{collection}: the train feature table has no rows")
+    params = lgb_params(cfg, collection)
+    lc = cfg.lgbm
+    start = time.perf_counter()
+    try:
+        dtrain, _ = _dataset(train_df, features, cfg, drop_flat=True)
+    except TpurankError as e:
+        raise TpurankError(f"lgbm {collection}: {e}") from None
+    callbacks, valid_sets, feval = [], [], None
+    bar_cb, bar = _progress(lc.num_boost_round, f"lgbm {collection}")
+    callbacks.append(bar_cb)
+    scorer = None
+    if valid_df is not None and len(valid_df) >= 2:
+        dvalid, order = _dataset(valid_df, features, cfg, reference=dtrain)
+        scorer = ValidScorer.from_table(collection, valid_df.iloc[order].reset_index(drop=True))
+        valid_sets, feval = [dvalid], scorer
+        callbacks.append(lgb.early_stopping(lc.early_stopping_rounds, first_metric_only=True, verbose=False))
+    try:
+        booster = lgb.train(
+            params,
+            dtrain,
+            lc.num_boost_round,
+            valid_sets=valid_sets,
+            valid_names=["valid"][: len(valid_sets)],
+            feval=feval,
+            callbacks=callbacks,
+        )
+    except lgb.basic.LightGBMError as e:
+        raise TpurankError(f"lgbm {collection}: LightGBM failed ({e})") from None
+    finally:
+        bar.close()
+    best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
+    info = {
+        "collection": collection,
+        "rounds": booster.current_iteration(),
+        "best_iteration": best,
+        "valid_metric": scorer.name if scorer else None,
+        "valid_score": booster.best_score.get("valid", {}).get(scorer.name) if scorer else None,
+        "train_rows": dtrain.num_data(),
+        "train_graphs": int(train_df["graph"].nunique()),
+        "train_queries": int(dtrain.get_group().shape[0]) if dtrain.get_group() is not None else 0,
+        "features": len(features),
+        "seconds": round(time.perf_counter() - start, 3),
+    }
+    return booster, info
+
+
+def save(paths: Paths, cfg: Config, collection: str, booster: lgb.Booster, info: dict) -> None:
+    """Write the model, feature list, config, importance table and provenance sidecar."""
+    out = paths.model_dir(MODEL_NAME, collection)
+    best = info["best_iteration"]
+    with atomic_path(out / MODEL_FILE, suffix=".txt") as tmp:
+        booster.save_model(str(tmp), num_iteration=best)
+    features = booster.feature_name()
+    write_json(out / FEATURES_FILE, features)
+    write_json(out / CONFIG_FILE, to_dict(cfg))
+    imp = pd.DataFrame(
+        {
+            "feature": features,
+            "gain": booster.feature_importance("gain", iteration=best),
+            "split": booster.feature_importance("split", iteration=best),
+        }
+    ).sort_values(["gain", "split"], ascending=False)
+    write_text(out / IMPORTANCE_FILE, imp.to_csv(index=False))
+    write_sidecar(out / PROVENANCE_FILE, cfg, paths.data, model=MODEL_NAME, **info)
+
+
+def _ensure_tables(paths: Paths, cfg: Config, collection: str, splits: list[str]) -> None:
+    """Build (or reuse, when up to date) the feature tables the model needs."""
+    from tpurank.tabular.stage import build_features
+
+    build_features(paths, cfg, [collection], splits)
+
+
+def train(paths: Paths, cfg: Config, collection: str) -> None:
+    """Train and save the collection's ranker (builds missing feature tables first).
+
+    Args:
+        paths: the run's paths.
+        cfg: the run's config (the collection's overrides are applied here).
+        collection: one of dataset.COLLECTIONS.
+    """
+    cfg = cfg.for_collection(collection)
+    _ensure_tables(paths, cfg, collection, ["train", "valid"])
+    train_df = tab_io.read_table(paths, collection, "train")
+    valid_df = None
+    if tab_io.table_path(paths, collection, "valid").exists():
+        valid_df = tab_io.read_table(paths, collection, "valid")
+    booster, info = fit(train_df, valid_df, cfg, collection)
+    save(paths, cfg, collection, booster, info)
+    score = (
+        f"{info['valid_metric']} {info['valid_score']:.4f}" if info["valid_score"] is not None else "no valid"
+    )
+    print(f"lgbm {collection}: {info['best_iteration']} rounds, {score}, {info['seconds']:.1f}s")
+
+
+def load(paths: Paths, collection: str) -> tuple[lgb.Booster, list[str]]:
+    """The saved booster and its feature list.
+
+    Raises:
+        TpurankError: when the model has not been trained; DataError when a file is damaged.
+    """
+    out = paths.model_dir(MODEL_NAME, collection)
+    model_file = out / MODEL_FILE
+    if not model_file.exists():
+        raise TpurankError(f"{model_file}: no lgbm model; run `python -m tpurank train --model lgbm` first")
+    try:
+        booster = lgb.Booster(model_file=str(model_file))
+        features = json.loads((out / FEATURES_FILE).read_text())
+    except (lgb.basic.LightGBMError, OSError, ValueError) as e:
+        raise DataError(model_file, f"unreadable lgbm model ({e})") from None
+    return booster, features
+
+
+def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str, np.ndarray]:
+    """Graph ID -> cost per ORIGINAL config index (lower = predicted faster).
+
+    Args:
+        paths: the run's paths.
+        cfg: the run's config.
+        collection: one of dataset.COLLECTIONS.
+        split: the split to score (builds its feature table if needed).
+    """
+    cfg = cfg.for_collection(collection)
+    booster, features = load(paths, collection)
+    _ensure_tables(paths, cfg, collection, [split])
+    path = tab_io.table_path(paths, collection, split)
+    if not path.exists():
+        return {}
+    df = tab_io.read_table(paths, collection, split)
+    missing = [f for f in features if f not in df.columns]
+    if missing:
+        raise DataError(path, f"lacks model feature {missing[0]!r}; rebuild features or retrain lgbm")
+    scores = booster.predict(
+        df[features].to_numpy(np.float32), num_threads=cfg.lgbm.threads or os.cpu_count() or 1
+    )
+    inverse = tab_io.read_inverse(paths, collection, split)
+    out: dict[str, np.ndarray] = {}
+    graph = df["graph"].to_numpy()
+    rows = df["row"].to_numpy(np.int64)
+    _, first, codes, counts = np.unique(graph, return_index=True, return_inverse=True, return_counts=True)
+    by_graph = np.split(np.argsort(codes, kind="stable"), np.cumsum(counts)[:-1])
+    for c in np.argsort(first):
+        gid = str(graph[first[c]])
+        sel = by_graph[c]
+        inv = inverse.get(gid[len(collection) + 1 :])
+        if inv is None:
+            raise DataError(tab_io.inverse_path(paths, collection, split), f"no inverse map for {gid}")
+        n_unique = int(inv.max()) + 1 if len(inv) else 0
+        cost = np.full(n_unique, np.inf)
+        cost[rows[sel]] = -scores[sel]
+        finite = np.isfinite(cost)
+        cost[~finite] = cost[finite].max() + 1.0 if finite.any() else 0.0  # unfeaturised rows go last
+        out[gid] = cost[inv].astype(np.float32)
+    return out

@@ -1,0 +1,9 @@
+"""The synthetic TpuGraphs generator: exact real file format, hidden physical TPU cost model.
+
+`generate(out, scale, seed)` writes a whole tree; `write_big_layout_graph(path, ...)` writes one
+big layout file with bounded memory (for benchmarks).
+"""
+
+from tpurank.synth.tree import generate, write_big_layout_graph
+
+__all__ = ["generate", "write_big_layout_graph"]

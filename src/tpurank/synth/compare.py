@@ -1,0 +1,141 @@
+"""`tpurank synth --compare-real SAMPLE_ROOT`: synthetic vs real statistics, side by side.
+
+Both trees are read the same way (`tpurank.npz.load_graph`, configs as int8) and summarised per
+file; the table shows medians and ranges so a sample of a handful of real files and a synthetic
+tree of hundreds can be read side by side. Runtime statistics use train/valid files only (test
+files have no runtimes).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from tpurank.dataset import discover, require_npz_root
+from tpurank.npz import load_graph
+from tpurank.paths import NPZ_SUBDIR
+from tpurank.synth.hlo import OP
+
+VALUES = range(-1, 6)
+
+
+def file_stats(path: Path, collection: str, split: str) -> dict:
+    """Per-file statistics (layout configs are loaded as int8 to bound memory)."""
+    g = load_graph(path, config_dtype=np.int8)
+    rec: dict = {"collection": collection, "split": split, "nodes": g.num_nodes, "configs": g.num_configs}
+    rec["edges_per_node"] = len(g.edge_index) / max(1, g.num_nodes)
+    has_rt = not g.is_test and g.num_configs > 1
+    if g.kind == "tile":
+        rt = g.config_runtime / g.config_runtime_normalizers
+        rec["spread"] = float(rt.max() / rt.min()) if has_rt else np.nan
+        return rec
+    ops = g.node_opcode[g.node_config_ids]
+    rec["configurable"] = len(g.node_config_ids)
+    for name in ("convolution", "dot", "reshape"):
+        rec[f"op_{name}"] = int((ops == OP[name]).sum())
+    feat = g.node_config_feat
+    counts = np.bincount(feat.reshape(-1).astype(np.int64) + 1, minlength=7)
+    for v in VALUES:
+        rec[f"value_{v}"] = int(counts[v + 1])
+    tensors = feat.reshape(g.num_configs, -1, 3, 6)
+    rec["tensor_default"] = float((tensors == -1).all(axis=3).mean()) if feat.size else np.nan
+    rows = np.ascontiguousarray(feat.reshape(g.num_configs, -1))
+    unique = (
+        len(np.unique(rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))))) if g.num_configs else 0
+    )
+    rec["dup_share"] = 1.0 - unique / max(1, g.num_configs)
+    rt = g.config_runtime.astype(np.float64)
+    rec["spread"] = float(rt.max() / rt.min()) if has_rt else np.nan
+    return rec
+
+
+def tree_stats(root: Path, progress: bool = True) -> list[dict]:
+    npz = require_npz_root(root / NPZ_SUBDIR)
+    files = discover(npz)
+    return [
+        file_stats(f.path, f.collection, f.split)
+        for f in tqdm(files, desc=f"stats {root.name}", disable=not progress)
+    ]
+
+
+def _med(values: list[float], fmt: str = "{:.0f}") -> str:
+    v = np.array([x for x in values if x == x], dtype=np.float64)
+    if not len(v):
+        return "-"
+    if len(v) == 1:
+        return fmt.format(v[0])
+    return f"{fmt.format(np.median(v))} ({fmt.format(v.min())}-{fmt.format(v.max())})"
+
+
+def _share(recs: list[dict], keys: list[str]) -> str:
+    tot = np.array([sum(r.get(k, 0) for r in recs) for k in keys], dtype=np.float64)
+    if tot.sum() == 0:
+        return "-"
+    return " / ".join(f"{x:.2f}" for x in tot / tot.sum())
+
+
+def summary_rows(recs: list[dict]) -> list[tuple[str, str]]:
+    """(statistic, value) rows of one tree."""
+    tile = [r for r in recs if r["collection"] == "tile:xla"]
+    lay = [r for r in recs if r["collection"] != "tile:xla"]
+    fam = {f: [r for r in lay if f":{f}:" in r["collection"]] for f in ("xla", "nlp")}
+    srch = {
+        s: [r for r in lay if r["collection"].endswith(s) and r["split"] != "test"]
+        for s in ("default", "random")
+    }
+    vkeys = [f"value_{v}" for v in VALUES]
+    okeys = ["op_convolution", "op_dot", "op_reshape"]
+    rows = [
+        (
+            "tile files (train/valid/test)",
+            "/".join(str(sum(r["split"] == s for r in tile)) for s in ("train", "valid", "test")),
+        ),
+        ("tile nodes", _med([r["nodes"] for r in tile])),
+        ("tile configs", _med([r["configs"] for r in tile])),
+        ("tile runtime max/min (train/valid)", _med([r["spread"] for r in tile], "{:.2f}")),
+        (
+            "layout files (train/valid/test)",
+            "/".join(str(sum(r["split"] == s for r in lay)) for s in ("train", "valid", "test")),
+        ),
+        ("layout nodes, xla", _med([r["nodes"] for r in fam["xla"]])),
+        ("layout nodes, nlp", _med([r["nodes"] for r in fam["nlp"]])),
+        ("edges per node", _med([r["edges_per_node"] for r in lay], "{:.2f}")),
+        ("configurable nodes", _med([r["configurable"] for r in lay])),
+        ("configurable conv / dot / reshape, xla", _share(fam["xla"], okeys)),
+        ("configurable conv / dot / reshape, nlp", _share(fam["nlp"], okeys)),
+        ("configs per layout file", _med([r["configs"] for r in lay])),
+        ("config values -1/0/1/2/3/4/5", _share(lay, vkeys)),
+        ("tensors left at default (all -1)", _med([r["tensor_default"] for r in lay], "{:.2f}")),
+        ("runtime max/min, default", _med([r["spread"] for r in srch["default"]], "{:.3f}")),
+        ("runtime max/min, random", _med([r["spread"] for r in srch["random"]], "{:.3f}")),
+        ("duplicate config share, default", _med([r["dup_share"] for r in srch["default"]], "{:.2f}")),
+        ("duplicate config share, random", _med([r["dup_share"] for r in srch["random"]], "{:.2f}")),
+    ]
+    return rows
+
+
+def compare(sample_root: Path, synth_root: Path | None, scale: str = "tiny", seed: int = 0) -> str:
+    """A Markdown table of synthetic vs real statistics (medians, with ranges in brackets).
+
+    Args:
+        sample_root: the real sample (holds npz_all/npz).
+        synth_root: a synthetic tree; None (or an empty folder) generates `scale` into a temp folder.
+        scale, seed: what to generate when no synthetic tree is given.
+    """
+    real = summary_rows(tree_stats(sample_root))
+    if synth_root is not None and (synth_root / NPZ_SUBDIR).is_dir():
+        synth = summary_rows(tree_stats(synth_root))
+        label = str(synth_root)
+    else:
+        from tpurank.synth.tree import generate
+
+        with tempfile.TemporaryDirectory(prefix="tpurank-synth-") as tmp:
+            generate(Path(tmp), scale, seed, progress=True)
+            synth = summary_rows(tree_stats(Path(tmp)))
+        label = f"{scale} seed {seed}"
+    lines = [f"| statistic | synthetic ({label}) | real ({sample_root.name}) |", "|---|---|---|"]
+    lines += [f"| {name} | {s} | {r} |" for (name, s), (_, r) in zip(synth, real, strict=True)]
+    return "\n".join(lines)

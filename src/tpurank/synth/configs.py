@@ -1,0 +1,301 @@
+"""Configuration sampling: random layouts, a search around the compiler default, and tile sizes.
+
+A layout config row is (configurable nodes, 18): output, input and kernel layouts, 6 slots each.
+Tensors of rank <= 3 get a full minor-to-major permutation; higher ranks (convolutions) name only
+their two most-minor dimensions, as the real conv files do; unused slots are -1, and a tensor whose
+slots are all -1 keeps the compiler's default.
+
+- `random` collections draw every tensor's layout independently (wide runtime spread).
+- `default` collections run a local search from the compiler's default: children change one to
+  three tensors of a parent chosen among the fastest seen, and are kept with a probability that
+  falls off exponentially with their slowdown against the best, so fast configs are oversampled
+  and runtimes stay within a few percent. Most tensors then spell out the layout the compiler
+  would pick (as in the real default files, where few tensors are all -1).
+- Duplicates: rows are re-emitted from earlier ones, to be measured again with fresh noise.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import numpy as np
+
+from tpurank.synth.cost_model import LayoutCostModel
+from tpurank.synth.hlo import ConfigurableNode, HloGraph
+
+SLOTS = 6
+P_DEFAULT_RANDOM = 0.2  # share of tensors left at the compiler default in random configs
+SPELL_OUT = (0.6, 0.95)  # default search: share of tensors whose default layout is written out (per file)
+SEARCH_TEMPERATURE = 0.006  # keep a child with prob exp(-slowdown/T): +1% slower is kept 19% of the time
+ELITE = 48  # parents of the default search are drawn from this many fastest configs
+MAX_RESERVOIR = 256  # earlier rows kept for re-emitting duplicates (bounded memory)
+
+
+def layout_candidates(rank: int) -> np.ndarray:
+    """Every explicit layout of a tensor of this rank as (k, 6) slot rows (-1 padded)."""
+    if rank == 0:
+        return np.zeros((0, SLOTS), dtype=np.int8)
+    perms = itertools.permutations(range(rank)) if rank <= 3 else itertools.permutations(range(rank), 2)
+    rows = [list(p) + [-1] * (SLOTS - len(p)) for p in perms]
+    return np.array(rows, dtype=np.int8)
+
+
+def _slot_tables() -> list[np.ndarray]:
+    """Per rank, (7, 7, 6) slot rows spelling out the layout with minor a and second-minor b."""
+    tables = []
+    for rank in range(7):
+        t = np.full((7, 7, SLOTS), -1, dtype=np.int8)
+        for a in range(rank):
+            for b in [*range(rank), 6]:
+                if b == a or (b == 6 and rank > 1) or (b != 6 and rank == 1):
+                    continue
+                if rank <= 3:
+                    rest = [d for d in range(rank - 1, -1, -1) if d not in (a, b)]
+                    row = [a] + ([b] if b != 6 else []) + rest
+                else:
+                    row = [a, b]
+                t[a, b, : len(row)] = row
+        tables.append(t)
+    return tables
+
+
+SLOT_TABLES = _slot_tables()
+
+
+def spell_out(model: LayoutCostModel, cfg: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Write the layout the compiler would pick into default (-1) tensors where `mask` says so.
+
+    The real `default` files name almost every tensor's layout explicitly, starting from what the
+    compiler chose. Spelled-out layouts equal the effective ones, so runtimes do not change.
+
+    Args:
+        model: the graph's cost model (knows default and propagated layouts).
+        cfg: (c, n, 18) configs.
+        mask: (n, 3) which tensors to spell out (fixed per file, so duplicates stay identical).
+    """
+    if model.n == 0:
+        return cfg
+    e = model.effective(cfg)
+    out = cfg.copy()
+    for t, (ka, kb) in enumerate((("out_a", "out_b"), ("in_a", "in_b"), ("k_a", "k_b"))):
+        sl = slice(t * SLOTS, (t + 1) * SLOTS)
+        unset = (cfg[:, :, sl] == -1).all(axis=2)
+        for j in np.flatnonzero(mask[:, t]):
+            rank = model.ranks[t][j]
+            if rank == 0:
+                continue
+            rows = unset[:, j]
+            a = np.minimum(e[ka][rows, j], 6)
+            b = np.minimum(e[kb][rows, j], 6)
+            out[rows, j, sl] = SLOT_TABLES[rank][a, b]
+    return out
+
+
+class LayoutSpace:
+    """The explicit layout candidates of every tensor of every configurable node of a graph."""
+
+    def __init__(self, nodes: list[ConfigurableNode]) -> None:
+        self.n = len(nodes)
+        self.cands: list[list[np.ndarray]] = []
+        for c in nodes:
+            k = c.k_shape if c.kind != "reshape" else ()
+            self.cands.append(
+                [
+                    layout_candidates(len(c.out_shape)),
+                    layout_candidates(len(c.in_shape)),
+                    layout_candidates(len(k)),
+                ]
+            )
+
+    def random(self, rng: np.random.Generator, rows: int, p_default: float = P_DEFAULT_RANDOM) -> np.ndarray:
+        """(rows, n, 18) int8 configs with every tensor drawn independently."""
+        out = np.full((rows, self.n, 3 * SLOTS), -1, dtype=np.int8)
+        for j, per_tensor in enumerate(self.cands):
+            for t, cand in enumerate(per_tensor):
+                if len(cand) == 0:
+                    continue
+                pick = rng.integers(len(cand), size=rows)
+                keep = rng.random(rows) >= p_default
+                out[keep, j, t * SLOTS : (t + 1) * SLOTS] = cand[pick[keep]]
+        return out
+
+    def mutate(self, rng: np.random.Generator, parents: np.ndarray) -> np.ndarray:
+        """Children that change 1-3 tensors of each parent (to a random layout or back to default)."""
+        children = parents.copy()
+        rows = len(children)
+        for r in range(rows):
+            for _ in range(1 + min(2, int(rng.geometric(0.6)) - 1)):
+                j = int(rng.integers(self.n))
+                t = int(rng.integers(3))
+                cand = self.cands[j][t]
+                if len(cand) == 0:
+                    continue
+                sl = slice(t * SLOTS, (t + 1) * SLOTS)
+                if rng.random() < 0.25:
+                    children[r, j, sl] = -1
+                else:
+                    children[r, j, sl] = cand[int(rng.integers(len(cand)))]
+        return children
+
+
+def random_configs(
+    graph: HloGraph, rng: np.random.Generator, total: int, unique_share: float, chunk: int = 1024
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Yield (configs int8 (k, n, 18), noise-free cost (k,)) chunks for a `random` collection.
+
+    Args:
+        graph: the graph.
+        rng: random source.
+        total: rows in all.
+        unique_share: fraction of rows that are new configs; the rest repeat earlier rows.
+        chunk: rows per yielded block (bounds memory).
+    """
+    space, model = LayoutSpace(graph.configurable), LayoutCostModel(graph)
+    reservoir = _Reservoir(rng)
+    done = 0
+    while done < total:
+        k = min(chunk, total - done)
+        cfg = space.random(rng, k)
+        cost = model.cost(cfg)
+        cfg, cost = reservoir.mix(cfg, cost, 1.0 - unique_share)
+        done += k
+        yield cfg, cost
+
+
+def default_search_configs(
+    graph: HloGraph, rng: np.random.Generator, total: int, unique_share: float, chunk: int = 1024
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Yield (configs, noise-free cost) chunks of a search around the compiler default.
+
+    The first row is the compiler's default config. Like the real files, most tensors name their
+    layout explicitly (the default one where the search did not change it): see `spell_out`.
+    """
+    space, model = LayoutSpace(graph.configurable), LayoutCostModel(graph)
+    spell = rng.random((space.n, 3)) < rng.uniform(*SPELL_OUT)
+    elite_cfg = np.full((1, space.n, 3 * SLOTS), -1, dtype=np.int8)
+    elite_cost = model.cost(elite_cfg)
+    best = float(elite_cost[0])
+    reservoir = _Reservoir(rng)
+    pending_cfg, pending_cost = [elite_cfg], [elite_cost]
+    have, done = 1, 0
+    while done < total:
+        k = min(chunk, total - done)
+        while have < k:
+            parents = elite_cfg[rng.integers(len(elite_cfg), size=max(64, k))]
+            kids = space.mutate(rng, parents) if space.n else parents
+            cost = model.cost(kids)
+            keep = rng.random(len(kids)) < np.exp(-(cost / best - 1.0) / SEARCH_TEMPERATURE)
+            if keep.any():
+                pending_cfg.append(kids[keep])
+                pending_cost.append(cost[keep])
+                have += int(keep.sum())
+            best = min(best, float(cost.min()))
+            pool_cfg = np.concatenate([elite_cfg, kids])
+            pool_cost = np.concatenate([elite_cost, cost])
+            order = np.argsort(pool_cost, kind="stable")[:ELITE]
+            elite_cfg, elite_cost = pool_cfg[order], pool_cost[order]
+        cfg, cost = np.concatenate(pending_cfg), np.concatenate(pending_cost)
+        out_cfg, out_cost = cfg[:k], cost[:k]
+        pending_cfg, pending_cost, have = [cfg[k:]], [cost[k:]], len(cfg) - k
+        out_cfg, out_cost = reservoir.mix(out_cfg, out_cost, 1.0 - unique_share, keep_first=done == 0)
+        done += k
+        yield spell_out(model, out_cfg, spell), out_cost
+
+
+class _Reservoir:
+    """Earlier rows kept to be emitted again as duplicate measurements (bounded memory)."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.cfg: np.ndarray | None = None
+        self.cost: np.ndarray | None = None
+
+    def mix(
+        self, cfg: np.ndarray, cost: np.ndarray, dup_share: float, keep_first: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Replace about `dup_share` of the rows by copies of rows seen before (or in this block)."""
+        pool_cfg = cfg if self.cfg is None else np.concatenate([self.cfg, cfg])
+        pool_cost = cost if self.cost is None else np.concatenate([self.cost, cost])
+        cfg, cost = cfg.copy(), cost.copy()
+        dup = self.rng.random(len(cfg)) < dup_share
+        if keep_first:
+            dup[0] = False
+        if dup.any():
+            # duplicates concentrate on a few rows (a search re-measures what it liked)
+            n_src = max(1, int(round(len(pool_cfg) * (1.0 - dup_share))) // 2 + 1)
+            src = self.rng.integers(min(n_src, len(pool_cfg)), size=int(dup.sum()))
+            cfg[dup] = pool_cfg[src]
+            cost[dup] = pool_cost[src]
+        keep = self.rng.permutation(len(pool_cfg))[:MAX_RESERVOIR]
+        self.cfg, self.cost = pool_cfg[keep], pool_cost[keep]
+        return cfg, cost
+
+
+# ----------------------------------------------------------------------------- tile configs
+
+TILE_CONFIG_DIM = 24
+
+
+DEFAULT_TILE_BYTES = 512 << 10  # the default heuristic grows tiles up to this many output bytes
+
+
+def tile_choices(size: int, default: int) -> np.ndarray:
+    """Tile sizes the autotuner tries along one dimension: the default scaled by 1/4..4 in powers
+    of two, a few odd sizes in that range, and the full size (all within 1..size)."""
+    lo, hi = max(1, default // 4), min(size, default * 4)
+    pw = {min(size, max(1, default * 2**k)) for k in range(-2, 3)}
+    odd = {d for d in (3, 6, 12, 24, 48, 96, 192, 384) if lo <= d <= hi}
+    return np.array(sorted(pw | odd | {size}), dtype=np.int64)
+
+
+def default_tile(shape: tuple[int, ...], itemsize: int = 4) -> np.ndarray:
+    """The compiler's heuristic tile: start at (8, 128) on the two minor dims and double the
+    second-minor, then the minor one, while the tile stays under DEFAULT_TILE_BYTES. Good, but it
+    ignores the kernel's arithmetic and padding, so a search can often beat it."""
+    shape = shape or (1,)
+    t = np.ones(len(shape), dtype=np.int64)
+    t[-1] = min(shape[-1], 128)
+    if len(shape) > 1:
+        t[-2] = min(shape[-2], 8)
+        while t[-2] < shape[-2] and 2 * t[-2] * t[-1] * itemsize <= DEFAULT_TILE_BYTES:
+            t[-2] = min(shape[-2], 2 * t[-2])
+    while t[-1] < shape[-1] and 2 * np.prod(t) * itemsize <= DEFAULT_TILE_BYTES:
+        t[-1] = min(shape[-1], 2 * t[-1])
+    return t
+
+
+def sample_tiles(
+    shape: tuple[int, ...], rng: np.random.Generator, count: int, itemsize: int = 4
+) -> np.ndarray:
+    """(count, rank) distinct-where-possible tile choices; row 0 is the default tile."""
+    shape = shape or (1,)
+    d = default_tile(shape, itemsize)
+    choices = [tile_choices(int(s), int(di)) for s, di in zip(shape, d, strict=True)]
+    rows = np.stack([c[rng.integers(len(c), size=count * 2)] for c in choices], axis=1)
+    rows = np.unique(rows, axis=0)
+    rows = rows[rng.permutation(len(rows))]
+    rows = rows[~(rows == d).all(axis=1)][: count - 1]
+    out = np.concatenate([d[None, :], rows])
+    if len(out) < count:  # tiny shapes have few distinct tiles: repeat some (re-measured)
+        out = np.concatenate([out, out[rng.integers(len(out), size=count - len(out))]])
+    return out
+
+
+def tile_config_feat(tiles: np.ndarray) -> np.ndarray:
+    """(c, 24) config_feat: kernel bounds (unused: 0), output bounds (the tile), input bounds (0).
+
+    Output bounds are right-aligned in 6 slots (leading 1s for missing dims, as in the real files),
+    followed by their sum and product.
+    """
+    c, rank = tiles.shape
+    feat = np.zeros((c, TILE_CONFIG_DIM), dtype=np.float32)
+    rank = min(rank, 6)
+    block = np.zeros((c, 6), dtype=np.float32)
+    lead = max(0, 4 - rank)
+    block[:, :lead] = 1.0
+    block[:, lead : lead + rank] = tiles[:, -rank:]
+    feat[:, 8:14] = block
+    feat[:, 14] = block.sum(axis=1)
+    feat[:, 15] = np.prod(np.where(block > 0, block, 1.0), axis=1)
+    return feat

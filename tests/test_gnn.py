@@ -1,0 +1,314 @@
+"""GNN rankers: losses, invariances, training on tiny data, checkpoints, prediction and errors."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from tpurank.config import Config
+from tpurank.errors import TpurankError
+from tpurank.gnn import model as gnn_model
+from tpurank.gnn import official, trainer
+from tpurank.gnn.data import from_prepared, make_batch, sample_rows
+from tpurank.gnn.losses import listmle, pairwise_hinge, ranking_loss
+from tpurank.gnn.model import GnnRanker
+from tpurank.gnn.official import EarlyJoinSAGE
+from tpurank.gnn.trainer import (
+    CHECKPOINT,
+    Runtime,
+    fit,
+    load_model,
+    load_split,
+    predict_collection,
+    score_rows,
+    train_collection,
+)
+from tpurank.paths import Paths
+from tpurank.prepare.cache import PreparedGraph
+
+FEAT = 7  # node feature width of the hand-made graphs
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny tensors on a shared CI machine: one intra-op thread is ~10x faster than contending for two."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def prepared_graph(
+    kind: str, seed: int, n: int = 30, k: int = 5, u: int = 20, split: str = "train"
+) -> PreparedGraph:
+    """A small random graph in the prepared-cache format; runtimes depend on the configs (learnable)."""
+    r = np.random.default_rng(seed)
+    edges = r.integers(0, n, size=(2 * n, 2)).astype(np.int32)
+    coll = "layout:xla:random" if kind == "layout" else "tile:xla"
+    if kind == "layout":
+        config_nodes = np.sort(r.choice(n, k, replace=False)).astype(np.int32)
+        configs = r.integers(-1, 5, size=(u, k, 18)).astype(np.int8)
+        runtime = (
+            1.0 + (configs[:, :, 0] == 0).sum(1) + 0.5 * (configs[:, :, 6] == 1).sum(1) + r.random(u) * 0.1
+        )
+    else:
+        config_nodes = np.zeros(0, np.int32)
+        configs = r.integers(1, 200, size=(u, 24)).astype(np.float32)
+        runtime = 1.0 + np.log(configs[:, 0]) + r.random(u) * 0.1
+    return PreparedGraph(
+        id=f"{coll}:g{seed}",
+        collection=coll,
+        split=split,
+        stem=f"g{seed}",
+        node_feat=r.normal(size=(n, FEAT)).astype(np.float32),
+        node_feat_raw=np.zeros((n, 140), np.float32),
+        node_opcode=r.integers(0, 121, n).astype(np.uint8),
+        edge_index=edges,
+        node_map=np.arange(n),
+        config_nodes=config_nodes,
+        configs=configs,
+        runtime_min=runtime,
+        runtime_mean=runtime,
+        count=np.ones(u, np.int32),
+        inverse=np.arange(u, dtype=np.int32),
+        is_test=False,
+    )
+
+
+def small_cfg(**gnn: object) -> Config:
+    cfg = Config()
+    cfg.gnn = replace(cfg.gnn, hidden=16, layers=2, opcode_dim=4, config_dim=4, **gnn)
+    cfg.baseline = replace(cfg.baseline, hidden=16, layers=2, op_dim=8)
+    return cfg
+
+
+def models(kind: str) -> list[torch.nn.Module]:
+    torch.manual_seed(0)
+    out = [
+        GnnRanker(kind, FEAT, hidden=16, layers=2),
+        GnnRanker(kind, FEAT, hidden=16, layers=2, cross_config_attention=True),
+        EarlyJoinSAGE(kind, FEAT, hidden=16, layers=2, op_dim=8),
+    ]
+    return [m.eval() for m in out]
+
+
+# ------------------------------------------------------------------------------------------- losses
+
+
+def test_pairwise_hinge_equals_hand_computed() -> None:
+    cost = torch.tensor([[0.0, 0.5, 0.2], [1.0, 0.0, 9.0]])
+    runtime = torch.tensor([[1.0, 2.0, 3.0], [2.0, 1.0, 5.0]], dtype=torch.float64)
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    # graph 0, margin 1: pairs (0<1) 1-0.5=0.5, (0<2) 1-0.2=0.8, (1<2) 1-(0.2-0.5)=1.3 -> mean 2.6/3
+    # graph 1: only pair (1 faster than 0): max(0, 1 - (1 - 0)) = 0; the masked slot is ignored
+    got = pairwise_hinge(cost, runtime, mask, margin=1.0)
+    assert got.item() == pytest.approx((2.6 / 3 + 0.0) / 2, abs=1e-6)
+    # margin 0.1: graph 0 -> only pair (1<2) contributes 0.1 + 0.3 = 0.4 -> 0.4/3; graph 1 -> 0
+    assert pairwise_hinge(cost, runtime, mask, margin=0.1).item() == pytest.approx(0.4 / 3 / 2, abs=1e-6)
+
+
+def test_listmle_equals_hand_computed() -> None:
+    cost = torch.tensor([[0.0, 0.5, 0.2, 7.0]])
+    runtime = torch.tensor([[3.0, 1.0, 2.0, 0.5]], dtype=torch.float64)
+    mask = torch.tensor([[True, True, True, False]])
+    s = [-0.5, -0.2, 0.0]  # scores (-cost) in true order: config 1, 2, 0 (config 3 is padding)
+    want = sum(math.log(sum(math.exp(v) for v in s[i:])) - s[i] for i in range(3)) / 3
+    assert listmle(cost, runtime, mask).item() == pytest.approx(want, abs=1e-6)
+    assert ranking_loss("listmle", cost, runtime, mask).item() == pytest.approx(want, abs=1e-6)
+    with pytest.raises(TpurankError, match="unknown gnn.loss"):
+        ranking_loss("mse", cost, runtime, mask)
+
+
+def test_losses_reward_the_right_order() -> None:
+    runtime = torch.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.float64)
+    mask = torch.ones(1, 4, dtype=torch.bool)
+    good, bad = runtime.float() * 10, -runtime.float() * 10
+    assert pairwise_hinge(good, runtime, mask, 0.1).item() == 0.0
+    assert pairwise_hinge(bad, runtime, mask, 0.1).item() > 10
+    assert listmle(good, runtime, mask).item() < 0.01 < listmle(bad, runtime, mask).item()
+
+
+# -------------------------------------------------------------------------------------- invariances
+
+
+@pytest.mark.parametrize("kind", ["layout", "tile"])
+def test_scores_follow_configs_not_their_order(kind: str) -> None:
+    g = from_prepared(prepared_graph(kind, seed=1))
+    rows = np.arange(12)
+    perm = np.random.default_rng(0).permutation(12)
+    for m in models(kind):
+        with torch.no_grad():
+            a = m(make_batch([g], [rows]))[0]
+            b = m(make_batch([g], [rows[perm]]))[0]
+        assert torch.allclose(a[perm], b, atol=1e-5), type(m).__name__
+        assert a.std() > 0  # configs get different scores
+
+
+@pytest.mark.parametrize("kind", ["layout", "tile"])
+def test_configs_do_not_interact_without_attention(kind: str) -> None:
+    """Scored together in one pass or one at a time: the same costs (the pass shares only the graph)."""
+    g = from_prepared(prepared_graph(kind, seed=2))
+    rows = np.arange(6)
+    for m in (models(kind)[0], models(kind)[2]):
+        together = score_rows(m, g, rows, chunk=6, device=torch.device("cpu"), bf16=False)
+        alone = score_rows(m, g, rows, chunk=1, device=torch.device("cpu"), bf16=False)
+        np.testing.assert_allclose(together, alone, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["layout", "tile"])
+def test_scores_invariant_to_node_reindexing(kind: str) -> None:
+    p = prepared_graph(kind, seed=3)
+    n = len(p.node_opcode)
+    perm = np.random.default_rng(1).permutation(n)  # new node j is old node perm[j]
+    new_of_old = np.empty(n, dtype=np.int64)
+    new_of_old[perm] = np.arange(n)
+    q = replace(
+        p,
+        node_feat=p.node_feat[perm],
+        node_opcode=p.node_opcode[perm],
+        edge_index=new_of_old[p.edge_index].astype(np.int32),
+        config_nodes=new_of_old[p.config_nodes].astype(np.int32),
+    )
+    a, b = from_prepared(p), from_prepared(q)
+    rows = np.arange(10)
+    for m in models(kind):
+        with torch.no_grad():
+            assert torch.allclose(m(make_batch([a], [rows])), m(make_batch([b], [rows])), atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["layout", "tile"])
+def test_graph_without_edges_is_scored(kind: str) -> None:
+    g = from_prepared(replace(prepared_graph(kind, seed=4), edge_index=np.zeros((0, 2), np.int32)))
+    assert g.edge_index.shape == (2, 0)
+    for m in models(kind):
+        cost = score_rows(m, g, np.arange(5), chunk=5, device=torch.device("cpu"), bf16=False)
+        assert np.isfinite(cost).all() and np.ptp(cost) > 0
+
+
+def test_batching_graphs_matches_scoring_alone() -> None:
+    gs = [from_prepared(prepared_graph("layout", seed=s, n=20 + 5 * s, k=3 + s)) for s in range(3)]
+    rows = [np.arange(8), np.arange(5), np.arange(8)]
+    m = models("layout")[0]
+    with torch.no_grad():
+        together = m(make_batch(gs, rows))
+        for b, g in enumerate(gs):
+            alone = m(make_batch([g], [rows[b]]))[0]
+            assert torch.allclose(together[b, : len(rows[b])], alone, atol=1e-5)
+    assert make_batch(gs, rows).mask.sum().item() == 21
+
+
+# --------------------------------------------------------------------------------- tiny-data training
+
+
+@pytest.mark.parametrize(("spec", "collection"), [(gnn_model.SPEC, "layout:xla:random"), (gnn_model.SPEC, "tile:xla"),
+                                                 (official.SPEC, "layout:nlp:default")])  # fmt: skip
+def test_training_steps_reduce_the_loss_on_tiny(tiny_paths: Paths, spec, collection: str) -> None:
+    cfg = small_cfg()
+    r = spec.recipe(cfg)
+    graphs = [g for g in load_split(tiny_paths, collection, "train", progress=False) if g.rankable]
+    rng = np.random.default_rng(0)
+    batches = [make_batch(graphs, [sample_rows(g, 32, rng) for g in graphs]) for _ in range(2)]
+    torch.manual_seed(0)
+    model = spec.build(spec.model_args(cfg, graphs[0].kind, graphs[0].node_feat.shape[1]))
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)  # a few steps only: a brisk learning rate
+
+    def loss_of(b) -> torch.Tensor:
+        return ranking_loss(r.loss, model(b), b.runtime, b.mask, r.margin)
+
+    model.eval()
+    with torch.no_grad():
+        before = float(sum(loss_of(b) for b in batches))
+    model.train()
+    for step in range(20):
+        opt.zero_grad()
+        loss_of(batches[step % 2]).backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        after = float(sum(loss_of(b) for b in batches))
+    assert after < 0.95 * before, (before, after)
+
+
+def test_train_predict_checkpoint_roundtrip(tiny_paths: Paths, tmp_path) -> None:
+    paths = Paths(data=tiny_paths.data, out=tmp_path)
+    # the prepared cache stays in the fixture's out folder: read it from there
+    collection = "layout:xla:default"
+    train = load_split(tiny_paths, collection, "train", progress=False)
+    valid = load_split(tiny_paths, collection, "valid", progress=False)
+    cfg = small_cfg(epochs=2, max_steps_per_epoch=2, graphs_per_batch=2, configs_per_graph=16)
+    rt = Runtime(device=torch.device("cpu"))
+    model, summary = fit(gnn_model.SPEC, paths, cfg, collection, train, valid, rt, progress=False)
+    assert summary["epochs_run"] == 2 and len(summary["history"]) == 2
+    assert summary["history"][0]["configs_per_s"] > 0
+    out = paths.model_dir("gnn", collection)
+    assert (out / CHECKPOINT).exists() and (out / "model.json").exists() and not (out / "last.pt").exists()
+
+    reloaded, ckpt = load_model(gnn_model.SPEC, out / CHECKPOINT)
+    assert ckpt["complete"] and ckpt["config"]["gnn"]["hidden"] == 16  # the resolved config is inside
+    preds = predict_collection(gnn_model.SPEC, paths, cfg, collection, "valid", graphs=valid, progress=False)
+    best_epoch = max(summary["history"], key=lambda h: h["valid_score"])["epoch"]
+    for g in valid:
+        assert preds[g.id].shape == (len(g.inverse),)
+        again = score_rows(
+            reloaded, g, np.arange(g.num_unique), cfg.gnn.predict_chunk, torch.device("cpu"), False
+        )
+        np.testing.assert_array_equal(preds[g.id], again[g.inverse])  # reloads to identical scores
+        if best_epoch == 2:  # the last weights are the best ones: the in-memory model scores the same
+            mine = score_rows(model.eval(), g, np.arange(g.num_unique), 256, torch.device("cpu"), False)
+            np.testing.assert_allclose(preds[g.id], mine[g.inverse], atol=1e-6)
+
+    # a second run with the same config is skipped; with another config it retrains
+    mtime = (out / CHECKPOINT).stat().st_mtime_ns
+    train_collection(gnn_model.SPEC, paths, cfg, collection, train, valid, progress=False)
+    assert (out / CHECKPOINT).stat().st_mtime_ns == mtime
+
+
+def test_interrupted_training_resumes_to_the_same_weights(tiny_paths: Paths, tmp_path, monkeypatch) -> None:
+    collection = "layout:nlp:random"
+    train = load_split(tiny_paths, collection, "train", progress=False)
+    valid = load_split(tiny_paths, collection, "valid", progress=False)
+    cfg = small_cfg(epochs=2, max_steps_per_epoch=2, graphs_per_batch=2, configs_per_graph=8, dropout=0.1)
+    rt = Runtime(device=torch.device("cpu"))
+    straight, _ = fit(
+        gnn_model.SPEC, Paths(tmp_path, tmp_path / "a"), cfg, collection, train, valid, rt, False
+    )
+
+    paths = Paths(tmp_path, tmp_path / "b")
+    real_step, calls = trainer.train_step, []
+
+    def dies_in_epoch_two(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:  # the first step of epoch 2 (2 steps per epoch)
+            raise KeyboardInterrupt
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(trainer, "train_step", dies_in_epoch_two)
+    with pytest.raises(KeyboardInterrupt):
+        fit(gnn_model.SPEC, paths, cfg, collection, train, valid, rt, False)
+    assert (paths.model_dir("gnn", collection) / "last.pt").exists()
+    calls.clear()
+    monkeypatch.setattr(trainer, "train_step", lambda *a, **k: calls.append(1) or real_step(*a, **k))
+    resumed, summary = fit(gnn_model.SPEC, paths, cfg, collection, train, valid, rt, False)
+    assert len(calls) == 2  # only epoch 2 ran again
+    assert [h["epoch"] for h in summary["history"]] == [1, 2]
+    a, b = straight.state_dict(), resumed.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)  # sampling, dropout, optimizer and schedule all resumed
+
+
+def test_errors_are_one_line(tmp_path) -> None:
+    paths = Paths(data=tmp_path / "data", out=tmp_path / "out")
+    with pytest.raises(TpurankError, match="no trained model"):
+        gnn_model.predict(paths, Config(), "layout:xla:random", "valid")
+    with pytest.raises(TpurankError, match="no prepared train graphs"):
+        gnn_model.train(paths, Config(), "tile:xla")
+    with pytest.raises(TpurankError, match="configs_per_graph"):
+        train_collection(gnn_model.SPEC, paths, small_cfg(configs_per_graph=1), "tile:xla")
+    bad = paths.model_dir("gnn", "tile:xla") / CHECKPOINT
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(TpurankError, match="unreadable checkpoint"):
+        gnn_model.predict(paths, Config(), "tile:xla", "valid")

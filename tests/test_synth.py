@@ -1,0 +1,291 @@
+"""The synthetic generator: real format, determinism, submission order, and a cost model that behaves."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau
+from sklearn.linear_model import Ridge
+
+from tpurank.cli import main
+from tpurank.dataset import COLLECTIONS, discover
+from tpurank.npz import LAYOUT_KEYS, load_graph, validate_file
+from tpurank.synth import generate, write_big_layout_graph
+from tpurank.synth import tree as gen_mod
+from tpurank.synth.configs import LayoutSpace, layout_candidates, spell_out
+from tpurank.synth.cost_model import LayoutCostModel, measure, pad_table
+from tpurank.synth.hlo import CONFIGURABLE_OPS, OP, Builder, layout_graph
+
+SPLIT_COUNTS = {"tile:xla": (12, 4, 4), "layout": (4, 2, 2)}
+
+
+def _graphs(root: Path, collection: str, splits=("train", "valid")):
+    return [(gf, load_graph(gf.path)) for gf in discover(root / "npz_all/npz", [collection], splits)]
+
+
+def test_tiny_tree_passes_check_and_has_every_collection(tiny_root: Path, capsys) -> None:
+    assert main(["check", str(tiny_root)]) == 0
+    files = discover(tiny_root / "npz_all/npz")
+    for c in COLLECTIONS:
+        want = SPLIT_COUNTS["tile:xla" if c == "tile:xla" else "layout"]
+        got = tuple(
+            sum(1 for f in files if f.collection == c and f.split == s) for s in ("train", "valid", "test")
+        )
+        assert got == want, c
+    for f in files:
+        validate_file(f.path)  # raises on any format problem
+
+
+def test_layout_files_match_tiny_spec(tiny_root: Path) -> None:
+    for c in COLLECTIONS[1:]:
+        for gf, g in _graphs(tiny_root, c, ("train", "valid", "test")):
+            assert 60 <= g.num_nodes <= 420, (gf.stem, g.num_nodes)
+            assert 5 <= len(g.node_config_ids) <= 30, (gf.stem, len(g.node_config_ids))
+            assert 30 <= g.num_configs <= 150
+            assert set(np.unique(g.node_opcode[g.node_config_ids])) <= set(CONFIGURABLE_OPS)
+            assert (g.edge_index[:, 0] > g.edge_index[:, 1]).all()  # users after operands
+            assert g.node_config_feat.min() >= -1 and g.node_config_feat.max() <= 5
+            assert g.is_test == (gf.split == "test")
+            # node_feat agrees with the graph: dims product column equals the product of dims
+            dims = g.node_feat[:, 21:27]
+            prod = np.prod(np.where(dims > 0, dims, 1), axis=1)
+            has_dims = (dims > 0).any(axis=1)
+            np.testing.assert_allclose(g.node_feat[has_dims, 28], prod[has_dims], rtol=1e-6)
+            assert (g.node_opcode == OP["parameter"]).any()
+
+
+def test_tile_files_normalizers_and_test_runtimes(tiny_root: Path) -> None:
+    for gf, g in _graphs(tiny_root, "tile:xla", ("train", "valid", "test")):
+        if gf.split == "test":
+            assert not g.config_runtime.any() and (g.config_runtime_normalizers == 1).all()
+        else:
+            assert (g.config_runtime > 0).all()
+            assert (g.config_runtime_normalizers == g.config_runtime[0]).all()  # row 0 = default tile
+            tiles = g.config_feat[:, 8:14]
+            np.testing.assert_allclose(g.config_feat[:, 14], tiles.sum(axis=1))
+
+
+def test_deterministic_for_a_seed(tmp_path: Path) -> None:
+    some = ["tile:xla", "layout:nlp:default"]
+    generate(tmp_path / "a", "tiny", seed=3, collections=some, splits=["valid", "test"])
+    generate(tmp_path / "b", "tiny", seed=3, collections=some, splits=["valid", "test"])
+    generate(tmp_path / "c", "tiny", seed=4, collections=some, splits=["valid", "test"])
+    files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.npz"))
+    files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*.npz"))
+    assert files_a == files_b and len(files_a) == 4 + 4 + 2 + 2
+    for rel in files_a:
+        ga, gb = np.load(tmp_path / "a" / rel), np.load(tmp_path / "b" / rel)
+        for k in ga.files:
+            np.testing.assert_array_equal(ga[k], gb[k])
+    assert (tmp_path / "a/sample_submission.csv").read_text() == (
+        tmp_path / "b/sample_submission.csv"
+    ).read_text()
+    assert (tmp_path / "a/sample_submission.csv").read_text() != (
+        tmp_path / "c/sample_submission.csv"
+    ).read_text()
+
+
+def test_sample_submission_lists_every_test_file_in_real_order(tiny_root: Path) -> None:
+    lines = (tiny_root / "sample_submission.csv").read_text().splitlines()
+    assert lines[0] == "ID,TopConfigs"
+    rows = [line.split(",") for line in lines[1:]]
+    ids = [r[0] for r in rows]
+    tests = discover(tiny_root / "npz_all/npz", splits=["test"])
+    assert sorted(ids) == sorted(f.id for f in tests)
+    order = [COLLECTIONS.index(i.rsplit(":", 1)[0]) for i in ids]
+    assert order == sorted(order)  # tile, xla:default, xla:random, nlp:default, nlp:random
+    for i, top in rows:
+        if i.startswith("tile:"):
+            assert top == "0;1;2;3;4"
+        else:
+            configs = load_graph(next(f.path for f in tests if f.id == i)).num_configs
+            assert top == ";".join(str(k) for k in range(min(configs, 1000)))
+    # layout default and random test sets hold the same graphs (like the real data)
+    stems = {c: {f.stem for f in tests if f.collection == c} for c in COLLECTIONS}
+    assert stems["layout:xla:default"] == stems["layout:xla:random"]
+    assert all(len(s) == 32 for s in stems["layout:nlp:random"])
+
+
+def _spread(g) -> float:
+    return float(g.config_runtime.max() / g.config_runtime.min())
+
+
+def test_default_collections_spread_less_than_random(tiny_root: Path) -> None:
+    for family in ("xla", "nlp"):
+        d = [_spread(g) for _, g in _graphs(tiny_root, f"layout:{family}:default")]
+        r = [_spread(g) for _, g in _graphs(tiny_root, f"layout:{family}:random")]
+        assert np.median(d) < 1.2, d  # a few percent
+        assert np.median(r) > np.median(d) * 1.2, (d, r)
+
+
+def test_duplicates_exist_and_agree_within_noise(tiny_root: Path) -> None:
+    dup_groups = 0
+    for c in COLLECTIONS[1:]:
+        for _, g in _graphs(tiny_root, c):
+            flat = g.node_config_feat.reshape(g.num_configs, -1)
+            _, inverse, counts = np.unique(flat, axis=0, return_inverse=True, return_counts=True)
+            for u in np.flatnonzero(counts > 1):
+                rt = g.config_runtime[inverse.ravel() == u]
+                assert rt.max() / rt.min() - 1 < 0.006, rt
+                dup_groups += 1
+    assert dup_groups >= 10
+
+
+def _chain_graph() -> tuple:
+    """param -> dot (configurable) -> 3 elementwise ops -> dot (configurable)."""
+    b = Builder(np.random.default_rng(0), etype="f32")
+    x = b.param((512, 384))
+    y = b.dot(x, 384)
+    y = b.chain(y, 3)
+    z = b.dot(y, 256)
+    return b.finish([z]), b
+
+
+def test_cost_model_charges_forced_copies_and_padding() -> None:
+    g, _ = _chain_graph()
+    assert g.configurable[1].src == 0  # the second dot reads the first one's output
+    model = LayoutCostModel(g)
+    default = np.full((1, 2, 18), -1, dtype=np.int8)
+    base = model.cost(default)[0]
+    # first dot writes its output column-major (minor dim 0); the second dot keeps asking for
+    # row-major: a forced copy of a 512x384 tensor, plus the elementwise chain in the new layout
+    out_cm = default.copy()
+    out_cm[0, 0, 0:2] = [0, 1]
+    forced = out_cm.copy()
+    forced[0, 1, 6:8] = [1, 0]
+    follow = out_cm.copy()  # second dot's input left at default: takes the producer's layout, no copy
+    costs = model.cost(np.concatenate([forced, follow]))
+    assert costs[0] > costs[1] > 0
+    copy_bytes = 512 * 384 * 4
+    assert costs[0] - costs[1] >= copy_bytes / 800.0  # at least one pass over the tensor
+    assert costs[1] != base
+    # lanes: a 3-wide minor dim wastes 125/128 of every vector register; on the sublanes, 5/8
+    assert pad_table((4096, 3), 4)[1, 0] == pytest.approx(128 / 3)
+    assert pad_table((4096, 3), 4)[0, 1] == pytest.approx(8 / 3)
+    assert pad_table((256, 128), 4)[1, 0] == 1.0
+    # a reshape is a free bitcast in row-major layouts and a physical copy otherwise
+    b = Builder(np.random.default_rng(0))
+    r = b.reshape(b.param((4096, 3)), (3, 4096))
+    m = LayoutCostModel(b.finish([r]))
+    row_major, swapped = np.full((1, 1, 18), -1, np.int8), np.full((1, 1, 18), -1, np.int8)
+    swapped[0, 0, 6:8] = [0, 1]
+    assert m.cost(row_major)[0] == m.base
+    assert m.cost(swapped)[0] > m.base + 4096 * 3 * 4 / 800.0
+
+
+def test_cost_model_charges_merging_branches_in_different_layouts() -> None:
+    b = Builder(np.random.default_rng(0), etype="f32")
+    x = b.param((512, 384))
+    s = b.add("add", (512, 256), [b.dot(x, 256), b.dot(x, 256)])  # two branches meet
+    g = b.finish([b.chain(s, 4)])
+    assert g.merges == [(0, 1, 512 * 256 * 4)]
+    assert [c.chain for c in g.configurable] == [0, 0]  # the add is not either branch's own op
+    model = LayoutCostModel(g)
+    cfg = np.full((4, 2, 18), -1, dtype=np.int8)
+    cfg[1, 0, 0:2] = cfg[1, 1, 0:2] = [0, 1]  # both column-major: they still match
+    cfg[2, 0, 0:2] = [0, 1]  # only the first: the add must copy one branch
+    cfg[3, 1, 0:2] = [0, 1]
+    cost = model.cost(cfg)
+    assert cost[0] == pytest.approx(cost[1])  # 512x256 f32 pads the same either way
+    copy = 512 * 256 * 4 * 2 / 800.0  # read + write at ~800 bytes/ns, no padding
+    assert cost[2] - cost[0] == pytest.approx(copy) and cost[3] == pytest.approx(cost[2])
+
+
+def test_spelling_out_default_layouts_keeps_runtimes() -> None:
+    rng = np.random.default_rng(3)
+    g = layout_graph(rng, "xla", 150, 8)
+    model = LayoutCostModel(g)
+    cfg = LayoutSpace(g.configurable).random(rng, 200, p_default=0.5)
+    spelled = spell_out(model, cfg, np.ones((model.n, 3), dtype=bool))
+    tensors = spelled.reshape(200, model.n, 3, 6)
+    ranks = np.stack(model.ranks, axis=1)  # (n, 3)
+    assert ((tensors == -1).all(axis=3) == (ranks == 0)).all()  # every real tensor now named
+    assert (spelled[cfg != -1] == cfg[cfg != -1]).all()  # explicit choices untouched
+    np.testing.assert_allclose(model.cost(spelled), model.cost(cfg))
+
+
+def test_layout_candidates_are_permutations_or_minor_pairs() -> None:
+    assert layout_candidates(2).tolist() == [[0, 1, -1, -1, -1, -1], [1, 0, -1, -1, -1, -1]]
+    assert len(layout_candidates(3)) == 6
+    assert len(layout_candidates(4)) == 12 and (layout_candidates(4)[:, 2:] == -1).all()
+
+
+@pytest.mark.parametrize("family", ["xla", "nlp"])
+def test_runtimes_are_learnable_from_configs(family: str) -> None:
+    """A ridge model on one-hot config values, fit on 1000 measured configs, ranks 1000 others."""
+    rng = np.random.default_rng(7)
+    g = layout_graph(rng, family, 200, 12)
+    cfg = LayoutSpace(g.configurable).random(rng, 2000)
+    y = np.log(measure(LayoutCostModel(g).cost(cfg), rng).astype(float))
+    flat = cfg.reshape(len(cfg), -1).astype(int) + 1
+    onehot = np.concatenate([(flat == v) for v in range(7)], axis=1).astype(float)
+    model = Ridge(alpha=1.0).fit(onehot[:1000], y[:1000])
+    tau = kendalltau(model.predict(onehot[1000:]), y[1000:]).statistic
+    assert tau > 0.5, tau
+    assert np.exp(y.max() - y.min()) > 1.2  # random layouts matter
+
+
+def test_streamed_big_file_is_valid(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(gen_mod, "IN_MEMORY_BYTES", 0)  # force the streaming writer
+    path = tmp_path / "big.npz"
+    write_big_layout_graph(path, "layout:xla:random", nodes=300, configurable=20, configs=2500, seed=1)
+    g = validate_file(path)
+    assert g.num_configs == 2500 and g.node_config_feat.shape[1] == len(g.node_config_ids)
+    with zipfile.ZipFile(path) as zf:
+        assert [i.filename for i in zf.infolist()] == [f"{k}.npy" for k in LAYOUT_KEYS]
+        assert all(i.compress_type == zipfile.ZIP_DEFLATED for i in zf.infolist())
+    flat = np.load(path)["node_config_feat"].reshape(2500, -1)
+    assert len(np.unique(flat, axis=0)) < 2500  # duplicates present
+
+
+def test_synth_cli_writes_selected_collections(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "d"
+    rc = main(
+        [
+            "synth",
+            "--out",
+            str(out),
+            "--scale",
+            "tiny",
+            "--seed",
+            "1",
+            "--collections",
+            "tile:xla",
+            "--splits",
+            "test",
+        ]
+    )
+    assert rc == 0
+    files = discover(out / "npz_all/npz")
+    assert {f.collection for f in files} == {"tile:xla"} and len(files) == 4
+    assert len((out / "sample_submission.csv").read_text().splitlines()) == 5
+    # same folder, another seed: refused with one line rather than mixing two datasets
+    assert main(["synth", "--out", str(out), "--scale", "tiny", "--seed", "2"]) == 1
+    assert "already holds" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", [["--scale", "huge"], ["--collections", "tile:tpu"], ["--splits", "dev"]])
+def test_synth_cli_rejects_bad_arguments(tmp_path: Path, bad: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["synth", "--out", str(tmp_path), *bad])
+
+
+def test_synth_cli_errors_are_one_line(tmp_path: Path, capsys) -> None:
+    assert main(["synth", "--out", str(tmp_path / "x"), "--seed", "-1"]) == 1
+    assert main(["synth", "--compare-real", str(tmp_path / "nowhere"), "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "seed must be" in err[0] and "no dataset here" in err[1]
+
+
+def test_compare_real_prints_both_columns(tiny_root: Path, sample_root: Path) -> None:
+    from tpurank.synth.compare import compare
+
+    table = compare(sample_root, tiny_root).splitlines()
+    assert table[0].startswith("| statistic | synthetic") and len(table) == 2 + 18
+    row = {line.split(" | ")[0].strip("| "): line.split(" | ")[1:] for line in table[2:]}
+    assert row["tile files (train/valid/test)"][0] == "12/4/4"
+    assert row["tile files (train/valid/test)"][1].strip(" |") == "1/1/6"  # the real sample's files
+    assert row["configurable conv / dot / reshape, nlp"][0].startswith("0.00 /")  # transformers: no conv
