@@ -66,7 +66,7 @@ def tiny_config():
     cfg.lgbm.early_stopping_rounds = 20
     cfg.lgbm.min_data_in_leaf = 5
     cfg.lgbm.num_leaves = 15
-    cfg.lgbm.threads = 2
+    cfg.lgbm.threads = 1  # OpenMP threads stall when test workers share the cores
     return cfg
 
 
@@ -82,7 +82,6 @@ def valid_score(paths, collection: str, costs: dict[str, np.ndarray]) -> float:
     return mean_score(scores)[0]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("collection", TINY_COLLECTIONS)
 def test_lgbm_beats_random_on_tiny_valid_and_reloads_identically(lgbm_paths, collection):
     from tpurank.lgbm import model
@@ -127,3 +126,20 @@ def test_lgbm_beats_random_on_tiny_valid_and_reloads_identically(lgbm_paths, col
         assert (out / name).exists(), name
     importance = (out / "importance.csv").read_text().splitlines()
     assert importance[0] == "feature,gain,split" and len(importance) == info["features"] + 1
+
+
+def test_predict_without_or_with_a_damaged_model_is_a_clear_error(tmp_path):
+    from tpurank.config import Config
+    from tpurank.errors import DataError
+    from tpurank.lgbm import model
+    from tpurank.paths import Paths
+
+    paths = Paths(data=tmp_path, out=tmp_path)
+    with pytest.raises(TpurankError, match="no lgbm model; run `python -m tpurank train --model lgbm`"):
+        model.predict(paths, Config(), "tile:xla", "valid")
+    out = paths.model_dir("lgbm", "tile:xla")
+    out.mkdir(parents=True)
+    (out / "model.txt").write_text("not a model\n")
+    (out / "features.json").write_text("[]")
+    with pytest.raises(DataError, match="model.txt: unreadable lgbm model"):
+        model.predict(paths, Config(), "tile:xla", "valid")

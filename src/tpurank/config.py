@@ -47,7 +47,7 @@ class LgbmConfig:
     relevance_levels: int = 31  # runtime rank within a graph mapped to 0..levels-1 (LightGBM label limit)
     label_gain: str = "linear"  # gain of grade i: "linear" (i, whole order matters) or "exp" (2^i - 1, top)
     truncation_level: int = 0  # lambdarank: pairs with one of a query's top N get gradients; 0 = 64 for tile,
-    # the whole query for layout (Kendall tau counts every pair: +0.02-0.03 tau on demo data, see docs)
+    # the whole query for layout (Kendall tau counts every pair; better valid tau on the demo data)
     threads: int = 0  # 0 = all cores
 
 

@@ -1,0 +1,1 @@
+"""LightGBM LambdaRank rankers on the tabular features (`--model lgbm`)."""

@@ -235,11 +235,21 @@ def save(paths: Paths, cfg: Config, collection: str, booster: lgb.Booster, info:
     write_sidecar(out / PROVENANCE_FILE, cfg, paths.data, model=MODEL_NAME, **info)
 
 
-def _ensure_tables(paths: Paths, cfg: Config, collection: str, splits: list[str]) -> None:
-    """Build (or reuse, when up to date) the feature tables the model needs."""
+def _ensure_tables(paths: Paths, cfg: Config, collection: str, splits: list[str]) -> list[str]:
+    """Build (or reuse, when up to date) the feature tables the model needs.
+
+    Returns:
+        the requested splits that have prepared graphs (only those get a table).
+    """
+    from tpurank.prepare.cache import read_index
     from tpurank.tabular.stage import build_features
 
-    build_features(paths, cfg, [collection], splits)
+    index = read_index(paths.prepared)
+    mine = index[index["collection"] == collection]
+    present = [s for s in splits if (mine["split"] == s).any()]
+    if present:
+        build_features(paths, cfg, [collection], present)
+    return present
 
 
 def train(paths: Paths, cfg: Config, collection: str) -> None:
@@ -251,11 +261,13 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
         collection: one of dataset.COLLECTIONS.
     """
     cfg = cfg.for_collection(collection)
-    _ensure_tables(paths, cfg, collection, ["train", "valid"])
+    present = _ensure_tables(paths, cfg, collection, ["train", "valid"])
+    if "train" not in present:
+        raise TpurankError(
+            f"{paths.prepared}: no prepared train graphs of {collection}; run `tpurank prepare`"
+        )
     train_df = tab_io.read_table(paths, collection, "train")
-    valid_df = None
-    if tab_io.table_path(paths, collection, "valid").exists():
-        valid_df = tab_io.read_table(paths, collection, "valid")
+    valid_df = tab_io.read_table(paths, collection, "valid") if "valid" in present else None
     booster, info = fit(train_df, valid_df, cfg, collection)
     save(paths, cfg, collection, booster, info)
     score = (
@@ -293,10 +305,9 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
     """
     cfg = cfg.for_collection(collection)
     booster, features = load(paths, collection)
-    _ensure_tables(paths, cfg, collection, [split])
+    if not _ensure_tables(paths, cfg, collection, [split]):
+        return {}  # no graphs of this collection in the split
     path = tab_io.table_path(paths, collection, split)
-    if not path.exists():
-        return {}
     df = tab_io.read_table(paths, collection, split)
     missing = [f for f in features if f not in df.columns]
     if missing:

@@ -1,0 +1,1 @@
+"""Tabular feature tables for the LightGBM rankers (the `features` stage)."""

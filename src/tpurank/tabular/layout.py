@@ -24,7 +24,7 @@ GROUP_NAMES: tuple[str, ...] = (*OP_GROUPS.values(), "other")
 # Output layout pattern of a node: at default, minor dim = the last dim (row-major), second-to-last, other.
 PATTERNS: tuple[str, ...] = ("def", "last", "second", "other")
 LANE, SUBLANE = 128, 8  # TPU memory tile of the two most minor dimensions
-CHUNK_CELLS = 2_000_000  # configs x (nodes + pairs) handled per numpy step (~100 MB peak)
+CHUNK_CELLS = 2_000_000  # configs x (nodes + pairs) per numpy step (~85 bytes each: ~170 MB peak)
 
 
 @dataclass

@@ -127,6 +127,7 @@ def build_table(paths: Paths, cfg: Config, collection: str, split: str, stems: l
         summary numbers (graphs, rows, seconds, rows per second) also stored in the sidecar.
     """
     start = time.perf_counter()
+    io.meta_path(paths, collection, split).unlink(missing_ok=True)  # a half-rebuilt table never looks done
     inverse: dict[str, np.ndarray] = {}
     n_rows = 0
     writer: pq.ParquetWriter | None = None
