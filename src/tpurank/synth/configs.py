@@ -132,10 +132,13 @@ class LayoutSpace:
                 if len(cand) == 0:
                     continue
                 sl = slice(t * SLOTS, (t + 1) * SLOTS)
-                if rng.random() < 0.25:
+                current = children[r, j, sl]
+                if rng.random() < 0.25 and (current != -1).any():
                     children[r, j, sl] = -1
                 else:
-                    children[r, j, sl] = cand[int(rng.integers(len(cand)))]
+                    other = cand[(cand != current).any(axis=1)]  # always an actual change
+                    if len(other):
+                        children[r, j, sl] = other[int(rng.integers(len(other)))]
         return children
 
 

@@ -134,7 +134,7 @@ def layout_config_stream(
     unique = TEST_UNIQUE_SHARE if split == "test" else 1.0 - rng.uniform(*dup_share)
     if collection.endswith(":default"):
         # a search re-measures less on purpose, but also revisits configs by itself
-        unique = unique if split == "test" else 1.0 - 0.4 * (1.0 - unique)
+        unique = unique if split == "test" else 1.0 - 0.2 * (1.0 - unique)
         return cfgs.default_search_configs(graph, rng, total, unique, chunk)
     return cfgs.random_configs(graph, rng, total, unique, chunk)
 
