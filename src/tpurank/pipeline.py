@@ -27,6 +27,7 @@ from tpurank.download import download, have_credentials
 from tpurank.errors import TpurankError
 from tpurank.paths import NPZ_SUBDIR, Paths, project_root
 from tpurank.provenance import data_fingerprint
+from tpurank.synth.tree import PLAN_FILE as SYNTH_MARKER
 
 DEMO_SCALE = "demo"  # the synthetic fallback: finishes within 15 minutes on 2 cores
 LEARNED_MODELS = ("lgbm", "gnn", "baseline")  # trained, in this order
@@ -77,7 +78,7 @@ def resolve_data(args: argparse.Namespace) -> tuple[Path, bool]:
     root: Path = args.paths.data
     explicit = bool(args.data_dir or os.environ.get("TPURANK_DATA"))
     if (root / NPZ_SUBDIR).is_dir():
-        return root, (root / "SYNTHETIC.json").exists()
+        return root, (root / SYNTH_MARKER).exists()
     if explicit:
         raise TpurankError(f"{root}: no dataset here (expected {NPZ_SUBDIR}/...)")
     if have_credentials():
@@ -88,9 +89,24 @@ def resolve_data(args: argparse.Namespace) -> tuple[Path, bool]:
     print(BANNER.format(scale=DEMO_SCALE, root=demo), file=sys.stderr)
     if not (demo / NPZ_SUBDIR).is_dir():
         generate(demo, scale=DEMO_SCALE, seed=args.cfg.seed)
-    if not (demo / "SYNTHETIC.json").exists():
-        write_json(demo / "SYNTHETIC.json", {"scale": DEMO_SCALE, "seed": args.cfg.seed})
     return demo, True
+
+
+def incomplete_test_set(paths: Paths) -> bool:
+    """True when sample_submission.csv lists test IDs without a file (e.g. the 10-file sample).
+
+    The pipeline then ranks the files present only and says loudly that Kaggle will not accept it.
+    """
+    from tpurank.submission import expected_for_split, missing_files
+
+    absent = missing_files(expected_for_split(paths, "test"))
+    if absent:
+        print(
+            f"[all] WARNING: {len(absent)} test IDs of {paths.sample_submission} have no file; the submission "
+            "will rank only the files present and is NOT a valid Kaggle submission",
+            file=sys.stderr,
+        )
+    return bool(absent)
 
 
 def plan(paths: Paths, models: list[str], common: list[str], jobs: int) -> list[Step]:
@@ -196,7 +212,12 @@ def run(args: argparse.Namespace) -> int:
     paths = Paths(data=data_root, out=args.paths.out)
     common = cli.common_argv(args, data_dir=str(data_root))
     jobs = args.jobs or args.cfg.prepare.jobs
+    partial = incomplete_test_set(paths)
     steps = plan(paths, args.models, common, jobs)
+    if partial:
+        for step in steps:
+            if step.argv[:1] == ["predict"] and "test" in step.argv:
+                step.argv.append("--partial")
     state_file = paths.reports / "pipeline_state.json"
     state = json.loads(state_file.read_text()) if state_file.exists() and not args.force else {}
     fingerprint, code = data_fingerprint(data_root), source_hash()
@@ -220,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
         state[step.name] = key
         write_json(state_file, state)
     submission = publish_submission(paths)
-    if cli.main(["check-submission", str(submission), *common]) != 0:
+    if cli.main(["check-submission", str(submission), *common, *(["--partial"] if partial else [])]) != 0:
         raise TpurankError(f"{submission}: failed its check")
     print("\n" + "=" * 78)
     if synthetic:
