@@ -42,8 +42,8 @@ import json, resource, sys, time
 import numpy as np, torch
 from tpurank.config import Config
 from tpurank.gnn import model as gnn, official
-from tpurank.gnn.data import make_batch, sample_rows
-from tpurank.gnn.trainer import load_split, make_optimizer, setup_runtime, train_step
+from tpurank.gnn.data import sample_rows
+from tpurank.gnn.trainer import load_split, make_optimizer, micro_batches, setup_runtime, train_step
 from tpurank.paths import Paths
 
 from pathlib import Path
@@ -64,10 +64,12 @@ for step in range(steps + 2):
     if step == 2:
         t0 = time.perf_counter()
     pick = rng.choice(len(graphs), size=b, replace=False)
-    batch = make_batch([graphs[i] for i in pick], [sample_rows(graphs[i], r.configs_per_graph, rng) for i in pick])
-    train_step(model, opt, batch, r, rt.device)
+    chosen = [graphs[i] for i in pick]
+    rows = [sample_rows(g, r.configs_per_graph, rng) for g in chosen]
+    batches = micro_batches(chosen, rows, r.max_batch_nodes)
+    train_step(model, opt, batches, r, rt.device)
     if step >= 2:
-        configs += int(batch.mask.sum())
+        configs += sum(int(b.mask.sum()) for b in batches)
 if rt.device.type == "cuda":
     torch.cuda.synchronize()
 seconds = time.perf_counter() - t0

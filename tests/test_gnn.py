@@ -111,6 +111,24 @@ def test_pairwise_hinge_equals_hand_computed() -> None:
     assert pairwise_hinge(cost, runtime, mask, margin=0.1).item() == pytest.approx(0.4 / 3 / 2, abs=1e-6)
 
 
+def test_weighted_hinge_counts_duplicates_like_the_expanded_list() -> None:
+    cost = torch.tensor([[0.0, 0.5, 0.2]])
+    runtime = torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float64)
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    weight = torch.tensor([[2.0, 1.0, 1.0]])  # config 0 stands for two original configs
+    # pairs (0<1) 0.5 x2, (0<2) 0.8 x2, (1<2) 1.3 x1 -> 3.9 / 5
+    assert pairwise_hinge(cost, runtime, mask, 1.0, weight).item() == pytest.approx(3.9 / 5, abs=1e-6)
+    g = torch.Generator().manual_seed(0)
+    cost, runtime = torch.randn(1, 6, generator=g), torch.rand(1, 6, generator=g).double()
+    counts = torch.tensor([3, 1, 2, 1, 4, 1])
+    expanded = torch.repeat_interleave(torch.arange(6), counts)
+    want = pairwise_hinge(
+        cost[:, expanded], runtime[:, expanded], torch.ones(1, len(expanded), dtype=torch.bool), 0.3
+    )
+    got = pairwise_hinge(cost, runtime, torch.ones(1, 6, dtype=torch.bool), 0.3, counts[None].float())
+    assert got.item() == pytest.approx(want.item(), rel=1e-6)
+
+
 def test_listmle_equals_hand_computed() -> None:
     cost = torch.tensor([[0.0, 0.5, 0.2, 7.0]])
     runtime = torch.tensor([[3.0, 1.0, 2.0, 0.5]], dtype=torch.float64)
@@ -201,11 +219,35 @@ def test_batching_graphs_matches_scoring_alone() -> None:
     assert make_batch(gs, rows).mask.sum().item() == 21
 
 
+@pytest.mark.parametrize("kind", ["layout", "tile"])
+def test_micro_batches_give_the_gradient_of_the_whole_step(kind: str) -> None:
+    graphs = [from_prepared(prepared_graph(kind, seed=s, n=20 + 4 * s)) for s in range(3)]
+    rows = [np.arange(10), np.arange(7), np.arange(10)]
+    r = gnn_model.recipe(small_cfg())
+    after = []
+    for max_nodes in (0, 30):  # one batch; then three micro-batches (each graph alone)
+        torch.manual_seed(0)
+        m = GnnRanker(kind, FEAT, hidden=16, layers=2)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        batches = trainer.micro_batches(graphs, rows, max_nodes)
+        assert len(batches) == (1 if max_nodes == 0 else 3)
+        trainer.train_step(m, opt, batches, r, torch.device("cpu"))
+        after.append(m.state_dict())
+    for k in after[0]:
+        assert torch.allclose(after[0][k], after[1][k], atol=1e-6), k
+
+
 # --------------------------------------------------------------------------------- tiny-data training
 
 
-@pytest.mark.parametrize(("spec", "collection"), [(gnn_model.SPEC, "layout:xla:random"), (gnn_model.SPEC, "tile:xla"),
-                                                 (official.SPEC, "layout:nlp:default")])  # fmt: skip
+TRAINED = [
+    (gnn_model.SPEC, "layout:xla:random"),
+    (gnn_model.SPEC, "tile:xla"),
+    (official.SPEC, "layout:nlp:default"),
+]
+
+
+@pytest.mark.parametrize(("spec", "collection"), TRAINED)
 def test_training_steps_reduce_the_loss_on_tiny(tiny_paths: Paths, spec, collection: str) -> None:
     cfg = small_cfg()
     r = spec.recipe(cfg)
@@ -261,10 +303,19 @@ def test_train_predict_checkpoint_roundtrip(tiny_paths: Paths, tmp_path) -> None
             mine = score_rows(model.eval(), g, np.arange(g.num_unique), 256, torch.device("cpu"), False)
             np.testing.assert_allclose(preds[g.id], mine[g.inverse], atol=1e-6)
 
-    # a second run with the same config is skipped; with another config it retrains
+    # a second run with the same config and data is skipped; new prepared data or config retrains
     mtime = (out / CHECKPOINT).stat().st_mtime_ns
     train_collection(gnn_model.SPEC, paths, cfg, collection, train, valid, progress=False)
     assert (out / CHECKPOINT).stat().st_mtime_ns == mtime
+    changed = paths.prepared / "layout/xla/default/train/new.npz"
+    changed.parent.mkdir(parents=True)
+    changed.write_bytes(b"a rebuilt cache file")
+    train_collection(gnn_model.SPEC, paths, cfg, collection, train, valid, progress=False)
+    assert (out / CHECKPOINT).stat().st_mtime_ns != mtime
+    mtime = (out / CHECKPOINT).stat().st_mtime_ns
+    train_collection(gnn_model.SPEC, paths, small_cfg(epochs=1, max_steps_per_epoch=1), collection, train, valid,
+                     progress=False)  # fmt: skip
+    assert (out / CHECKPOINT).stat().st_mtime_ns != mtime
 
 
 def test_interrupted_training_resumes_to_the_same_weights(tiny_paths: Paths, tmp_path, monkeypatch) -> None:

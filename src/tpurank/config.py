@@ -73,6 +73,7 @@ class GnnConfig:
     eval_max_configs: int = 1000  # configs per valid graph scored for early stopping (official eval: 1000)
     predict_chunk: int = 256  # configs scored per forward pass at validation/prediction
     bf16: bool = True  # bf16 autocast on CUDA (training and prediction alike); CPU always runs float32
+    max_batch_nodes: int = 8_000  # nodes per training pass; bigger steps run in micro-batches (~3 GB)
 
 
 @dataclass
@@ -91,6 +92,7 @@ class BaselineConfig:
     eval_max_configs: int = 1000
     predict_chunk: int = 64  # configs per pass (the baseline holds C copies of every node's features)
     bf16: bool = True  # bf16 autocast on CUDA only
+    max_batch_nodes: int = 8_000  # nodes per training pass; bigger steps run as micro-batches
 
 
 @dataclass

@@ -29,6 +29,7 @@ class GraphData:
         config_nodes: (k,) long positions of the configurable nodes (layout; empty for tile).
         configs: unique configs, layout int8 (u, k, 18) or tile float32 (u, 24).
         runtime: (u,) float64 measured runtime per unique config (0 for test).
+        count: (u,) how many original configs each unique row stands for.
         inverse: (c,) original config index -> unique row.
         is_test: runtimes unknown.
     """
@@ -41,6 +42,7 @@ class GraphData:
     config_nodes: torch.Tensor
     configs: np.ndarray
     runtime: np.ndarray
+    count: np.ndarray
     inverse: np.ndarray
     is_test: bool
 
@@ -72,6 +74,7 @@ def from_prepared(g: PreparedGraph) -> GraphData:
         config_nodes=torch.from_numpy(np.asarray(g.config_nodes, dtype=np.int64)),
         configs=g.configs,
         runtime=np.asarray(g.runtime_min, dtype=np.float64),
+        count=np.asarray(g.count, dtype=np.float32),
         inverse=np.asarray(g.inverse, dtype=np.int64),
         is_test=g.is_test,
     )
@@ -87,6 +90,7 @@ class Batch:
         config_nodes: (K,) batch positions of configurable nodes; config_graph: (K,) their graph.
         configs: layout (C, K, 18) int8; tile (B, C, 24) float32.
         runtime: (B, C) float64; mask: (B, C) bool, False on padding slots.
+        weight: (B, C) float32 duplicate count of each slot's config (0 on padding).
     """
 
     node_feat: torch.Tensor
@@ -99,6 +103,7 @@ class Batch:
     configs: torch.Tensor
     runtime: torch.Tensor
     mask: torch.Tensor
+    weight: torch.Tensor
 
     def to(self, device: torch.device | str) -> Batch:
         moved = {
@@ -121,6 +126,7 @@ def make_batch(graphs: list[GraphData], rows: list[np.ndarray]) -> Batch:
     feats, ops, edges, node_graph, cnodes, cgraph, cfgs = [], [], [], [], [], [], []
     runtime = np.zeros((len(graphs), c), dtype=np.float64)
     mask = np.zeros((len(graphs), c), dtype=bool)
+    weight = np.zeros((len(graphs), c), dtype=np.float32)
     offset = 0
     for b, (g, r) in enumerate(zip(graphs, rows, strict=True)):
         r = np.asarray(r, dtype=np.int64)
@@ -135,6 +141,7 @@ def make_batch(graphs: list[GraphData], rows: list[np.ndarray]) -> Batch:
         cfgs.append(g.configs[padded])  # layout (C, k, 18); tile (C, 24)
         runtime[b] = g.runtime[padded]
         mask[b, : len(r)] = True
+        weight[b, : len(r)] = g.count[r]
         offset += n
     if kind == "layout":
         configs = torch.from_numpy(np.concatenate(cfgs, axis=1))  # (C, K, 18)
@@ -151,6 +158,7 @@ def make_batch(graphs: list[GraphData], rows: list[np.ndarray]) -> Batch:
         configs=configs,
         runtime=torch.from_numpy(runtime),
         mask=torch.from_numpy(mask),
+        weight=torch.from_numpy(weight),
     )
 
 
@@ -167,13 +175,16 @@ def sample_rows(g: GraphData, count: int, rng: np.random.Generator) -> np.ndarra
     return rng.choice(g.num_unique, size=count, replace=False)
 
 
-def eval_rows(g: GraphData, limit: int) -> np.ndarray:
-    """Rows used for validation: all, or `limit` spread evenly over the unique configs (deterministic).
+def eval_configs(g: GraphData, limit: int) -> np.ndarray:
+    """Original config indices used for validation: all, or `limit` spread evenly (deterministic).
+
+    Validation scores the original config list (duplicates included), as the competition does.
 
     Args:
         g: the graph.
         limit: the most configs to score (0 = all); the official validation uses at most 1000.
     """
-    if limit <= 0 or g.num_unique <= limit:
-        return np.arange(g.num_unique)
-    return np.unique(np.linspace(0, g.num_unique - 1, limit).round().astype(np.int64))
+    n = len(g.inverse)
+    if limit <= 0 or n <= limit:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, limit).round().astype(np.int64))

@@ -2,6 +2,8 @@
 
 Every loss takes `cost` (B, C) predicted by the model (lower = predicted faster), `runtime` (B, C)
 measured, and `mask` (B, C) marking real (not padding) configs; each graph contributes equally.
+The pairwise hinge can weight each config by how many original configs it stands for (its duplicate
+count), so a pair counts as often as in the Kendall tau over the original config list.
 """
 
 from __future__ import annotations
@@ -12,22 +14,30 @@ LOSSES = ("hinge", "listmle")
 
 
 def pairwise_hinge(
-    cost: torch.Tensor, runtime: torch.Tensor, mask: torch.Tensor, margin: float
+    cost: torch.Tensor,
+    runtime: torch.Tensor,
+    mask: torch.Tensor,
+    margin: float,
+    weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Mean over graphs of the mean over ordered pairs (i faster than j) of max(0, margin - (cost_j - cost_i)).
+    """Mean over graphs of the weighted mean over ordered pairs (i faster than j) of
+    max(0, margin - (cost_j - cost_i)), with pair weight w_i * w_j (1 without `weight`).
 
     Args:
         cost: (B, C) predicted cost.
         runtime: (B, C) measured runtime; pairs with equal runtimes are ignored.
         mask: (B, C) bool, True for real configs.
         margin: how much larger a slower config's cost must be before the pair stops contributing.
+        weight: (B, C) optional per-config weight (the duplicate count).
     """
     cost = cost.float()
-    faster = (runtime[:, :, None] < runtime[:, None, :]) & mask[:, :, None] & mask[:, None, :]
+    w = ((runtime[:, :, None] < runtime[:, None, :]) & mask[:, :, None] & mask[:, None, :]).float()
+    if weight is not None:
+        w = w * (weight[:, :, None] * weight[:, None, :]).float()
     gap = cost[:, None, :] - cost[:, :, None]  # [b, i, j] = cost_j - cost_i
-    loss = torch.relu(margin - gap) * faster
-    pairs = faster.sum(dim=(1, 2))
-    per_graph = loss.sum(dim=(1, 2)) / pairs.clamp(min=1)
+    loss = torch.relu(margin - gap) * w
+    pairs = w.sum(dim=(1, 2))
+    per_graph = loss.sum(dim=(1, 2)) / pairs.clamp(min=1e-12)
     has_pairs = pairs > 0
     return per_graph[has_pairs].mean() if has_pairs.any() else cost.sum() * 0.0
 
@@ -58,7 +68,12 @@ def listmle(cost: torch.Tensor, runtime: torch.Tensor, mask: torch.Tensor) -> to
 
 
 def ranking_loss(
-    name: str, cost: torch.Tensor, runtime: torch.Tensor, mask: torch.Tensor, margin: float = 0.1
+    name: str,
+    cost: torch.Tensor,
+    runtime: torch.Tensor,
+    mask: torch.Tensor,
+    margin: float = 0.1,
+    weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Dispatch by the config's loss name ("hinge" or "listmle").
 
@@ -66,9 +81,10 @@ def ranking_loss(
         name: one of LOSSES.
         cost, runtime, mask: see `pairwise_hinge`.
         margin: hinge margin (ignored by ListMLE).
+        weight: per-config weights of the hinge (ListMLE, the likelihood of one order, ignores them).
     """
     if name == "hinge":
-        return pairwise_hinge(cost, runtime, mask, margin)
+        return pairwise_hinge(cost, runtime, mask, margin, weight)
     if name == "listmle":
         return listmle(cost, runtime, mask)
     from tpurank.errors import TpurankError

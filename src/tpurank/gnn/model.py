@@ -150,6 +150,7 @@ def recipe(cfg: Config) -> Recipe:
         eval_max_configs=s.eval_max_configs,
         predict_chunk=s.predict_chunk,
         bf16=s.bf16,
+        max_batch_nodes=s.max_batch_nodes,
     )
 
 

@@ -13,6 +13,8 @@ validates, decides early stopping for all, and writes the files.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import math
 import os
 import time
@@ -29,9 +31,9 @@ from tqdm import tqdm
 
 from tpurank.atomic import atomic_path
 from tpurank.config import Config, to_dict
-from tpurank.dataset import check_collection, kind_of
+from tpurank.dataset import check_collection, collection_dir, kind_of
 from tpurank.errors import TpurankError
-from tpurank.gnn.data import Batch, GraphData, eval_rows, from_prepared, make_batch, sample_rows
+from tpurank.gnn.data import Batch, GraphData, eval_configs, from_prepared, make_batch, sample_rows
 from tpurank.gnn.losses import ranking_loss
 from tpurank.metrics import kendall_tau, order_from_costs, tile_score
 from tpurank.paths import Paths
@@ -64,6 +66,7 @@ class Recipe:
     eval_max_configs: int
     predict_chunk: int
     bf16: bool
+    max_batch_nodes: int = 0  # nodes per training forward pass; 0 = the whole step at once
 
 
 @dataclass
@@ -169,7 +172,8 @@ def graph_score(kind: str, cost: np.ndarray, runtime: np.ndarray) -> float:
 
 
 def evaluate(model: nn.Module, graphs: list[GraphData], recipe: Recipe, device: torch.device) -> float:
-    """Mean validation metric over graphs with something to rank (NaN graphs left out).
+    """Mean validation metric over graphs with something to rank (NaN graphs left out), on the
+    original config lists (at most `eval_max_configs` per graph), duplicates included.
 
     Args:
         model: the ranker (switched to eval mode here, restored after).
@@ -183,9 +187,10 @@ def evaluate(model: nn.Module, graphs: list[GraphData], recipe: Recipe, device: 
     for g in graphs:
         if not g.rankable:
             continue
-        rows = eval_rows(g, recipe.eval_max_configs)
-        cost = score_rows(model, g, rows, recipe.predict_chunk, device, recipe.bf16)
-        s = graph_score(g.kind, cost, g.runtime[rows])
+        configs = eval_configs(g, recipe.eval_max_configs)
+        rows, back = np.unique(g.inverse[configs], return_inverse=True)  # score each unique config once
+        cost = score_rows(model, g, rows, recipe.predict_chunk, device, recipe.bf16)[back]
+        s = graph_score(g.kind, cost, g.runtime[rows][back])
         if not math.isnan(s):
             scores.append(s)
     model.train(was_training)
@@ -193,6 +198,21 @@ def evaluate(model: nn.Module, graphs: list[GraphData], recipe: Recipe, device: 
 
 
 # ----------------------------------------------------------------------------------------- checkpoints
+
+
+def prepared_fingerprint(paths: Paths, collection: str) -> str:
+    """sha256 over (split, name, size, mtime) of the collection's prepared train and valid files.
+
+    `prepare` rewrites a cache file only when its input or parameters change, so this changes
+    exactly when the training data does; a finished model is reused only while it is unchanged.
+    """
+    h = hashlib.sha256()
+    for split in ("train", "valid"):
+        folder = paths.prepared / collection_dir(collection) / split
+        for f in sorted(folder.glob("*.npz")) if folder.is_dir() else []:
+            st = f.stat()
+            h.update(f"{split}/{f.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
@@ -250,27 +270,68 @@ def _clip(model: nn.Module, r: Recipe) -> None:
         torch.nn.utils.clip_grad_norm_(model.parameters(), r.clip_norm)
 
 
+def micro_batches(graphs: list[GraphData], rows: list[np.ndarray], max_nodes: int) -> list[Batch]:
+    """One step's graphs as batches of at most `max_nodes` nodes each (a bigger graph goes alone).
+
+    Memory grows with configs x nodes, so a step that samples several big graphs is run as
+    micro-batches whose gradients add up to those of the whole step.
+
+    Args:
+        graphs: this step's graphs.
+        rows: their sampled unique-config rows.
+        max_nodes: node budget per micro-batch (0 = no limit).
+    """
+    groups: list[list[int]] = [[]]
+    nodes = 0
+    for i, g in enumerate(graphs):
+        n = len(g.opcode)
+        if groups[-1] and max_nodes > 0 and nodes + n > max_nodes:
+            groups.append([])
+            nodes = 0
+        groups[-1].append(i)
+        nodes += n
+    return [make_batch([graphs[i] for i in grp], [rows[i] for i in grp]) for grp in groups]
+
+
 def train_step(
-    model: nn.Module, opt: torch.optim.Optimizer, batch: Batch, r: Recipe, device: torch.device
+    model: nn.Module,
+    opt: torch.optim.Optimizer,
+    batches: Batch | list[Batch],
+    r: Recipe,
+    device: torch.device,
 ) -> float:
-    """One optimisation step on one batch (moved to `device`); returns the loss.
+    """One optimisation step over the micro-batches of one step (moved to `device`); returns the loss.
+
+    Each micro-batch's loss (a mean over its graphs) is weighted by its share of the step's graphs,
+    so the gradient equals that of one batch holding all of them.
 
     Args:
         model: the ranker (DDP-wrapped or not), in train mode.
         opt: its optimizer.
-        batch: the sampled configs of this step's graphs.
+        batches: the sampled configs of this step's graphs (see `micro_batches`).
         r: loss, margin, clipping and bf16 settings.
         device: where the model is.
     """
-    batch = batch.to(device)
-    with autocast(device, r.bf16):
-        cost = model(batch)
-    loss = ranking_loss(r.loss, cost.float(), batch.runtime, batch.mask, r.margin)
+    batches = [batches] if isinstance(batches, Batch) else batches
+    total_graphs = sum(b.num_graphs for b in batches)
     opt.zero_grad(set_to_none=True)
-    loss.backward()
+    total = 0.0
+    for i, batch in enumerate(batches):
+        batch = batch.to(device)
+        last = i == len(batches) - 1
+        sync = (
+            model.no_sync() if isinstance(model, nn.parallel.DistributedDataParallel) and not last else None
+        )
+        with sync or contextlib.nullcontext():
+            with autocast(device, r.bf16):
+                cost = model(batch)
+            loss = ranking_loss(r.loss, cost.float(), batch.runtime, batch.mask, r.margin, batch.weight)
+            share = batch.num_graphs / total_graphs
+            (loss * share).backward()
+        total += float(loss.detach()) * share
     _clip(model, r)
     opt.step()
-    return float(loss.detach())
+    return total
 
 
 def _step_graphs(order: np.ndarray, step: int, rt: Runtime, per_rank: int) -> list[int]:
@@ -328,9 +389,10 @@ def train_collection(
     final = paths.model_dir(spec.name, collection) / CHECKPOINT
     if final.exists():
         done = load_checkpoint(final)
-        if done.get("complete") and done.get("config") == to_dict(cfg):
+        same_data = done.get("data") == prepared_fingerprint(paths, collection)
+        if done.get("complete") and done.get("config") == to_dict(cfg) and same_data:
             if rt.main and progress:
-                print(f"[{spec.name}] {collection}: {final} is up to date (same config); skipping")
+                print(f"[{spec.name}] {collection}: {final} is up to date (same config and data); skipping")
             return done.get("summary", {})
 
     train = train_graphs if train_graphs is not None else load_split(paths, collection, "train", progress)
@@ -386,10 +448,12 @@ def fit(
         else torch.optim.lr_scheduler.ConstantLR(opt, factor=1.0, total_iters=0)
     )
     start_epoch, best, bad, history = 0, -math.inf, 0, []
+    data_key = prepared_fingerprint(paths, collection)
     resume = out / RESUME
     if resume.exists():
         state = load_checkpoint(resume)
-        if state.get("config") == cfg_dict and state.get("model_args") == args:
+        same = (state.get("config"), state.get("model_args"), state.get("data")) == (cfg_dict, args, data_key)
+        if same:
             model.load_state_dict(state["state_dict"])
             opt.load_state_dict(state["optimizer"])
             sched.load_state_dict(state["scheduler"])
@@ -418,6 +482,7 @@ def fit(
             "bad": bad,
             "history": history,
             "complete": complete,
+            "data": data_key,
         }
         if resumable:
             state.update(optimizer=opt.state_dict(), scheduler=sched.state_dict())
@@ -438,10 +503,11 @@ def fit(
             idx = _step_graphs(order, step, rt, r.graphs_per_batch)
             rng = np.random.default_rng([cfg.seed, epoch, step, rt.rank])
             graphs = [train[i] for i in idx]
-            batch = make_batch(graphs, [sample_rows(g, r.configs_per_graph, rng) for g in graphs])
-            losses.append(train_step(model, opt, batch, r, rt.device))
+            rows = [sample_rows(g, r.configs_per_graph, rng) for g in graphs]
+            batches = micro_batches(graphs, rows, r.max_batch_nodes)
+            losses.append(train_step(model, opt, batches, r, rt.device))
             sched.step()
-            configs_seen += int(batch.mask.sum())
+            configs_seen += sum(int(b.mask.sum()) for b in batches)
             bar.set_postfix(
                 loss=f"{np.mean(losses[-20:]):.4f}", val=f"{best:.4f}" if best > -math.inf else "-"
             )
