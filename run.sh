@@ -37,7 +37,9 @@ case "$cmd" in
     setup
     "$VENV/bin/ruff" check src tests bench
     workers=$("$VENV/bin/python" -c "import os; print(max(1, min(4, os.cpu_count() or 1)))")
-    exec "$VENV/bin/python" -m pytest -q -n "$workers" "$@" ;;
+    # one pytest worker per core, each single-threaded: oversubscribed BLAS/OpenMP threads make
+    # small torch and LightGBM jobs many times slower
+    OMP_NUM_THREADS=1 exec "$VENV/bin/python" -m pytest -q -n "$workers" "$@" ;;
   help|-h|--help)
     setup
     exec "$VENV/bin/python" -m tpurank --help ;;

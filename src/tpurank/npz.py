@@ -47,21 +47,11 @@ LAYOUT_KEYS: dict[str, np.dtype] = {
 }
 
 
-@dataclass
-class TileGraph:
-    """A tile:xla file: one kernel graph and its tile-size configurations.
+class _Counts:
+    """What both record kinds answer the same way."""
 
-    edge_index rows are [user, operand]; config_feat rows are the 24 tile values of one config.
-    """
-
-    node_feat: np.ndarray
     node_opcode: np.ndarray
-    edge_index: np.ndarray
-    config_feat: np.ndarray
     config_runtime: np.ndarray
-    config_runtime_normalizers: np.ndarray
-
-    kind = "tile"
 
     @property
     def num_nodes(self) -> int:
@@ -78,7 +68,24 @@ class TileGraph:
 
 
 @dataclass
-class LayoutGraph:
+class TileGraph(_Counts):
+    """A tile:xla file: one kernel graph and its tile-size configurations.
+
+    edge_index rows are [user, operand]; config_feat rows are the 24 tile values of one config.
+    """
+
+    node_feat: np.ndarray
+    node_opcode: np.ndarray
+    edge_index: np.ndarray
+    config_feat: np.ndarray
+    config_runtime: np.ndarray
+    config_runtime_normalizers: np.ndarray
+
+    kind = "tile"
+
+
+@dataclass
+class LayoutGraph(_Counts):
     """A layout file: one program graph and per-node layout configurations.
 
     node_config_feat is (configs, configurable nodes, 18): float32 as stored, or int8 when loaded
@@ -94,18 +101,6 @@ class LayoutGraph:
     node_splits: np.ndarray
 
     kind = "layout"
-
-    @property
-    def num_nodes(self) -> int:
-        return len(self.node_opcode)
-
-    @property
-    def num_configs(self) -> int:
-        return len(self.config_runtime)
-
-    @property
-    def is_test(self) -> bool:
-        return self.num_configs > 0 and not self.config_runtime.any()
 
 
 Graph = TileGraph | LayoutGraph
