@@ -38,6 +38,7 @@ from tpurank.prepare.prune import prune
 from tpurank.prepare.stage import prepare_dataset
 
 UNET = "layout/xla/default/valid/unet_3d.4x4.bf16.npz"
+NLP_TEST = "layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz"  # a node of degree 1486
 NLP_TEST = "layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz"
 TILE_VALID = "tile/xla/valid/inception_v3_batch_128_train_426e203f19335d17.npz"
 ALL_COLUMNS = FeatureRule(keep=list(range(140)), fitted_on=0, train_key="")
@@ -134,8 +135,9 @@ def bfs(num_nodes: int, edges: np.ndarray, seeds: np.ndarray, hops: int) -> set[
 
 
 @pytest.mark.parametrize("hops", [0, 1, 2, 3])
-def test_prune_keeps_exactly_the_khop_neighbourhood(sample_root: Path, hops: int) -> None:
-    raw = load_graph(sample_root / "npz_all/npz" / UNET, config_dtype=np.int8)
+@pytest.mark.parametrize("graph", [UNET, NLP_TEST])
+def test_prune_keeps_exactly_the_khop_neighbourhood(sample_root: Path, graph: str, hops: int) -> None:
+    raw = load_graph(sample_root / "npz_all/npz" / graph, config_dtype=np.int8)
     p = prune(raw.num_nodes, raw.edge_index, raw.node_config_ids, hops)
     expected = bfs(raw.num_nodes, raw.edge_index, raw.node_config_ids, hops)
     assert set(p.node_map.tolist()) == expected and p.num_summary == 0
@@ -145,6 +147,14 @@ def test_prune_keeps_exactly_the_khop_neighbourhood(sample_root: Path, hops: int
     original = {tuple(e) for e in raw.edge_index[inside].tolist()}
     assert {tuple(e) for e in p.node_map[p.edge_index].tolist()} == original
     assert len(p.edge_index) == len(original)
+
+
+@pytest.mark.parametrize("leaves", [127, 128, 256, 300])
+def test_prune_reaches_a_hub_with_many_configurable_neighbours(leaves: int) -> None:
+    # a hub whose many neighbours are all seeds: a count of reached neighbours must not wrap around
+    edges = np.array([[i, leaves] for i in range(leaves)])
+    p = prune(leaves + 1, edges, np.arange(leaves), hops=1)
+    assert p.num_nodes == leaves + 1
 
 
 def test_prune_negative_hops_keeps_everything(sample_root: Path) -> None:

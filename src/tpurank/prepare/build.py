@@ -21,7 +21,7 @@ from tpurank.prepare.dedup import dedup_layout, dedup_tile
 from tpurank.prepare.node_features import FeatureRule
 from tpurank.prepare.prune import prune
 
-FORMAT_VERSION = 1  # bump when the cache layout or a build step changes, so outputs are rebuilt
+FORMAT_VERSION = 2  # bump when the cache layout or a build step changes, so outputs are rebuilt
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,9 @@ class Pruned:
 
 
 def _undirected(num_nodes: int, edge_index: np.ndarray) -> sp.csr_matrix:
+    """Boolean adjacency in both directions: products stay boolean (an int8 count would wrap at 128)."""
     u, v = edge_index[:, 0], edge_index[:, 1]
-    data = np.ones(2 * len(u), dtype=np.int8)
+    data = np.ones(2 * len(u), dtype=bool)
     return sp.csr_matrix(
         (data, (np.concatenate([u, v]), np.concatenate([v, u]))), shape=(num_nodes, num_nodes)
     )
@@ -57,7 +58,7 @@ def khop_mask(num_nodes: int, edge_index: np.ndarray, seeds: np.ndarray, hops: i
     adj = _undirected(num_nodes, edge_index)
     frontier = mask.copy()
     for _ in range(hops):
-        reached = (adj @ frontier.astype(np.int8)) > 0
+        reached = adj @ frontier  # bool: True where any neighbour is in the frontier
         frontier = reached & ~mask
         if not frontier.any():
             break

@@ -77,23 +77,25 @@ class PrepareResult:
 # ----------------------------------------------------------------------------- workers (top level: picklable)
 
 
+def _failure(gf: GraphFile, e: Exception) -> str:
+    """One line for a file that failed; a bug or an exotic failure (MemoryError too) names its type."""
+    return str(e) if isinstance(e, TpurankError) else f"{gf.path}: {type(e).__name__}: {e}"
+
+
 def _range_task(gf: GraphFile) -> tuple[tuple[np.ndarray, np.ndarray] | None, str | None]:
     try:
         g = load_graph(gf.path, gf.kind, config_dtype=None)
         return column_range(g.node_feat), None
-    except TpurankError as e:
-        return None, str(e)
+    except Exception as e:  # one line per bad file; the others go on
+        return None, _failure(gf, e)
 
 
 def _build_task(gf: GraphFile, params: BuildParams, out: Path, key: str) -> tuple[dict | None, str | None]:
     try:
         return build_file(gf, params, out, key), None
-    except TpurankError as e:
-        error = str(e)
-    except Exception as e:  # a bug or an exotic failure (MemoryError too): still one line, keep going
-        error = f"{gf.path}: {type(e).__name__}: {e}"
-    out.unlink(missing_ok=True)  # never leave a stale output that no longer matches its input
-    return None, error
+    except Exception as e:  # one line per bad file; the others go on
+        out.unlink(missing_ok=True)  # never leave a stale output that no longer matches its input
+        return None, _failure(gf, e)
 
 
 def _run_tasks(fn: Any, tasks: list[tuple], jobs: int, progress: bool, desc: str) -> list[Any]:
