@@ -136,6 +136,13 @@ def test_layout_configs_keep_valid_runs_padded_with_minus_one(tmp_path):
     assert g.node_config_feat[1, 0, :2].tolist() == [0, 1]  # run index 2 -> k % 2 == 0
 
 
+def test_layout_run_timed_at_zero_is_left_out_with_a_warning(tmp_path):
+    msg = _layout_message([(100, False, True), (0, False, False), (80, False, False)])
+    with pytest.warns(PbWarning, match="left out 1 valid run"):
+        g = layout_graph(tmp_path / "x.pb", msg)
+    assert g.config_runtime.tolist() == [100, 80]
+
+
 def test_no_valid_runs_gives_zero_configs_and_a_warning(tmp_path):
     src = tmp_path / "empty_runs.pb"
     src.write_bytes(_layout_message([(100, True, True)]).SerializeToString())
@@ -187,6 +194,15 @@ def test_bad_files_are_one_line_data_errors(tmp_path, capsys):
     assert main(["featurize-pb", str(tmp_path / "truncated.pb"), str(tmp_path / "o.npz")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "truncated.pb" in err[0] and "Traceback" not in err[0]
+
+
+def test_unwritable_output_is_a_one_line_error(tmp_path, capsys):
+    src = tmp_path / "m.pb"
+    src.write_bytes(_layout_message([(100, False, True)]).SerializeToString())
+    (tmp_path / "a_file").write_text("")
+    assert main(["featurize-pb", str(src), str(tmp_path / "a_file" / "out.npz")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "a_file" in err[0] and "error" in err[0]
 
 
 def test_rerun_is_up_to_date_unless_forced_or_options_change(tmp_path):

@@ -104,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     except TpurankError as e:
         print(f"tpurank {known.stage}: error: {e}", file=sys.stderr)
         return 1
+    except OSError as e:  # an unwritable output folder, a full disk: the message names the file
+        print(f"tpurank {known.stage}: error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"tpurank {known.stage}: interrupted (finished outputs are kept)", file=sys.stderr)
         return 130

@@ -30,20 +30,17 @@ class ConfigError(ValueError):
     """A run's config does not fit the format (too many tensors, wrong node count)."""
 
 
-def layout_runs(runs: Sequence[Any]) -> list[Any]:
-    """The layout runs the dataset keeps: a module config, no error, a profile with a positive time.
+def layout_runs(runs: Sequence[Any]) -> tuple[list[Any], int]:
+    """The layout runs the dataset keeps (a module config, no error, a profile), and how many of
+    those were left out for a zero time: a run measured at 0 ns is a failed measurement, and a
+    train file of zeros would read as a test file.
 
     Args:
         runs: the ConfigProfile messages of a ModuleTuningData, in file order.
     """
-    return [
-        r
-        for r in runs
-        if r.HasField("module_config")
-        and not r.error
-        and r.HasField("profile")
-        and r.profile.compute_time_ns > 0
-    ]
+    valid = [r for r in runs if r.HasField("module_config") and not r.error and r.HasField("profile")]
+    kept = [r for r in valid if r.profile.compute_time_ns > 0]
+    return kept, len(valid) - len(kept)
 
 
 def _layout_rows(nodes: Any) -> np.ndarray:

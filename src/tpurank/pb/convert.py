@@ -133,7 +133,9 @@ def layout_graph(path: Path, msg: Any, layout_pad: int = DEFAULT_LAYOUT_PAD) -> 
     ids = np.array(msg.config_index_to_node, dtype=np.int64)
     if ids.size and (ids.max() >= n or (np.diff(ids) <= 0).any()):
         raise DataError(path, f"config_index_to_node must be ascending node indices below {n}")
-    runs = layout_runs(msg.runs)
+    runs, zero_time = layout_runs(msg.runs)
+    if zero_time:
+        warnings.warn(f"{path}: left out {zero_time} valid run(s) timed at 0 ns", PbWarning, stacklevel=2)
     if runs and not any(r.is_default for r in runs):
         warnings.warn(
             f"{path}: no kept run is marked default (the official encoder would drop every run)",
