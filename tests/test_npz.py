@@ -223,6 +223,8 @@ def test_check_cli_accepts_the_real_sample(sample_root: Path) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout == ""
     assert "checked 15 files: 15 ok, 0 bad" in r.stderr
+    r = _cli("check", "--data-dir", str(sample_root))  # no PATH: the data root's npz tree
+    assert r.returncode == 0 and "checked 15 files: 15 ok, 0 bad" in r.stderr
 
 
 def test_check_cli_lists_each_bad_file_once(tmp_path: Path) -> None:

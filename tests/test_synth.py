@@ -280,6 +280,16 @@ def test_synth_cli_errors_are_one_line(tmp_path: Path, capsys) -> None:
     assert len(err) == 2 and "seed must be" in err[0] and "no dataset here" in err[1]
 
 
+def test_synth_refuses_to_write_into_a_real_dataset(tmp_path: Path, capsys) -> None:
+    real = tmp_path / "real"
+    (real / "npz_all" / "npz").mkdir(parents=True)
+    (real / "sample_submission.csv").write_text("ID,TopConfigs\n")
+    assert main(["synth", "--out", str(real)]) == 1
+    assert "did not write" in capsys.readouterr().err
+    assert (real / "sample_submission.csv").read_text() == "ID,TopConfigs\n"
+    assert not list((real / "npz_all" / "npz").iterdir())
+
+
 def test_compare_real_prints_both_columns(tiny_root: Path, sample_root: Path) -> None:
     from tpurank.synth.compare import compare
 

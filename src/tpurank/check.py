@@ -16,7 +16,12 @@ from tpurank.npz import validate_file
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("targets", nargs="+", metavar="PATH", help="npz files or folders (searched recursively)")
+    p.add_argument(
+        "targets",
+        nargs="*",
+        metavar="PATH",
+        help="npz files or folders, searched recursively (default: the data root's npz_all/npz)",
+    )
     p.add_argument("--jobs", type=int, default=1, help="worker processes (0 = one per core)")
     p.add_argument("--quiet", action="store_true", help="print only bad files")
 
@@ -50,6 +55,7 @@ def check_one(path: Path) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.targets = args.targets or [str(args.paths.npz)]
     files = collect(args.targets)
     if not files:
         raise TpurankError(f"no .npz files under {' '.join(args.targets)}")

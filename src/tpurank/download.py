@@ -13,7 +13,8 @@ COMPETITION = "predict-ai-model-runtime"
 HOW_TO = (
     "Kaggle credentials not found. Create an API token at https://www.kaggle.com/settings "
     "(Account > API > Create New Token), save it as ~/.kaggle/kaggle.json (chmod 600) or set "
-    "KAGGLE_USERNAME and KAGGLE_KEY, and accept the competition rules at "
+    "KAGGLE_USERNAME and KAGGLE_KEY (a newer access token: KAGGLE_API_TOKEN or "
+    "~/.kaggle/access_token), and accept the competition rules at "
     f"https://www.kaggle.com/competitions/{COMPETITION}/rules."
 )
 
@@ -23,10 +24,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def have_credentials() -> bool:
+    """Whether the kaggle package will find credentials: a legacy key or a newer access token."""
     if os.environ.get("KAGGLE_USERNAME") and os.environ.get("KAGGLE_KEY"):
         return True
+    if os.environ.get("KAGGLE_API_TOKEN"):
+        return True
     config_dir = Path(os.environ.get("KAGGLE_CONFIG_DIR", Path.home() / ".kaggle"))
-    return (config_dir / "kaggle.json").exists()
+    tokens = [Path.home() / ".kaggle" / name for name in ("access_token", "access_token.txt")]
+    return (config_dir / "kaggle.json").exists() or any(t.exists() for t in tokens)
 
 
 def kaggle_api():

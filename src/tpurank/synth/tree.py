@@ -238,8 +238,14 @@ def sample_submission_rows(specs: list[FileSpec], root: Path, seed: int) -> list
 
 
 def _check_plan(root: Path, record: dict) -> None:
+    """Refuse to write into a real dataset or into a synthetic one of another scale or seed."""
     path = root / PLAN_FILE
     if not path.exists():
+        if (root / NPZ_SUBDIR).is_dir():
+            raise TpurankError(
+                f"{root}: holds a dataset that `tpurank synth` did not write (no {PLAN_FILE}); "
+                "refusing to mix synthetic files into it: use another --out"
+            )
         return
     try:
         old = json.loads(path.read_text())
