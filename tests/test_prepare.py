@@ -429,3 +429,16 @@ def test_feature_rule_is_fitted_on_train_files_only(tiny_paths: Paths) -> None:
     for g in iter_prepared(tiny_paths.prepared, "layout:nlp:random", "test"):
         np.testing.assert_array_equal(g.node_feat, transform(g.node_feat_raw)[:, rule.keep])
         assert g.node_feat.shape[1] == len(expected) < 140
+
+
+def test_default_jobs_are_capped_by_available_memory(monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from tpurank.prepare import stage
+
+    monkeypatch.setattr(stage.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(stage.psutil, "virtual_memory", lambda: SimpleNamespace(available=int(2.5 * 2**30)))
+    assert stage.resolve_jobs(0) == 2  # 16 cores, but memory for two workers
+    assert stage.resolve_jobs(5) == 5  # an explicit --jobs is taken as given
+    monkeypatch.setattr(stage.psutil, "virtual_memory", lambda: SimpleNamespace(available=10))
+    assert stage.resolve_jobs(0) == 1

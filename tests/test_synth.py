@@ -106,6 +106,12 @@ def test_sample_submission_lists_every_test_file_in_real_order(tiny_root: Path) 
     # layout default and random test sets hold the same graphs (like the real data)
     stems = {c: {f.stem for f in tests if f.collection == c} for c in COLLECTIONS}
     assert stems["layout:xla:default"] == stems["layout:xla:random"]
+    for source in ("layout:xla", "layout:nlp"):  # listed in the same order, as in the real sample
+        listed = {
+            k: [i.rsplit(":", 1)[1] for i in ids if i.startswith(f"{source}:{k}:")]
+            for k in ("default", "random")
+        }
+        assert listed["default"] == listed["random"] and listed["default"]
     assert all(len(s) == 32 for s in stems["layout:nlp:random"])
 
 

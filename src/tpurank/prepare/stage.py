@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import psutil
 from tqdm import tqdm
 
 from tpurank.atomic import atomic_path
@@ -34,6 +35,9 @@ from tpurank.prepare.node_features import RULE_FILE, FeatureRule, column_range, 
 from tpurank.provenance import write_sidecar
 
 PROVENANCE_FILE = "provenance.json"
+# memory one worker may need on the real data: imports (~125 MiB) plus the int8 unique configs of
+# the biggest graph (a quarter of a 2.6 GB float32 node_config_feat) and the streaming buffers
+WORKER_MEMORY = 2**30
 INDEX_COLUMNS = (
     "collection",
     "split",
@@ -209,8 +213,12 @@ def _write_index(out: Path, rows: list[dict], scope: set[tuple[str, str]]) -> pd
 
 
 def resolve_jobs(jobs: int) -> int:
-    """0 means one worker per CPU core."""
-    return jobs if jobs > 0 else (os.cpu_count() or 1)
+    """0 means one worker per CPU core, but no more than the available memory holds at
+    WORKER_MEMORY each (many cores and little RAM would otherwise run out on the biggest files)."""
+    if jobs > 0:
+        return jobs
+    fit = int(psutil.virtual_memory().available // WORKER_MEMORY)
+    return max(1, min(os.cpu_count() or 1, fit))
 
 
 def prepare_dataset(

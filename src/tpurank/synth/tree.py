@@ -223,13 +223,16 @@ def _placeholder(collection: str, configs: int) -> str:
 
 def sample_submission_rows(specs: list[FileSpec], root: Path, seed: int) -> list[str]:
     """`ID,TopConfigs` rows for the test files of `specs` that exist under `root`: collections in
-    the real order, files shuffled within each (the real file is not sorted either)."""
+    the real order, files shuffled within each (the real file is not sorted either). As in the real
+    file, a source's default and random collections list their shared test graphs in one order."""
     rows = ["ID,TopConfigs"]
     for collection in COLLECTIONS:
-        tests = [
-            s for s in specs if s.collection == collection and s.split == "test" and s.path(root).exists()
-        ]
-        order = _rng(seed, "submission", collection).permutation(len(tests))
+        tests = sorted(
+            (s for s in specs if s.collection == collection and s.split == "test" and s.path(root).exists()),
+            key=lambda s: s.stem,
+        )
+        source = collection.rsplit(":", 1)[0] if collection.startswith("layout:") else collection
+        order = _rng(seed, "submission", source).permutation(len(tests))
         for i in order:
             s = tests[i]
             configs = member_shapes(s.path(root))["config_runtime"][0][0]
