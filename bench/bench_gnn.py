@@ -8,7 +8,7 @@ and data included):
      2,500 configurable nodes, 10,000 configs; target <= 8 GB);
   3. validation score of `gnn` vs the official `baseline` on demo, both trained the same way
      (`--epochs`, early stopping on valid) per collection (target: gnn wins every layout collection).
-Results go to bench/results_gnn_<device>.json and .md (the device is named inside).
+Results go to bench/results_gnn_<device>.json (the device is named inside).
 
     .venv/bin/python bench/bench_gnn.py                 # generates data/synthetic-demo and data/bench once
     .venv/bin/python bench/bench_gnn.py --skip-big --epochs 2 --steps 5    # a quick look
@@ -41,6 +41,7 @@ _STEPS = """
 import json, resource, sys, time
 import numpy as np, torch
 from tpurank.config import Config
+from tpurank.dataset import kind_of
 from tpurank.gnn import model as gnn, official
 from tpurank.gnn.data import sample_rows
 from tpurank.gnn.trainer import load_split, make_optimizer, micro_batches, setup_runtime, train_step
@@ -51,7 +52,7 @@ out, collection, name, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.ar
 paths = Paths(data=Path(out), out=Path(out))
 cfg = Config().for_collection(collection)
 spec = gnn.SPEC if name == "gnn" else official.SPEC
-r = spec.recipe(cfg)
+r = spec.recipe(cfg, kind_of(collection))
 rt = setup_runtime()
 graphs = [g for g in load_split(paths, collection, "train", progress=False) if g.rankable]
 torch.manual_seed(0)
@@ -167,7 +168,7 @@ def compare(epochs: int, max_steps: int) -> dict[str, dict[str, float]]:
             train_collection(spec, paths, c, collection, progress=False)
             costs = predict_collection(spec, paths, c, collection, "valid", graphs=valid, progress=False)
             scores = [
-                graph_metrics(collection, order_from_costs(costs[g.id]), g.runtime[g.inverse])["score"]
+                graph_metrics(collection, order_from_costs(costs[g.id]), g.config_runtime)["score"]
                 for g in valid
             ]
             row[name] = float(np.nanmean(scores))

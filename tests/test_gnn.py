@@ -10,11 +10,12 @@ import pytest
 import torch
 
 from tpurank.config import Config
+from tpurank.dataset import kind_of
 from tpurank.errors import TpurankError
 from tpurank.gnn import model as gnn_model
 from tpurank.gnn import official, trainer
 from tpurank.gnn.data import from_prepared, make_batch, sample_rows
-from tpurank.gnn.losses import listmle, pairwise_hinge, ranking_loss
+from tpurank.gnn.losses import listmle, pairwise_hinge, ranking_loss, resolve_loss
 from tpurank.gnn.model import GnnRanker
 from tpurank.gnn.official import EarlyJoinSAGE
 from tpurank.gnn.trainer import (
@@ -27,6 +28,7 @@ from tpurank.gnn.trainer import (
     score_rows,
     train_collection,
 )
+from tpurank.metrics import graph_metrics, mean_score, order_from_costs
 from tpurank.paths import Paths
 from tpurank.prepare.cache import PreparedGraph
 
@@ -75,6 +77,7 @@ def prepared_graph(
         runtime_mean=runtime,
         count=np.ones(u, np.int32),
         inverse=np.arange(u, dtype=np.int32),
+        config_runtime=runtime,
         is_test=False,
     )
 
@@ -139,6 +142,14 @@ def test_listmle_equals_hand_computed() -> None:
     assert ranking_loss("listmle", cost, runtime, mask).item() == pytest.approx(want, abs=1e-6)
     with pytest.raises(TpurankError, match="unknown gnn.loss"):
         ranking_loss("mse", cost, runtime, mask)
+
+
+def test_auto_loss_is_listmle_for_layout_and_hinge_for_tile() -> None:
+    assert resolve_loss("auto", "layout") == "listmle" and resolve_loss("auto", "tile") == "hinge"
+    assert resolve_loss("hinge", "layout") == "hinge"
+    assert gnn_model.recipe(Config(), "tile").loss == "hinge"
+    with pytest.raises(TpurankError, match="unknown loss"):
+        resolve_loss("ranknet", "layout")
 
 
 def test_losses_reward_the_right_order() -> None:
@@ -223,7 +234,7 @@ def test_batching_graphs_matches_scoring_alone() -> None:
 def test_micro_batches_give_the_gradient_of_the_whole_step(kind: str) -> None:
     graphs = [from_prepared(prepared_graph(kind, seed=s, n=20 + 4 * s)) for s in range(3)]
     rows = [np.arange(10), np.arange(7), np.arange(10)]
-    r = gnn_model.recipe(small_cfg())
+    r = gnn_model.recipe(small_cfg(), kind)
     after = []
     for max_nodes in (0, 30):  # one batch; then three micro-batches (each graph alone)
         torch.manual_seed(0)
@@ -250,7 +261,7 @@ TRAINED = [
 @pytest.mark.parametrize(("spec", "collection"), TRAINED)
 def test_training_steps_reduce_the_loss_on_tiny(tiny_paths: Paths, spec, collection: str) -> None:
     cfg = small_cfg()
-    r = spec.recipe(cfg)
+    r = spec.recipe(cfg, kind_of(collection))
     graphs = [g for g in load_split(tiny_paths, collection, "train", progress=False) if g.rankable]
     rng = np.random.default_rng(0)
     batches = [make_batch(graphs, [sample_rows(g, 32, rng) for g in graphs]) for _ in range(2)]
@@ -293,6 +304,11 @@ def test_train_predict_checkpoint_roundtrip(tiny_paths: Paths, tmp_path) -> None
     assert ckpt["complete"] and ckpt["config"]["gnn"]["hidden"] == 16  # the resolved config is inside
     preds = predict_collection(gnn_model.SPEC, paths, cfg, collection, "valid", graphs=valid, progress=False)
     best_epoch = max(summary["history"], key=lambda h: h["valid_score"])["epoch"]
+    # early stopping watched the very score the validation report computes (tiny graphs: < 1000 configs)
+    report = [
+        graph_metrics(collection, order_from_costs(preds[g.id]), g.config_runtime)["score"] for g in valid
+    ]
+    assert summary["best_valid_score"] == pytest.approx(mean_score(report)[0], abs=1e-6)
     for g in valid:
         assert preds[g.id].shape == (len(g.inverse),)
         again = score_rows(
@@ -358,6 +374,10 @@ def test_errors_are_one_line(tmp_path) -> None:
         gnn_model.train(paths, Config(), "tile:xla")
     with pytest.raises(TpurankError, match="configs_per_graph"):
         train_collection(gnn_model.SPEC, paths, small_cfg(configs_per_graph=1), "tile:xla")
+    with pytest.raises(TpurankError, match="unknown loss"):
+        train_collection(gnn_model.SPEC, paths, small_cfg(loss="ranknet"), "tile:xla")
+    with pytest.raises(TpurankError, match="gnn.aggr"):
+        GnnRanker("layout", FEAT, aggr="max")
     bad = paths.model_dir("gnn", "tile:xla") / CHECKPOINT
     bad.parent.mkdir(parents=True)
     bad.write_bytes(b"not a checkpoint")

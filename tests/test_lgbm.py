@@ -71,12 +71,13 @@ def tiny_config():
 
 
 def valid_score(paths, collection: str, costs: dict[str, np.ndarray]) -> float:
-    """Mean competition score of per-original-config costs on the valid split (true runtimes)."""
+    """Mean competition score of per-original-config costs on the valid split (each config's own
+    measured runtime, as the validation report scores it)."""
     from tpurank.metrics import graph_metrics, mean_score, order_from_costs
     from tpurank.prepare.cache import iter_prepared
 
     scores = [
-        graph_metrics(collection, order_from_costs(costs[g.id]), g.runtime_mean[g.inverse])["score"]
+        graph_metrics(collection, order_from_costs(costs[g.id]), g.config_runtime)["score"]
         for g in iter_prepared(paths.prepared, collection, "valid")
     ]
     return mean_score(scores)[0]
@@ -93,7 +94,8 @@ def test_lgbm_beats_random_on_tiny_valid_and_reloads_identically(lgbm_paths, col
     build_features(lgbm_paths, cfg, [collection], ["train", "valid"])
     train_df = tab_io.read_table(lgbm_paths, collection, "train")
     valid_df = tab_io.read_table(lgbm_paths, collection, "valid")
-    booster, info = model.fit(train_df, valid_df, cfg, collection)
+    per_graph = [tab_io.read_per_graph(lgbm_paths, collection, "valid", w) for w in tab_io.PER_GRAPH]
+    booster, info = model.fit(train_df, (valid_df, *per_graph), cfg, collection)
     model.save(lgbm_paths, cfg, collection, booster, info)
 
     costs = model.predict(lgbm_paths, cfg, collection, "valid")
@@ -110,6 +112,8 @@ def test_lgbm_beats_random_on_tiny_valid_and_reloads_identically(lgbm_paths, col
         np.testing.assert_allclose(costs[g.id], unique_cost[g.inverse].astype(np.float32), rtol=1e-6)
 
     ours = valid_score(lgbm_paths, collection, costs)
+    # early stopping watched the very score the validation report computes
+    assert info["valid_score"] == pytest.approx(ours, abs=1e-6)
     rng = np.random.default_rng(0)
     random_scores = [
         valid_score(lgbm_paths, collection, {g.id: rng.random(g.num_configs) for g in graphs})

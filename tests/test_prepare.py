@@ -88,6 +88,7 @@ def test_dedup_unet_finds_1469_of_1965_and_keeps_runtimes(sample_root: Path) -> 
     np.testing.assert_array_equal(g.runtime_min, stats["min"].to_numpy())
     np.testing.assert_allclose(g.runtime_mean, stats["mean"].to_numpy(), rtol=1e-12)
     np.testing.assert_array_equal(g.count, stats["count"].to_numpy())
+    np.testing.assert_array_equal(g.config_runtime, raw.config_runtime)  # every measurement, as scored
 
 
 def test_test_file_inverse_reproduces_every_original_config(sample_root: Path) -> None:
@@ -109,6 +110,7 @@ def test_tile_runtimes_are_normalized(sample_root: Path) -> None:
     np.testing.assert_array_equal(g.configs[g.inverse], raw.config_feat)
     y = raw.config_runtime / raw.config_runtime_normalizers
     np.testing.assert_array_equal(g.runtime_min, pd.Series(y).groupby(g.inverse).min().to_numpy())
+    np.testing.assert_array_equal(g.config_runtime, y)
     assert g.config_nodes.size == 0 and g.configs.dtype == np.float32
 
 
@@ -239,6 +241,7 @@ def test_cache_round_trip_is_exact(sample_root: Path, tmp_path: Path) -> None:
         "runtime_mean": np.float64,
         "count": np.int32,
         "inverse": np.int32,
+        "config_runtime": np.float64,
     }
     assert {k: getattr(h, k).dtype for k in dtypes} == {k: np.dtype(v) for k, v in dtypes.items()}
     assert isinstance(h.is_test, bool) and h.id == "layout:xla:default:unet_3d.4x4.bf16"

@@ -45,6 +45,7 @@ def graph(kind: str, raw, opcode, edges, config_nodes, configs, runtime, count) 
         runtime_mean=np.asarray(runtime, dtype=np.float64),
         count=np.asarray(count, dtype=np.int32),
         inverse=np.arange(u, dtype=np.int32),
+        config_runtime=np.asarray(runtime, dtype=np.float64),
         is_test=False,
     )
 
@@ -168,8 +169,12 @@ def test_features_stage_builds_every_table_and_resumes(own_out):
         assert set(df["graph"]) == {g.id for g in graphs}
         feats = df[io.feature_columns(df)].to_numpy()
         assert np.isfinite(feats).all(), (collection, split)
-        inverse = io.read_inverse(own_out, collection, split)
+        inverse = io.read_per_graph(own_out, collection, split, "inverse")
+        runtime = io.read_per_graph(own_out, collection, split, "runtime")
         assert {f"{collection}:{k}" for k in inverse} == {g.id for g in graphs}
+        for g in graphs:
+            np.testing.assert_array_equal(inverse[g.stem], g.inverse)
+            np.testing.assert_array_equal(runtime[g.stem], g.config_runtime)
     again = build_features(own_out, Config(), collections, ["train", "valid", "test"])
     assert all(s.get("reused") for s in again.values())
 

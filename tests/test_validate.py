@@ -50,6 +50,7 @@ def _graph(kind: str, configs: np.ndarray, inverse: list[int]) -> PreparedGraph:
         runtime_mean=np.ones(u),
         count=np.bincount(inverse, minlength=u).astype(np.int32),
         inverse=np.asarray(inverse, np.int32),
+        config_runtime=np.ones(len(inverse)),
         is_test=False,
     )
 

@@ -66,8 +66,8 @@ def load_member_predictions(paths: Paths, model: str, split: str) -> dict[str, n
 
 
 def valid_truth(paths: Paths, collection: str) -> dict[str, np.ndarray]:
-    """Runtime per original config index of each validation graph (mean over duplicates)."""
-    return {g.id: g.runtime_mean[g.inverse] for g in iter_prepared(paths.prepared, collection, "valid")}
+    """Each validation graph's measured runtime per original config index (what the metric scores)."""
+    return {g.id: g.config_runtime for g in iter_prepared(paths.prepared, collection, "valid")}
 
 
 def collection_score(collection: str, costs: dict[str, np.ndarray], truth: dict[str, np.ndarray]) -> float:

@@ -28,9 +28,11 @@ class GraphData:
         edge_index: (2, m) long, rows [operand, user]: the direction data flows.
         config_nodes: (k,) long positions of the configurable nodes (layout; empty for tile).
         configs: unique configs, layout int8 (u, k, 18) or tile float32 (u, 24).
-        runtime: (u,) float64 measured runtime per unique config (0 for test).
+        runtime: (u,) float64 training target per unique config: the mean of its measurements
+            (0 for test).
         count: (u,) how many original configs each unique row stands for.
         inverse: (c,) original config index -> unique row.
+        config_runtime: (c,) float64 each original config's own measurement: what validation scores.
         is_test: runtimes unknown.
     """
 
@@ -44,6 +46,7 @@ class GraphData:
     runtime: np.ndarray
     count: np.ndarray
     inverse: np.ndarray
+    config_runtime: np.ndarray
     is_test: bool
 
     @property
@@ -57,7 +60,8 @@ class GraphData:
 
 
 def from_prepared(g: PreparedGraph) -> GraphData:
-    """Convert one cache entry; the runtime target is the fastest of each config's duplicates.
+    """Convert one cache entry. The target is the mean of each config's measurements: the min of
+    many noisy measurements is biased fast against configs measured once.
 
     Args:
         g: a graph from `tpurank.prepare.cache.load_prepared`.
@@ -73,9 +77,10 @@ def from_prepared(g: PreparedGraph) -> GraphData:
         ),  # [user, operand] -> [operand, user]
         config_nodes=torch.from_numpy(np.asarray(g.config_nodes, dtype=np.int64)),
         configs=g.configs,
-        runtime=np.asarray(g.runtime_min, dtype=np.float64),
+        runtime=np.asarray(g.runtime_mean, dtype=np.float64),
         count=np.asarray(g.count, dtype=np.float32),
         inverse=np.asarray(g.inverse, dtype=np.int64),
+        config_runtime=np.asarray(g.config_runtime, dtype=np.float64),
         is_test=g.is_test,
     )
 

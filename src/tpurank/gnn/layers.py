@@ -11,6 +11,7 @@ import torch
 from torch import nn
 from torch_geometric.nn import SAGEConv
 
+from tpurank.errors import TpurankError
 from tpurank.prepare.cache import SUMMARY_OPCODE
 
 OPCODE_VOCAB = SUMMARY_OPCODE + 1  # HLO opcodes 0..120 plus the summary node of pruned runs
@@ -47,18 +48,24 @@ class ConfigEmbedding(nn.Module):
         return self.proj(e.flatten(-2))
 
 
+AGGREGATIONS = ("sum", "mean")
+
+
 class BiSAGE(nn.Module):
     """One residual GraphSAGE layer with messages in both edge directions (operand->user, user->operand).
 
     Args:
         hidden: node state width.
         dropout: dropout on the layer's update.
+        aggr: how neighbour messages combine, "sum" or "mean".
     """
 
-    def __init__(self, hidden: int, dropout: float) -> None:
+    def __init__(self, hidden: int, dropout: float, aggr: str = "sum") -> None:
         super().__init__()
-        self.from_operands = SAGEConv(hidden, hidden, aggr="mean")  # also holds the root (self) weight
-        self.from_users = SAGEConv(hidden, hidden, aggr="mean", root_weight=False)
+        if aggr not in AGGREGATIONS:
+            raise TpurankError(f"config: gnn.aggr must be one of {', '.join(AGGREGATIONS)}, got {aggr!r}")
+        self.from_operands = SAGEConv(hidden, hidden, aggr=aggr)  # also holds the root (self) weight
+        self.from_users = SAGEConv(hidden, hidden, aggr=aggr, root_weight=False)
         self.norm = nn.LayerNorm(hidden)
         self.drop = nn.Dropout(dropout)
 

@@ -11,6 +11,21 @@ from __future__ import annotations
 import torch
 
 LOSSES = ("hinge", "listmle")
+AUTO_LOSS = {"layout": "listmle", "tile": "hinge"}  # what `loss = "auto"` means for each kind
+
+
+def resolve_loss(name: str, kind: str) -> str:
+    """The loss a config's `loss` names for a collection kind ("auto" picks by kind).
+
+    Raises:
+        TpurankError: for an unknown name.
+    """
+    resolved = AUTO_LOSS[kind] if name == "auto" else name
+    if resolved not in LOSSES:
+        from tpurank.errors import TpurankError
+
+        raise TpurankError(f"config: unknown loss {name!r}; expected auto, {', '.join(LOSSES)}")
+    return resolved
 
 
 def pairwise_hinge(

@@ -30,6 +30,7 @@ from tpurank.gnn.layers import (
     mlp,
     signed_log,
 )
+from tpurank.gnn.losses import resolve_loss
 from tpurank.gnn.trainer import ModelSpec, Recipe, predict_collection, train_collection
 from tpurank.paths import Paths
 
@@ -44,6 +45,7 @@ class GnnRanker(nn.Module):
         node_feat_dim: width of the prepared node features.
         hidden: width of node and graph embeddings.
         layers: message-passing layers.
+        aggr: neighbour aggregation of the layers, "sum" or "mean".
         opcode_dim: opcode embedding width.
         config_dim: embedding width per layout config position.
         dropout: dropout inside layers and the head.
@@ -57,6 +59,7 @@ class GnnRanker(nn.Module):
         node_feat_dim: int,
         hidden: int = 64,
         layers: int = 3,
+        aggr: str = "sum",
         opcode_dim: int = 16,
         config_dim: int = 8,
         dropout: float = 0.0,
@@ -67,7 +70,7 @@ class GnnRanker(nn.Module):
         self.kind = kind
         self.opcode = nn.Embedding(OPCODE_VOCAB, opcode_dim)
         self.node_in = mlp([node_feat_dim + opcode_dim, hidden, hidden])
-        self.layers = nn.ModuleList(BiSAGE(hidden, dropout) for _ in range(layers))
+        self.layers = nn.ModuleList(BiSAGE(hidden, dropout, aggr) for _ in range(layers))
         if kind == "layout":
             self.config_in = ConfigEmbedding(config_dim, hidden)
         else:
@@ -123,6 +126,7 @@ def model_args(cfg: Config, kind: str, node_feat_dim: int) -> dict[str, Any]:
         "node_feat_dim": node_feat_dim,
         "hidden": s.hidden,
         "layers": s.layers,
+        "aggr": s.aggr,
         "opcode_dim": s.opcode_dim,
         "config_dim": s.config_dim,
         "dropout": s.dropout,
@@ -131,10 +135,10 @@ def model_args(cfg: Config, kind: str, node_feat_dim: int) -> dict[str, Any]:
     }
 
 
-def recipe(cfg: Config) -> Recipe:
+def recipe(cfg: Config, kind: str) -> Recipe:
     s = cfg.gnn
     return Recipe(
-        loss=s.loss,
+        loss=resolve_loss(s.loss, kind),
         margin=s.margin,
         configs_per_graph=s.configs_per_graph,
         graphs_per_batch=s.graphs_per_batch,

@@ -50,7 +50,7 @@ PASS_NODE_BUDGET = 2_000_000  # configs x nodes per scoring pass: (C, N, 64) flo
 class Recipe:
     """How a model is trained and run; built from its config section."""
 
-    loss: str  # "hinge" or "listmle"
+    loss: str  # "hinge" or "listmle" (resolved: never "auto")
     margin: float
     configs_per_graph: int
     graphs_per_batch: int
@@ -76,7 +76,7 @@ class ModelSpec:
     name: str
     build: Callable[[dict[str, Any]], nn.Module]
     model_args: Callable[[Config, str, int], dict[str, Any]]  # (cfg, kind, node_feat_dim) -> kwargs
-    recipe: Callable[[Config], Recipe]
+    recipe: Callable[[Config, str], Recipe]  # (cfg, kind) -> how it is trained and run
 
 
 # ---------------------------------------------------------------------------------------------- device
@@ -173,7 +173,8 @@ def graph_score(kind: str, cost: np.ndarray, runtime: np.ndarray) -> float:
 
 def evaluate(model: nn.Module, graphs: list[GraphData], recipe: Recipe, device: torch.device) -> float:
     """Mean validation metric over graphs with something to rank (NaN graphs left out), on the
-    original config lists (at most `eval_max_configs` per graph), duplicates included.
+    original config lists (at most `eval_max_configs` per graph), duplicates included, each config
+    against its own measurement: the competition's score, as the validation report computes it.
 
     Args:
         model: the ranker (switched to eval mode here, restored after).
@@ -190,7 +191,7 @@ def evaluate(model: nn.Module, graphs: list[GraphData], recipe: Recipe, device: 
         configs = eval_configs(g, recipe.eval_max_configs)
         rows, back = np.unique(g.inverse[configs], return_inverse=True)  # score each unique config once
         cost = score_rows(model, g, rows, recipe.predict_chunk, device, recipe.bf16)[back]
-        s = graph_score(g.kind, cost, g.runtime[rows][back])
+        s = graph_score(g.kind, cost, g.config_runtime[configs])
         if not math.isnan(s):
             scores.append(s)
     model.train(was_training)
@@ -357,8 +358,6 @@ def _validate_recipe(r: Recipe) -> None:
         raise TpurankError("config: configs_per_graph must be at least 2 (ranking needs pairs)")
     if r.graphs_per_batch < 1 or r.epochs < 1 or r.max_steps_per_epoch < 1:
         raise TpurankError("config: graphs_per_batch, epochs and max_steps_per_epoch must be at least 1")
-    if r.loss not in ("hinge", "listmle"):
-        raise TpurankError(f"config: unknown loss {r.loss!r}; expected hinge or listmle")
 
 
 def train_collection(
@@ -384,7 +383,7 @@ def train_collection(
         The training summary also written to `model.json` (best score, history, throughput).
     """
     check_collection(collection)
-    _validate_recipe(spec.recipe(cfg))
+    _validate_recipe(spec.recipe(cfg, kind_of(collection)))
     rt = setup_runtime()
     final = paths.model_dir(spec.name, collection) / CHECKPOINT
     if final.exists():
@@ -425,7 +424,7 @@ def fit(
         The trained model (last weights, unwrapped from DDP) and the summary.
     """
     kind = kind_of(collection)
-    r = spec.recipe(cfg)
+    r = spec.recipe(cfg, kind)
     _validate_recipe(r)
     out = paths.model_dir(spec.name, collection)
     cfg_dict = to_dict(cfg)
@@ -575,7 +574,7 @@ def predict_collection(
     path = paths.model_dir(spec.name, collection) / CHECKPOINT
     model, ckpt = load_model(spec, path)
     trained = Recipe(**ckpt["recipe"])
-    chunk = spec.recipe(cfg).predict_chunk
+    chunk = spec.recipe(cfg, kind_of(collection)).predict_chunk
     rt = setup_runtime()
     model.to(rt.device)
     graphs = graphs if graphs is not None else load_split(paths, collection, split, progress)

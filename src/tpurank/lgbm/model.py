@@ -40,12 +40,13 @@ TILE_TRUNCATION = 64  # default lambdarank truncation for tile: the score looks 
 
 @dataclass
 class ValidScorer:
-    """LightGBM `feval`: the competition metric over validation graphs (higher is better).
+    """LightGBM `feval`: the competition metric over validation graphs (higher is better), scored
+    as the validation report scores it: every original config against its own measurement.
 
     Args:
         collection: decides Kendall tau (layout) or tile score (tile).
-        groups: per graph, the row positions of its configs in the validation matrix.
-        runtimes: per graph, the runtimes of those rows.
+        groups: per graph, the validation-matrix row of each ORIGINAL config (its unique config's row).
+        runtimes: per graph, each original config's measured runtime.
     """
 
     collection: str
@@ -53,12 +54,24 @@ class ValidScorer:
     runtimes: list[np.ndarray]
 
     @classmethod
-    def from_table(cls, collection: str, df: pd.DataFrame) -> ValidScorer:
-        graph = df["graph"].to_numpy()
-        runtime = df["runtime"].to_numpy(np.float64)
+    def from_table(
+        cls, collection: str, df: pd.DataFrame, inverse: dict[str, np.ndarray], runtime: dict[str, np.ndarray]
+    ) -> ValidScorer:
+        """Args: df: the validation rows as fed to LightGBM; inverse, runtime: per graph stem
+        (`tabular.io.read_per_graph`)."""
+        graph, row = df["graph"].to_numpy(), df["row"].to_numpy(np.int64)
         _, codes, counts = np.unique(graph, return_inverse=True, return_counts=True)
-        groups = np.split(np.argsort(codes, kind="stable"), np.cumsum(counts)[:-1]) if len(codes) else []
-        return cls(collection, groups, [runtime[g] for g in groups])
+        groups, runtimes = [], []
+        for sel in np.split(np.argsort(codes, kind="stable"), np.cumsum(counts)[:-1]) if len(codes) else []:
+            stem = str(graph[sel[0]])[len(collection) + 1 :]
+            inv = inverse[stem]
+            where = np.full(int(inv.max()) + 1, -1, dtype=np.int64)
+            where[row[sel]] = sel
+            if (where[inv] < 0).any():
+                raise TpurankError(f"{collection}: valid graph {stem} lacks feature rows for some configs")
+            groups.append(where[inv])
+            runtimes.append(runtime[stem])
+        return cls(collection, groups, runtimes)
 
     @property
     def name(self) -> str:
@@ -153,13 +166,17 @@ def _dataset(
 
 
 def fit(
-    train_df: pd.DataFrame, valid_df: pd.DataFrame | None, cfg: Config, collection: str
+    train_df: pd.DataFrame,
+    valid: tuple[pd.DataFrame, dict[str, np.ndarray], dict[str, np.ndarray]] | None,
+    cfg: Config,
+    collection: str,
 ) -> tuple[lgb.Booster, dict]:
     """Train one ranker.
 
     Args:
         train_df: the collection's train feature table.
-        valid_df: its valid table (early stopping on the competition metric), or None.
+        valid: its valid table with the per-graph inverse maps and runtimes (early stopping on the
+            competition metric), or None.
         cfg: the config with the collection's overrides applied.
         collection: the collection (decides the validation metric).
 
@@ -180,9 +197,12 @@ def fit(
     bar_cb, bar = _progress(lc.num_boost_round, f"lgbm {collection}")
     callbacks.append(bar_cb)
     scorer = None
-    if valid_df is not None and len(valid_df) >= 2:
+    if valid is not None and len(valid[0]) >= 2:
+        valid_df, inverse, runtime = valid
         dvalid, order = _dataset(valid_df, features, cfg, reference=dtrain)
-        scorer = ValidScorer.from_table(collection, valid_df.iloc[order].reset_index(drop=True))
+        scorer = ValidScorer.from_table(
+            collection, valid_df.iloc[order].reset_index(drop=True), inverse, runtime
+        )
         valid_sets, feval = [dvalid], scorer
         callbacks.append(lgb.early_stopping(lc.early_stopping_rounds, first_metric_only=True, verbose=False))
     try:
@@ -267,8 +287,13 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
             f"{paths.prepared}: no prepared train graphs of {collection}; run `tpurank prepare`"
         )
     train_df = tab_io.read_table(paths, collection, "train")
-    valid_df = tab_io.read_table(paths, collection, "valid") if "valid" in present else None
-    booster, info = fit(train_df, valid_df, cfg, collection)
+    valid = None
+    if "valid" in present:
+        valid = (
+            tab_io.read_table(paths, collection, "valid"),
+            *(tab_io.read_per_graph(paths, collection, "valid", what) for what in tab_io.PER_GRAPH),
+        )
+    booster, info = fit(train_df, valid, cfg, collection)
     save(paths, cfg, collection, booster, info)
     score = (
         f"{info['valid_metric']} {info['valid_score']:.4f}" if info["valid_score"] is not None else "no valid"
@@ -315,7 +340,7 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
     scores = booster.predict(
         df[features].to_numpy(np.float32), num_threads=cfg.lgbm.threads or os.cpu_count() or 1
     )
-    inverse = tab_io.read_inverse(paths, collection, split)
+    inverse = tab_io.read_per_graph(paths, collection, split, "inverse")
     out: dict[str, np.ndarray] = {}
     graph = df["graph"].to_numpy()
     rows = df["row"].to_numpy(np.int64)
@@ -326,7 +351,9 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
         sel = by_graph[c]
         inv = inverse.get(gid[len(collection) + 1 :])
         if inv is None:
-            raise DataError(tab_io.inverse_path(paths, collection, split), f"no inverse map for {gid}")
+            raise DataError(
+                tab_io.per_graph_path(paths, collection, split, "inverse"), f"no inverse map for {gid}"
+            )
         n_unique = int(inv.max()) + 1 if len(inv) else 0
         cost = np.full(n_unique, np.inf)
         cost[rows[sel]] = -scores[sel]

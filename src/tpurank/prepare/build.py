@@ -98,6 +98,7 @@ def build_graph(gf: GraphFile, params: BuildParams) -> tuple[PreparedGraph, dict
         runtime_mean=d.runtime_mean,
         count=d.count,
         inverse=d.inverse,
+        config_runtime=np.asarray(d.runtime, dtype=np.float64),
         is_test=bool(g.is_test),
     )
     row = {

@@ -35,7 +35,8 @@ class PreparedGraph:
     """One graph after pruning, feature transformation and deduplication.
 
     Field meanings, dtypes and shapes are the table in docs/architecture.md; `inverse` maps every
-    original config index to its unique row, so every original index can be scored.
+    original config index to its unique row, so every original index can be scored, and
+    `config_runtime` keeps every original config's own measurement, which is what the metric scores.
     """
 
     id: str
@@ -53,6 +54,7 @@ class PreparedGraph:
     runtime_mean: np.ndarray  # float64 (u,)
     count: np.ndarray  # int32 (u,)
     inverse: np.ndarray  # int32 (c,)
+    config_runtime: np.ndarray  # float64 (c,) each original config's measured runtime (tile: normalized)
     is_test: bool
 
     @property

@@ -36,6 +36,7 @@ class Dedup:
     runtime_mean: np.ndarray  # float64 (u,)
     count: np.ndarray  # int32 (u,)
     inverse: np.ndarray  # int32 (c,)
+    runtime: np.ndarray  # float64 (c,) each original config's own measurement (tile: normalized)
 
 
 def unique_rows(blocks: Iterable[np.ndarray], out: np.ndarray) -> tuple[int, np.ndarray]:
@@ -140,7 +141,7 @@ def dedup_layout(path: str | Path, config_shape: tuple[int, int, int], runtime: 
         varying |= (buf[start : start + chunk_rows] != buf[0]).any(axis=(0, 2))
     configs = _compact_nodes(buf, u, np.flatnonzero(varying), chunk_rows)
     lo, mean, count = aggregate_runtimes(inverse, runtime, u)
-    return Dedup(configs, varying, lo, mean, count, inverse.astype(np.int32))
+    return Dedup(configs, varying, lo, mean, count, inverse.astype(np.int32), runtime)
 
 
 def dedup_tile(config_feat: np.ndarray, runtime: np.ndarray, normalizers: np.ndarray) -> Dedup:
@@ -155,4 +156,4 @@ def dedup_tile(config_feat: np.ndarray, runtime: np.ndarray, normalizers: np.nda
     u, inverse = unique_rows([config_feat], buf)
     y = runtime.astype(np.float64) / normalizers.astype(np.float64)
     lo, mean, count = aggregate_runtimes(inverse, y, u)
-    return Dedup(buf[:u].copy(), np.zeros(0, bool), lo, mean, count, inverse.astype(np.int32))
+    return Dedup(buf[:u].copy(), np.zeros(0, bool), lo, mean, count, inverse.astype(np.int32), y)

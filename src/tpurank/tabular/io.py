@@ -1,9 +1,10 @@
 """Where the feature tables live and how later stages read them.
 
 Per collection and split, under `features/tabular/<collection dir>/`:
-`<split>.parquet` (one row per (graph, unique config)), `<split>.inverse.npz` (graph stem -> the
-original-config -> unique-row map, so predictions cover every original index) and `<split>.json`
-(provenance sidecar holding the build key that makes the stage resumable).
+`<split>.parquet` (one row per (graph, unique config)), two per-graph files keyed by graph stem:
+`<split>.inverse.npz` (original config -> unique row, so predictions cover every original index)
+and `<split>.runtime.npz` (each original config's measured runtime, what the metric scores), and
+`<split>.json` (provenance sidecar holding the build key that makes the stage resumable).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tpurank.paths import Paths
 
 # not features: graph ID, unique-config row, runtime (mean over duplicates: the label), runtime_min
 META_COLUMNS: tuple[str, ...] = ("graph", "row", "runtime", "runtime_min")
+PER_GRAPH: tuple[str, ...] = ("inverse", "runtime")  # the per-graph files beside each table
 
 
 def table_dir(paths: Paths, collection: str) -> Path:
@@ -30,8 +32,9 @@ def table_path(paths: Paths, collection: str, split: str) -> Path:
     return table_dir(paths, collection) / f"{split}.parquet"
 
 
-def inverse_path(paths: Paths, collection: str, split: str) -> Path:
-    return table_dir(paths, collection) / f"{split}.inverse.npz"
+def per_graph_path(paths: Paths, collection: str, split: str, what: str) -> Path:
+    """`<split>.<what>.npz`, `what` one of PER_GRAPH."""
+    return table_dir(paths, collection) / f"{split}.{what}.npz"
 
 
 def meta_path(paths: Paths, collection: str, split: str) -> Path:
@@ -39,8 +42,11 @@ def meta_path(paths: Paths, collection: str, split: str) -> Path:
 
 
 def stored_key(paths: Paths, collection: str, split: str) -> str | None:
-    """The build key of a finished table, or None when any of its three files is missing."""
-    files = (table_path(paths, collection, split), inverse_path(paths, collection, split))
+    """The build key of a finished table, or None when any of its files is missing."""
+    files = (
+        table_path(paths, collection, split),
+        *(per_graph_path(paths, collection, split, w) for w in PER_GRAPH),
+    )
     meta = meta_path(paths, collection, split)
     if not meta.exists() or not all(f.exists() for f in files):
         return None
@@ -76,13 +82,13 @@ def read_table(paths: Paths, collection: str, split: str, columns: list[str] | N
         raise DataError(path, f"unreadable feature table ({e})") from None
 
 
-def read_inverse(paths: Paths, collection: str, split: str) -> dict[str, np.ndarray]:
-    """Graph stem -> inverse map (original config index -> unique row) of one table."""
-    path = inverse_path(paths, collection, split)
+def read_per_graph(paths: Paths, collection: str, split: str, what: str) -> dict[str, np.ndarray]:
+    """Graph stem -> its `what` array (PER_GRAPH: "inverse" or "runtime") for one table."""
+    path = per_graph_path(paths, collection, split, what)
     if not path.exists():
-        raise TpurankError(f"{path}: no inverse map; run `python -m tpurank features` first")
+        raise TpurankError(f"{path}: no {what} file; run `python -m tpurank features` first")
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
     except (OSError, ValueError, EOFError) as e:
-        raise DataError(path, f"unreadable inverse map ({e})") from None
+        raise DataError(path, f"unreadable {what} file ({e})") from None

@@ -32,7 +32,7 @@ from tpurank.tabular import io
 from tpurank.tabular.layout import layout_features
 from tpurank.tabular.tile import tile_features
 
-FEATURES_VERSION = 2  # bump when a feature's definition changes: invalidates every stored table
+FEATURES_VERSION = 3  # bump when a feature's definition changes: invalidates every stored table
 ROW_GROUP_ROWS = 50_000  # rows buffered before a parquet row group is written (per-call overhead vs memory)
 
 
@@ -128,7 +128,7 @@ def build_table(paths: Paths, cfg: Config, collection: str, split: str, stems: l
     """
     start = time.perf_counter()
     io.meta_path(paths, collection, split).unlink(missing_ok=True)  # a half-rebuilt table never looks done
-    inverse: dict[str, np.ndarray] = {}
+    per_graph: dict[str, dict[str, np.ndarray]] = {what: {} for what in io.PER_GRAPH}
     n_rows = 0
     writer: pq.ParquetWriter | None = None
     target = io.table_path(paths, collection, split)
@@ -142,7 +142,8 @@ def build_table(paths: Paths, cfg: Config, collection: str, split: str, stems: l
                 g = load_prepared(prepared_path(paths.prepared, collection, split, stem))
                 buffer.append(graph_table(g, cfg))
                 buffered += len(buffer[-1].x)
-                inverse[stem] = g.inverse.astype(np.int32)
+                per_graph["inverse"][stem] = g.inverse.astype(np.int32)
+                per_graph["runtime"][stem] = g.config_runtime
                 if buffered >= ROW_GROUP_ROWS or i == len(stems) - 1:  # small graphs are written together
                     table = to_arrow(buffer)
                     if writer is None:
@@ -153,8 +154,9 @@ def build_table(paths: Paths, cfg: Config, collection: str, split: str, stems: l
         finally:
             if writer is not None:
                 writer.close()
-    with atomic_path(io.inverse_path(paths, collection, split), suffix=".npz") as tmp:
-        np.savez(tmp, **inverse)
+    for what, arrays in per_graph.items():
+        with atomic_path(io.per_graph_path(paths, collection, split, what), suffix=".npz") as tmp:
+            np.savez(tmp, **arrays)
     seconds = time.perf_counter() - start
     summary = {
         "graphs": len(stems),
