@@ -6,8 +6,9 @@ and data included):
      steps per collection on the synthetic `demo` data, for `gnn` and `baseline` (default configs);
   2. peak memory of training steps on the largest `full`-scale nlp graph (synthetic: 25,000 nodes,
      2,500 configurable nodes, 10,000 configs; target <= 8 GB);
-  3. validation score of `gnn` vs the official `baseline` on demo, both trained the same way
-     (`--epochs`, early stopping on valid) per collection (target: gnn wins every layout collection).
+  3. validation score of `gnn` vs the official `baseline` on demo, both trained as `./run.sh all`
+     trains them on demo (its SMALL_SYNTHETIC_BUDGET: the same epochs for both, early stopping on
+     valid), per collection (target: gnn wins every layout collection).
 Results go to bench/results_gnn_<device>.json (the device is named inside).
 
     .venv/bin/python bench/bench_gnn.py                 # generates data/synthetic-demo and data/bench once
@@ -143,21 +144,27 @@ def ensure_big_prepared() -> Path:
 
 
 def compare(epochs: int, max_steps: int) -> dict[str, dict[str, float]]:
-    """Train gnn and baseline per collection on demo (same epochs, early stopping) and score valid."""
+    """Train gnn and baseline per collection on demo as `all` does (same epochs) and score valid.
+
+    Args:
+        epochs: epochs of both models (0: the pipeline's demo budget).
+        max_steps: cap on steps per epoch of both (0: none).
+    """
     import numpy as np
 
-    from tpurank.config import Config
+    from tpurank.config import load_config
     from tpurank.dataset import COLLECTIONS
     from tpurank.gnn import model as gnn
     from tpurank.gnn import official
     from tpurank.gnn.trainer import load_split, predict_collection, train_collection
     from tpurank.metrics import graph_metrics, order_from_costs
     from tpurank.paths import Paths
+    from tpurank.pipeline import SMALL_SYNTHETIC_BUDGET
 
     paths = Paths(data=DEMO_ROOT, out=WORK)
-    cfg = Config()
-    cfg.gnn.epochs = cfg.baseline.epochs = epochs
-    cfg.gnn.max_steps_per_epoch = cfg.baseline.max_steps_per_epoch = max_steps
+    extra = [f"{m}.epochs={epochs}" for m in ("gnn", "baseline")] if epochs else []
+    extra += [f"{m}.max_steps_per_epoch={max_steps}" for m in ("gnn", "baseline")] if max_steps else []
+    cfg = load_config(None, [*SMALL_SYNTHETIC_BUDGET, *extra])
     out: dict[str, dict[str, float]] = {}
     for collection in COLLECTIONS:
         valid = load_split(paths, collection, "valid", progress=False)
@@ -185,10 +192,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=8, help="timed training steps per collection")
     p.add_argument("--big-steps", type=int, default=1, help="timed training steps on the big nlp graph")
-    p.add_argument("--epochs", type=int, default=3, help="epochs of the gnn vs baseline comparison")
-    p.add_argument(
-        "--max-steps", type=int, default=12, help="steps per epoch in the comparison (both models)"
-    )
+    p.add_argument("--epochs", type=int, default=0, help="comparison epochs (0: as `all` on demo)")
+    p.add_argument("--max-steps", type=int, default=0, help="comparison steps per epoch cap (0: none)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1: the machine is shared)")
     p.add_argument("--skip-big", action="store_true")
     p.add_argument("--skip-compare", action="store_true")
