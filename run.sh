@@ -36,6 +36,7 @@ case "$cmd" in
   test)
     setup
     "$VENV/bin/ruff" check src tests bench
+    "$VENV/bin/ruff" format --check --quiet src tests bench
     workers=$("$VENV/bin/python" -c "import os; print(max(1, min(4, os.cpu_count() or 1)))")
     # one pytest worker per core, each single-threaded: oversubscribed BLAS/OpenMP threads make
     # small torch and LightGBM jobs many times slower

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
@@ -242,3 +243,19 @@ def test_check_cli_lists_each_bad_file_once(tmp_path: Path) -> None:
     assert "Traceback" not in r.stderr
     r = _cli("check", str(tmp_path / "missing.npz"))
     assert r.returncode == 1 and "no such file" in r.stderr and "Traceback" not in r.stderr
+
+
+def _worker_killed(path: Path) -> str | None:
+    os._exit(1)  # as the OS's out-of-memory killer would end a worker
+
+
+def test_check_with_a_dead_worker_is_a_one_line_error(tmp_path: Path, monkeypatch, capsys) -> None:
+    from tpurank import check
+    from tpurank.cli import main
+
+    for name in ("a.npz", "b.npz"):
+        save_graph(tmp_path / name, make_layout())
+    monkeypatch.setattr(check, "check_one", _worker_killed)  # the forked workers see the patch
+    assert main(["check", str(tmp_path), "--jobs", "2"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "worker died" in err[0]

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from tqdm import tqdm
@@ -62,8 +63,13 @@ def run(args: argparse.Namespace) -> int:
     jobs = args.jobs or os.cpu_count() or 1
     bar = dict(total=len(files), unit="file", disable=len(files) < 20, file=sys.stderr)
     if jobs > 1:
-        with ProcessPoolExecutor(jobs) as ex:
-            problems = list(tqdm(ex.map(check_one, files), **bar))
+        try:
+            with ProcessPoolExecutor(jobs) as ex:
+                problems = list(tqdm(ex.map(check_one, files), **bar))
+        except BrokenProcessPool:  # a worker killed by the OS (out of memory): no result to report
+            raise TpurankError(
+                f"a check worker died (out of memory?); rerun with fewer --jobs than {jobs}"
+            ) from None
     else:
         problems = [check_one(f) for f in tqdm(files, **bar)]
     bad = [p for p in problems if p]

@@ -96,23 +96,24 @@ def synthetic_scale(root: Path) -> str | None:
         return "unknown"
 
 
-def resolve_data(args: argparse.Namespace) -> tuple[Path, bool]:
-    """(data root, is_synthetic). Real data if present, else Kaggle, else the synthetic demo."""
+def resolve_data(args: argparse.Namespace) -> tuple[Path, str | None]:
+    """(data root, its synthetic scale or None for real data). Real data if present, else Kaggle,
+    else the synthetic demo."""
     root: Path = args.paths.data
     explicit = bool(args.data_dir or os.environ.get("TPURANK_DATA"))
     if (root / NPZ_SUBDIR).is_dir():
-        return root, synthetic_scale(root) is not None
+        return root, synthetic_scale(root)
     if explicit:
         raise TpurankError(f"{root}: no dataset here (expected {NPZ_SUBDIR}/...)")
     if have_credentials():
-        return download(root), False
+        return download(root), None
     from tpurank.synth import generate
 
     demo = project_root() / "data" / f"synthetic-{DEMO_SCALE}"
     print(BANNER.format(scale=DEMO_SCALE, root=demo), file=sys.stderr)
     # generate keeps finished files, so a tree an interrupted run left behind is completed
-    generate(demo, scale=DEMO_SCALE, seed=args.cfg.seed)
-    return demo, True
+    generate(demo, scale=DEMO_SCALE, seed=args.cfg.seed, progress=True)
+    return demo, DEMO_SCALE
 
 
 def incomplete_test_set(paths: Paths) -> bool:
@@ -231,9 +232,9 @@ def scores_table(paths: Paths, models: list[str]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    data_root, synthetic = resolve_data(args)
+    data_root, scale = resolve_data(args)
     paths = Paths(data=data_root, out=args.paths.out)
-    if synthetic_scale(data_root) in SMALL_SCALES:
+    if scale in SMALL_SCALES:
         print(
             f"[all] small synthetic data: shortened training ({' '.join(SMALL_SYNTHETIC_BUDGET)})",
             file=sys.stderr,
@@ -274,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
     if cli.main(["check-submission", str(submission), *common, *(["--partial"] if partial else [])]) != 0:
         raise TpurankError(f"{submission}: failed its check")
     print("\n" + "=" * 78)
-    if synthetic:
+    if scale is not None:
         print("SYNTHETIC DATA: validation scores below are not Kaggle scores.")
     print("Validation scores (Kendall tau for layout, 2 - slowdown for tile):")
     print(scores_table(paths, args.models))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from tpurank.errors import TpurankError
+
 LOSSES = ("hinge", "listmle")
 AUTO_LOSS = {"layout": "listmle", "tile": "hinge"}  # what `loss = "auto"` means for each kind
 
@@ -22,8 +24,6 @@ def resolve_loss(name: str, kind: str) -> str:
     """
     resolved = AUTO_LOSS[kind] if name == "auto" else name
     if resolved not in LOSSES:
-        from tpurank.errors import TpurankError
-
         raise TpurankError(f"config: unknown loss {name!r}; expected auto, {', '.join(LOSSES)}")
     return resolved
 
@@ -102,6 +102,4 @@ def ranking_loss(
         return pairwise_hinge(cost, runtime, mask, margin, weight)
     if name == "listmle":
         return listmle(cost, runtime, mask)
-    from tpurank.errors import TpurankError
-
     raise TpurankError(f"config: unknown gnn.loss {name!r}; expected one of {', '.join(LOSSES)}")
