@@ -8,11 +8,14 @@ and data included):
      2,500 configurable nodes, 10,000 configs; target <= 8 GB);
   3. validation score of `gnn` vs the official `baseline` on demo, both trained as `./run.sh all`
      trains them on demo (its SMALL_SYNTHETIC_BUDGET: the same epochs for both, early stopping on
-     valid), per collection (target: gnn wins every layout collection).
+     valid), per collection (target: gnn wins every layout collection);
+  4. with `--ablate CHANGE ...`: the gnn's valid score under that demo budget, then with each
+     change alone (what each design choice is worth on demo).
 Results go to bench/results_gnn_<device>.json (the device is named inside).
 
     .venv/bin/python bench/bench_gnn.py                 # generates data/synthetic-demo and data/bench once
     .venv/bin/python bench/bench_gnn.py --skip-big --epochs 2 --steps 5    # a quick look
+    .venv/bin/python bench/bench_gnn.py --threads 2 --ablate gnn.aggr=mean gnn.loss=hinge
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import os
 import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,6 +145,36 @@ def ensure_big_prepared() -> Path:
     return paths.out
 
 
+def demo_config(extra: list[str]):
+    """The config `./run.sh all` trains with on demo (its SMALL_SYNTHETIC_BUDGET), plus `extra`."""
+    from tpurank.config import load_config
+    from tpurank.pipeline import SMALL_SYNTHETIC_BUDGET
+
+    return load_config(None, [*SMALL_SYNTHETIC_BUDGET, *extra])
+
+
+def train_and_score(spec, out: Path, cfg, collection: str) -> tuple[float, float]:
+    """(mean valid score, training seconds) of one model trained on demo into `out` (every original
+    config scored against its own runtime, as the validation report does). The seconds are those of
+    its training epochs, from the checkpoint's history, so a model reused from an earlier run of
+    this script reports the time it took then."""
+    import numpy as np
+
+    from tpurank.gnn.trainer import load_split, predict_collection, train_collection
+    from tpurank.metrics import graph_metrics, order_from_costs
+    from tpurank.paths import Paths
+
+    paths = Paths(data=DEMO_ROOT, out=out)
+    valid = load_split(paths, collection, "valid", progress=False)
+    c = cfg.for_collection(collection)
+    summary = train_collection(spec, paths, c, collection, progress=False)
+    costs = predict_collection(spec, paths, c, collection, "valid", graphs=valid, progress=False)
+    scores = [
+        graph_metrics(collection, order_from_costs(costs[g.id]), g.config_runtime)["score"] for g in valid
+    ]
+    return float(np.nanmean(scores)), round(sum(h["seconds"] for h in summary["history"]), 1)
+
+
 def compare(epochs: int, max_steps: int) -> dict[str, dict[str, float]]:
     """Train gnn and baseline per collection on demo as `all` does (same epochs) and score valid.
 
@@ -150,41 +182,48 @@ def compare(epochs: int, max_steps: int) -> dict[str, dict[str, float]]:
         epochs: epochs of both models (0: the pipeline's demo budget).
         max_steps: cap on steps per epoch of both (0: none).
     """
-    import numpy as np
-
-    from tpurank.config import load_config
     from tpurank.dataset import COLLECTIONS
     from tpurank.gnn import model as gnn
     from tpurank.gnn import official
-    from tpurank.gnn.trainer import load_split, predict_collection, train_collection
-    from tpurank.metrics import graph_metrics, order_from_costs
-    from tpurank.paths import Paths
-    from tpurank.pipeline import SMALL_SYNTHETIC_BUDGET
 
-    paths = Paths(data=DEMO_ROOT, out=WORK)
     extra = [f"{m}.epochs={epochs}" for m in ("gnn", "baseline")] if epochs else []
     extra += [f"{m}.max_steps_per_epoch={max_steps}" for m in ("gnn", "baseline")] if max_steps else []
-    cfg = load_config(None, [*SMALL_SYNTHETIC_BUDGET, *extra])
+    cfg = demo_config(extra)
     out: dict[str, dict[str, float]] = {}
     for collection in COLLECTIONS:
-        valid = load_split(paths, collection, "valid", progress=False)
         row: dict[str, float] = {}
         for name, spec in (("gnn", gnn.SPEC), ("baseline", official.SPEC)):
-            t = time.perf_counter()
-            c = cfg.for_collection(collection)
-            train_collection(spec, paths, c, collection, progress=False)
-            costs = predict_collection(spec, paths, c, collection, "valid", graphs=valid, progress=False)
-            scores = [
-                graph_metrics(collection, order_from_costs(costs[g.id]), g.config_runtime)["score"]
-                for g in valid
-            ]
-            row[name] = float(np.nanmean(scores))
-            row[f"{name}_seconds"] = round(time.perf_counter() - t, 1)
+            row[name], row[f"{name}_seconds"] = train_and_score(spec, WORK, cfg, collection)
             print(
                 f"  {collection:20s} {name:8s} valid {row[name]:.4f} ({row[f'{name}_seconds']:.0f} s)",
                 flush=True,
             )
         out[collection] = row
+    return out
+
+
+def ablate(changes: list[str]) -> dict[str, dict[str, float]]:
+    """The gnn's demo valid score per collection under the demo budget, then with each change alone.
+
+    Args:
+        changes: `section.key=value` overrides, one variant each (e.g. gnn.aggr=mean).
+    """
+    from tpurank.dataset import COLLECTIONS
+    from tpurank.gnn import model as gnn
+
+    out: dict[str, dict[str, float]] = {}
+    for change in ["", *changes]:
+        folder = WORK / "ablation" / (change.replace("=", "-") or "demo-budget")
+        (folder / "features").mkdir(parents=True, exist_ok=True)
+        link = folder / "features" / "prepared"
+        if not link.exists():
+            link.symlink_to(WORK / "features" / "prepared", target_is_directory=True)
+        cfg = demo_config([change] if change else [])
+        row = {c: train_and_score(gnn.SPEC, folder, cfg, c)[0] for c in COLLECTIONS}
+        out[change or "demo budget"] = row
+        print(
+            f"  {change or 'demo budget':28s} " + " ".join(f"{row[c]:.4f}" for c in COLLECTIONS), flush=True
+        )
     return out
 
 
@@ -195,6 +234,12 @@ def main() -> int:
     p.add_argument("--epochs", type=int, default=0, help="comparison epochs (0: as `all` on demo)")
     p.add_argument("--max-steps", type=int, default=0, help="comparison steps per epoch cap (0: none)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1: the machine is shared)")
+    p.add_argument(
+        "--ablate",
+        nargs="*",
+        metavar="SECTION.KEY=VALUE",
+        help="also score the gnn under the demo budget with each change alone (e.g. gnn.aggr=mean)",
+    )
     p.add_argument("--skip-big", action="store_true")
     p.add_argument("--skip-compare", action="store_true")
     a = p.parse_args()
@@ -228,6 +273,10 @@ def main() -> int:
         results["gnn_beats_baseline_every_layout"] = all(
             results["valid"][c]["gnn"] > results["valid"][c]["baseline"] for c in layout
         )
+
+    if a.ablate:
+        print("gnn valid per collection (" + ", ".join(COLLECTIONS) + "):", flush=True)
+        results["ablation"] = ablate(a.ablate)
 
     out = ROOT / "bench" / f"results_gnn_{slug}.json"
     out.write_text(json.dumps(results, indent=2) + "\n")

@@ -55,12 +55,12 @@ class LgbmConfig:
 class GnnConfig:
     hidden: int = 64  # width of node embeddings
     layers: int = 3  # message-passing layers (both edge directions each)
-    aggr: str = "sum"  # neighbour aggregation, "sum" or "mean": sums keep fan-in (better valid tau on demo)
+    aggr: str = "sum"  # neighbour aggregation, "sum" or "mean": sums keep fan-in (better layout tau on demo)
     opcode_dim: int = 16  # opcode embedding width
     config_dim: int = 8  # embedding width of each of the 18 config values
     cross_config_attention: bool = False  # attention across the configs of one graph
     loss: str = "auto"  # "hinge" (pairwise margin), "listmle", or "auto": ListMLE for layout, hinge for tile
-    # (on demo valid: ListMLE raised layout tau in 3 of 4 collections; hinge gave the better top-5 tile score)
+    # (demo valid, README "Benchmark": ListMLE raised tau in all 4 layout collections; hinge scored tile better)
     margin: float = 0.1  # pairwise hinge margin
     configs_per_graph: int = 64  # configs sampled per graph per step
     graphs_per_batch: int = 4
