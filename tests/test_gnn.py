@@ -292,10 +292,11 @@ def test_train_predict_checkpoint_roundtrip(tiny_paths: Paths, tmp_path) -> None
     collection = "layout:xla:default"
     train = load_split(tiny_paths, collection, "train", progress=False)
     valid = load_split(tiny_paths, collection, "valid", progress=False)
-    cfg = small_cfg(epochs=2, max_steps_per_epoch=2, graphs_per_batch=2, configs_per_graph=16)
+    cfg = small_cfg(max_steps=4, eval_every=2, graphs_per_batch=2, configs_per_graph=16)
     rt = Runtime(device=torch.device("cpu"))
     model, summary = fit(gnn_model.SPEC, paths, cfg, collection, train, valid, rt, progress=False)
-    assert summary["epochs_run"] == 2 and len(summary["history"]) == 2
+    assert summary["steps_run"] == 4 and [h["step"] for h in summary["history"]] == [2, 4]
+    assert summary["stopped_by"] == "max_steps"
     assert summary["history"][0]["configs_per_s"] > 0
     out = paths.model_dir("gnn", collection)
     assert (out / CHECKPOINT).exists() and (out / "model.json").exists() and not (out / "last.pt").exists()
@@ -303,7 +304,7 @@ def test_train_predict_checkpoint_roundtrip(tiny_paths: Paths, tmp_path) -> None
     reloaded, ckpt = load_model(gnn_model.SPEC, out / CHECKPOINT)
     assert ckpt["complete"] and ckpt["config"]["gnn"]["hidden"] == 16  # the resolved config is inside
     preds = predict_collection(gnn_model.SPEC, paths, cfg, collection, "valid", graphs=valid, progress=False)
-    best_epoch = max(summary["history"], key=lambda h: h["valid_score"])["epoch"]
+    best_step = max(summary["history"], key=lambda h: h["valid_score"])["step"]
     # early stopping watched the very score the validation report computes (tiny graphs: < 1000 configs)
     report = [
         graph_metrics(collection, order_from_costs(preds[g.id]), g.config_runtime)["score"] for g in valid
@@ -315,7 +316,7 @@ def test_train_predict_checkpoint_roundtrip(tiny_paths: Paths, tmp_path) -> None
             reloaded, g, np.arange(g.num_unique), cfg.gnn.predict_chunk, torch.device("cpu"), False
         )
         np.testing.assert_array_equal(preds[g.id], again[g.inverse])  # reloads to identical scores
-        if best_epoch == 2:  # the last weights are the best ones: the in-memory model scores the same
+        if best_step == 4:  # the last weights are the best ones: the in-memory model scores the same
             mine = score_rows(model.eval(), g, np.arange(g.num_unique), 256, torch.device("cpu"), False)
             np.testing.assert_allclose(preds[g.id], mine[g.inverse], atol=1e-6)
 
@@ -323,14 +324,13 @@ def test_train_predict_checkpoint_roundtrip(tiny_paths: Paths, tmp_path) -> None
     mtime = (out / CHECKPOINT).stat().st_mtime_ns
     train_collection(gnn_model.SPEC, paths, cfg, collection, train, valid, progress=False)
     assert (out / CHECKPOINT).stat().st_mtime_ns == mtime
-    changed = paths.prepared / "layout/xla/default/train/new.npz"
+    changed = paths.prepared / "layout/xla/default/train/new.tpg"
     changed.parent.mkdir(parents=True)
     changed.write_bytes(b"a rebuilt cache file")
     train_collection(gnn_model.SPEC, paths, cfg, collection, train, valid, progress=False)
     assert (out / CHECKPOINT).stat().st_mtime_ns != mtime
     mtime = (out / CHECKPOINT).stat().st_mtime_ns
-    train_collection(gnn_model.SPEC, paths, small_cfg(epochs=1, max_steps_per_epoch=1), collection, train, valid,
-                     progress=False)  # fmt: skip
+    train_collection(gnn_model.SPEC, paths, small_cfg(max_steps=1), collection, train, valid, progress=False)
     assert (out / CHECKPOINT).stat().st_mtime_ns != mtime
 
 
@@ -338,7 +338,7 @@ def test_interrupted_training_resumes_to_the_same_weights(tiny_paths: Paths, tmp
     collection = "layout:nlp:random"
     train = load_split(tiny_paths, collection, "train", progress=False)
     valid = load_split(tiny_paths, collection, "valid", progress=False)
-    cfg = small_cfg(epochs=2, max_steps_per_epoch=2, graphs_per_batch=2, configs_per_graph=8, dropout=0.1)
+    cfg = small_cfg(max_steps=4, eval_every=2, graphs_per_batch=2, configs_per_graph=8, dropout=0.1)
     rt = Runtime(device=torch.device("cpu"))
     straight, _ = fit(
         gnn_model.SPEC, Paths(tmp_path, tmp_path / "a"), cfg, collection, train, valid, rt, False
@@ -347,21 +347,21 @@ def test_interrupted_training_resumes_to_the_same_weights(tiny_paths: Paths, tmp
     paths = Paths(tmp_path, tmp_path / "b")
     real_step, calls = trainer.train_step, []
 
-    def dies_in_epoch_two(*args, **kwargs):
+    def dies_at_step_three(*args, **kwargs):
         calls.append(1)
-        if len(calls) == 3:  # the first step of epoch 2 (2 steps per epoch)
+        if len(calls) == 3:  # step 3: after the first validation (every 2 steps)
             raise KeyboardInterrupt
         return real_step(*args, **kwargs)
 
-    monkeypatch.setattr(trainer, "train_step", dies_in_epoch_two)
+    monkeypatch.setattr(trainer, "train_step", dies_at_step_three)
     with pytest.raises(KeyboardInterrupt):
         fit(gnn_model.SPEC, paths, cfg, collection, train, valid, rt, False)
     assert (paths.model_dir("gnn", collection) / "last.pt").exists()
     calls.clear()
     monkeypatch.setattr(trainer, "train_step", lambda *a, **k: calls.append(1) or real_step(*a, **k))
     resumed, summary = fit(gnn_model.SPEC, paths, cfg, collection, train, valid, rt, False)
-    assert len(calls) == 2  # only epoch 2 ran again
-    assert [h["epoch"] for h in summary["history"]] == [1, 2]
+    assert len(calls) == 2  # only steps 3 and 4 ran again
+    assert [h["step"] for h in summary["history"]] == [2, 4]
     a, b = straight.state_dict(), resumed.state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)  # sampling, dropout, optimizer and schedule all resumed
 
@@ -383,3 +383,40 @@ def test_errors_are_one_line(tmp_path) -> None:
     bad.write_bytes(b"not a checkpoint")
     with pytest.raises(TpurankError, match="unreadable checkpoint"):
         gnn_model.predict(paths, Config(), "tile:xla", "valid")
+
+
+def test_training_stops_at_its_time_budget(tiny_paths: Paths, tmp_path) -> None:
+    collection = "layout:xla:random"
+    train = load_split(tiny_paths, collection, "train", progress=False)
+    valid = load_split(tiny_paths, collection, "valid", progress=False)
+    cfg = small_cfg(max_steps=1000, eval_every=500, time_budget_min=1e-9, configs_per_graph=8)
+    rt = Runtime(device=torch.device("cpu"))
+    _, summary = fit(gnn_model.SPEC, Paths(tmp_path, tmp_path), cfg, collection, train, valid, rt, False)
+    # the budget is spent after the first step: validated once, then stopped
+    assert summary["stopped_by"] == "time budget" and summary["steps_run"] == 1
+    assert [h["step"] for h in summary["history"]] == [1]
+
+
+def test_graphs_stream_configs_from_the_cache(tiny_paths: Paths) -> None:
+    from tpurank.prepare.store import ConfigStore
+
+    train = load_split(tiny_paths, "layout:nlp:default", "train", progress=False)
+    g = max(train, key=lambda g: g.num_unique)
+    assert isinstance(g.configs, ConfigStore)  # nothing decoded until a batch indexes it
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        rows = sample_rows(g, 4, rng)
+        assert len(set(rows.tolist())) == 4 and rows.max() < g.num_unique
+        # a window of at most 4 x 4 consecutive stored rows (wrapping): one or two chunks per step
+        assert g.num_unique > 16 and any(((rows - s) % g.num_unique < 16).all() for s in rows)
+    np.testing.assert_array_equal(g.configs[rows], np.asarray(g.configs)[rows])
+
+
+def test_validation_uses_the_official_subset(tiny_paths: Paths) -> None:
+    from tpurank.gnn.data import eval_configs
+
+    valid = load_split(tiny_paths, "layout:xla:random", "valid", progress=False)
+    g = valid[0]
+    assert len(eval_configs(g, 1000)) == len(g.inverse)  # no subset in the cache: every config
+    g.eval_rows = np.array([3, 1, 2])
+    np.testing.assert_array_equal(eval_configs(g, 1000), [3, 1, 2])

@@ -31,7 +31,7 @@ from tpurank.paths import Paths
 out = Path(sys.argv[1])
 paths = Paths(data=out / "data", out=out)
 cfg = Config()
-cfg.gnn = replace(cfg.gnn, hidden=16, layers=2, opcode_dim=4, config_dim=4, epochs=2, max_steps_per_epoch=2,
+cfg.gnn = replace(cfg.gnn, hidden=16, layers=2, opcode_dim=4, config_dim=4, max_steps=4, eval_every=2,
                   graphs_per_batch=2, configs_per_graph=8)
 rt = setup_runtime()
 assert rt.world == 2 and dist.is_initialized() and dist.get_backend() == "gloo"

@@ -21,8 +21,8 @@ from tpurank.predictions import save_predictions
 ROOT = Path(__file__).resolve().parents[1]
 # Small budgets so the whole pipeline runs in about a minute on 2 cores; same code paths as the defaults.
 BUDGET = (
-    "gnn.epochs=2", "gnn.max_steps_per_epoch=8", "gnn.hidden=16",
-    "baseline.epochs=1", "baseline.max_steps_per_epoch=8", "lgbm.num_boost_round=40",
+    "gnn.max_steps=16", "gnn.eval_every=8", "gnn.hidden=16",
+    "baseline.max_steps=8", "lgbm.num_boost_round=40",
 )  # fmt: skip
 FAST = [arg for item in BUDGET for arg in ("--set", item)]
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -57,10 +58,34 @@ def build(sample_root: Path, rel: str, hops: int = 1, collapse: bool = False) ->
 def assert_same_graph(a: PreparedGraph, b: PreparedGraph) -> None:
     for name in FIELD_NAMES:
         x, y = getattr(a, name), getattr(b, name)
+        if name == "configs":  # a loaded graph's configs are a ConfigStore
+            x, y = np.asarray(x), np.asarray(y)
         if isinstance(x, np.ndarray):
             assert x.dtype == y.dtype and np.array_equal(x, y), name
         else:
             assert x == y, name
+
+
+PER_UNIQUE = ("configs", "runtime_min", "runtime_mean", "count")
+
+
+def assert_equivalent(a: PreparedGraph, b: PreparedGraph) -> None:
+    """Same graph up to the order of its unique configs: equal for every ORIGINAL config."""
+    for name in FIELD_NAMES:
+        if name in (*PER_UNIQUE, "inverse"):
+            x, y = np.asarray(getattr(a, name)), np.asarray(getattr(b, name))
+            if name != "inverse":
+                assert x.dtype == y.dtype and np.array_equal(x[a.inverse], y[b.inverse]), name
+        else:
+            assert_same_graph_field(a, b, name)
+
+
+def assert_same_graph_field(a: PreparedGraph, b: PreparedGraph, name: str) -> None:
+    x, y = getattr(a, name), getattr(b, name)
+    if isinstance(x, np.ndarray):
+        assert x.dtype == y.dtype and np.array_equal(x, y), name
+    else:
+        assert x == y, name
 
 
 # ----------------------------------------------------------------------------- dedup
@@ -226,9 +251,17 @@ def test_rule_drops_columns_constant_over_train_only() -> None:
 
 def test_cache_round_trip_is_exact(sample_root: Path, tmp_path: Path) -> None:
     g = build(sample_root, UNET)
-    save_prepared(tmp_path / "g.npz", g, key="k")
-    h = load_prepared(tmp_path / "g.npz")
+    save_prepared(tmp_path / "g.tpg", g, key="k", shuffle=False)
+    h = load_prepared(tmp_path / "g.tpg")
     assert_same_graph(g, h)
+    # stored shuffled (what prepare writes): a permutation of the unique rows, the same for every
+    # original config, and the features recomputed from the raw ones with the kept columns
+    keep = [0, 5, 21, 134]
+    save_prepared(tmp_path / "s.tpg", g, key="k", keep=keep)
+    s = load_prepared(tmp_path / "s.tpg")
+    assert not np.array_equal(np.asarray(s.configs), np.asarray(g.configs))
+    assert sorted(s.count.tolist()) == sorted(g.count.tolist())
+    assert_equivalent(replace(g, node_feat=transform(g.node_feat_raw)[:, keep]), s)
     dtypes = {
         "node_feat": np.float32,
         "node_feat_raw": np.float32,
@@ -292,10 +325,10 @@ def test_stage_writes_index_and_resumes(tiny_root: Path, tmp_path: Path) -> None
     assert first.rule.fitted_on == train and (paths.prepared / "node_feature_rule.json").is_file()
     assert (paths.prepared / "provenance.json").is_file()
 
-    mtimes = {p: p.stat().st_mtime_ns for p in paths.prepared.rglob("*.npz")}
+    mtimes = {p: p.stat().st_mtime_ns for p in paths.prepared.rglob("*.tpg")}
     second = prepare_dataset(paths, Config(), jobs=1, progress=False)
     assert (second.built, second.reused) == (0, len(files))
-    assert {p: p.stat().st_mtime_ns for p in paths.prepared.rglob("*.npz")} == mtimes
+    assert {p: p.stat().st_mtime_ns for p in paths.prepared.rglob("*.tpg")} == mtimes
     pd.testing.assert_frame_equal(second.index, first.index)
 
     # a changed parameter rebuilds the layout graphs only; a touched input rebuilds that one
@@ -345,7 +378,7 @@ def test_bad_file_gets_one_line_and_nonzero_exit(tiny_root: Path, tmp_path: Path
             line.startswith(f"tpurank prepare: error: {path}: ") and problem in line for line in err
         ), path
     assert sorted(read_index(out)["id"]) == sorted(gf.id for gf in good)
-    assert not (out / "tile/xla/test/broken.npz").exists()
+    assert not (out / "tile/xla/test/broken.tpg").exists()
 
 
 _SLOW_RUN = """
@@ -369,14 +402,14 @@ def test_killed_run_completes_on_rerun_identically(tiny_root: Path, tmp_path: Pa
     args = ["prepare", "--data-dir", str(root), "--out", str(killed), "--jobs", "1", "--no-progress"]
     proc = subprocess.Popen([sys.executable, "-c", _SLOW_RUN, *args], stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
-    while not any(not p.name.startswith(".") for p in killed.rglob("*.npz")):
+    while not any(not p.name.startswith(".") for p in killed.rglob("*.tpg")):
         assert proc.poll() is None and time.monotonic() < deadline, "prepare ended before it could be killed"
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    done = [p for p in killed.rglob("*.npz") if not p.name.startswith(".")]
+    done = [p for p in killed.rglob("*.tpg") if not p.name.startswith(".")]
     assert 1 <= len(done) < len(files) and not (killed / "index.parquet").exists()
-    stale = killed / "tile/xla/test/.x.npz.x1y2.tmp.npz"  # what a kill in mid-write leaves
+    stale = killed / "tile/xla/test/.x.tpg.x1y2.tmp.tpg"  # what a kill in mid-write leaves
     stale.parent.mkdir(parents=True, exist_ok=True)
     stale.write_bytes(b"partial")
 
@@ -386,7 +419,7 @@ def test_killed_run_completes_on_rerun_identically(tiny_root: Path, tmp_path: Pa
     pd.testing.assert_frame_equal(rerun.index, reference.index)
     assert not stale.exists() and not [p for p in killed.rglob(".*")]
     for gf in files:
-        rel = Path(*gf.collection.split(":")) / gf.split / f"{gf.stem}.npz"
+        rel = Path(*gf.collection.split(":")) / gf.split / f"{gf.stem}.tpg"
         assert_same_graph(load_prepared(killed / rel), load_prepared(clean / rel))
 
 
@@ -397,7 +430,7 @@ def test_process_pool_matches_single_process(tiny_root: Path, tmp_path: Path) ->
     two = prepare_dataset(Paths(root, tmp_path), Config(), jobs=2, progress=False, out=tmp_path / "two")
     pd.testing.assert_frame_equal(one.index, two.index)
     pairs = zip(
-        sorted((tmp_path / "one").rglob("*.npz")), sorted((tmp_path / "two").rglob("*.npz")), strict=True
+        sorted((tmp_path / "one").rglob("*.tpg")), sorted((tmp_path / "two").rglob("*.tpg")), strict=True
     )
     for a, b in pairs:
         assert_same_graph(load_prepared(a), load_prepared(b))

@@ -7,12 +7,17 @@ complete", which is what makes every stage resumable.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from tpurank.errors import DiskFullError
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)  # read once: mkstemp creates 0600 files, outputs get the usual permissions
@@ -35,9 +40,18 @@ def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
         yield tmp_path
         os.chmod(tmp_path, 0o666 & ~_UMASK)
         os.replace(tmp_path, target)
+    except OSError as e:
+        if is_disk_full(e):
+            raise DiskFullError(target) from None
+        raise
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def is_disk_full(e: BaseException) -> bool:
+    """An OSError saying the disk (or quota) is full; pyarrow's carry no errno, only the text."""
+    return isinstance(e, OSError) and (e.errno in _FULL or "No space left on device" in str(e))
 
 
 def write_bytes(target: str | Path, data: bytes) -> None:

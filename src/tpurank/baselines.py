@@ -20,6 +20,7 @@ import numpy as np
 from tpurank.config import Config
 from tpurank.paths import Paths
 from tpurank.prepare.cache import PreparedGraph, iter_prepared
+from tpurank.prepare.store import iter_blocks
 
 LAYOUT_DEFAULT = -1  # the value of every layout dimension in the compiler's default config
 TILE_KERNEL_PRODUCT, TILE_OUTPUT_PRODUCT = 7, 15  # config_feat columns: blocks of (6 dims, sum, product)
@@ -35,14 +36,12 @@ def random_costs(g: PreparedGraph, seed: int) -> np.ndarray:
 def heuristic_costs(g: PreparedGraph) -> np.ndarray:
     """The no-learning rule of the module docstring, per original config index (lower = faster)."""
     if g.kind == "layout":
-        changed = (
-            (g.configs != LAYOUT_DEFAULT).any(axis=2).sum(axis=1)
-            if g.configs.size
-            else np.zeros(g.num_unique)
-        )
-        unique = changed.astype(np.float64)
+        unique = np.zeros(g.num_unique)
+        for start, block in iter_blocks(g.configs):  # chunk by chunk: never the whole tensor
+            if block.size:
+                unique[start : start + len(block)] = (block != LAYOUT_DEFAULT).any(axis=2).sum(axis=1)
     else:
-        feat = g.configs.astype(np.float64)
+        feat = np.asarray(g.configs, dtype=np.float64)
         unique = -np.log1p(np.maximum(feat[:, TILE_OUTPUT_PRODUCT], 0)) - TILE_SECOND_KEY * np.log1p(
             np.maximum(feat[:, TILE_KERNEL_PRODUCT], 0)
         )

@@ -40,7 +40,11 @@ STAGES: dict[str, tuple[str, str]] = {
 def _common(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("common options")
     g.add_argument("--data-dir", help="data root (default: $TPURANK_DATA, Kaggle input, then data/)")
-    g.add_argument("--out-dir", help="root for features/, models/, predictions/, submissions/, reports/")
+    g.add_argument("--out-dir", help="root for models/, predictions/, submissions/, reports/ (and features/)")
+    g.add_argument(
+        "--work-dir",
+        help="root for the large intermediates, features/ (default: $TPURANK_WORK, else --out-dir)",
+    )
     g.add_argument("--config", dest="config_file", help="TOML config file")
     g.add_argument(
         "--set",
@@ -54,6 +58,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 def common_argv(args: argparse.Namespace, data_dir: str | None = None) -> list[str]:
     """The resolved common options of `args` as arguments, for a stage that runs other stages."""
     out = ["--data-dir", str(data_dir or args.paths.data), "--out-dir", str(args.paths.out)]
+    if args.paths.work is not None:
+        out += ["--work-dir", str(args.paths.work)]
     if args.config_file:
         out += ["--config", args.config_file]
     for item in args.set:
@@ -98,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         _common(stage_parser)
         args = stage_parser.parse_args(argv[1:])
         args.stage = known.stage
-        args.paths = Paths.resolve(args.data_dir, args.out_dir)
+        args.paths = Paths.resolve(args.data_dir, args.out_dir, args.work_dir)
         args.cfg = load_config(args.config_file, args.set)
         return int(module.run(args) or 0)
     except TpurankError as e:

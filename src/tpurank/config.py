@@ -29,7 +29,11 @@ class PrepareConfig:
 
 @dataclass
 class FeaturesConfig:
-    max_configs_per_graph: int = 0  # cap on unique configs featurised per train graph; 0 = all
+    max_configs_per_graph: int = 1_000  # unique configs featurised per train graph (0 = all): bounds
+    # LightGBM's rows on the real data (random files hold up to 100k configs) at a demo cost of < 0.01 tau
+    fastest_share: float = (
+        0.25  # share of that cap given to the graph's fastest configs, the rest drawn at random
+    )
     chunk_cells: int = 2_000_000  # layout: configs x nodes featurised per numpy step (bounds memory)
 
 
@@ -67,9 +71,14 @@ class GnnConfig:
     lr: float = 1e-3
     weight_decay: float = 1e-4
     dropout: float = 0.0  # per-(config, node) dropout masks add noise between the configs being ranked
-    epochs: int = 20
-    patience: int = 5  # epochs without validation gain before stopping
-    max_steps_per_epoch: int = 200
+    max_steps: int = (
+        4_000  # training length in optimizer steps (a budget: collections differ 80-fold in size)
+    )
+    time_budget_min: float = (
+        0.0  # also stop after this many minutes (0 = no limit); validates before stopping
+    )
+    eval_every: int = 0  # steps between validations; 0 = about one pass over the train configs, at most 200
+    patience: int = 5  # validations without gain before stopping
     heads: int = 4  # cross-config attention heads (must divide hidden)
     grad_clip: float = 1.0  # global gradient-norm clip
     eval_max_configs: int = 1000  # configs per valid graph scored for early stopping (official eval: 1000)
@@ -85,12 +94,13 @@ class BaselineConfig:
     margin: float = 1.0  # TF-Ranking's pairwise hinge, as used by the official trainer
     configs_per_graph: int = 16
     lr: float = 1e-3
-    epochs: int = 10
-    max_steps_per_epoch: int = 200
+    max_steps: int = 2_000  # training length in optimizer steps
+    time_budget_min: float = 0.0  # also stop after this many minutes (0 = no limit)
+    eval_every: int = 0  # steps between validations; 0 = about one pass over the train configs, at most 200
     op_dim: int = 64  # opcode embedding width of the official EarlyJoinSAGE
     graphs_per_batch: int = 8  # the official --batch
     clip_norm: float = 0.01  # the official per-tensor gradient clip (--clip_norm)
-    patience: int = 5  # epochs without validation gain before stopping
+    patience: int = 5  # validations without gain before stopping
     eval_max_configs: int = 1000
     predict_chunk: int = 64  # configs per pass (the baseline holds C copies of every node's features)
     bf16: bool = True  # bf16 autocast on CUDA only

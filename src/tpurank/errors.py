@@ -16,3 +16,21 @@ class DataError(TpurankError):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
+
+
+class DiskFullError(TpurankError):
+    """No space left while writing an output: the whole stage stops (every later file would fail too).
+
+    Raised by `tpurank.atomic.atomic_path`, which has removed the half-written temporary file, so
+    nothing a rerun would trust is left behind.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        super().__init__(
+            f"{self.path}: no space left on the device while writing it; finished outputs are kept, "
+            "free some space (or choose another --work-dir) and rerun"
+        )
+
+    def __reduce__(self) -> tuple:  # picklable across a process pool
+        return (DiskFullError, (self.path,))

@@ -1,7 +1,10 @@
 """Every path tpurank reads or writes is resolved here, and nowhere else.
 
 The data root comes from `--data-dir`, then `$TPURANK_DATA`, then the Kaggle input folder, then
-`data/`. Generated outputs live under the project root (or `$TPURANK_HOME`), one folder per stage.
+`data/`. Generated outputs live under the project root (or `$TPURANK_HOME`, or `--out-dir`), one
+folder per stage. The large intermediates (the prepared cache and the feature tables, `features/`)
+can live apart, under `--work-dir` (or `$TPURANK_WORK`): on Kaggle, `/kaggle/temp`, so that only
+models, predictions, submissions and reports count against `/kaggle/working`'s 20 GB.
 """
 
 from __future__ import annotations
@@ -42,20 +45,45 @@ class Paths:
 
     Args:
         data: the data root (holds npz_all/npz and sample_submission.csv).
-        out: the root of generated outputs (features/, models/, predictions/, ...).
+        out: the root of generated outputs (models/, predictions/, submissions/, reports/).
+        work: the root of intermediates (features/: the prepared cache and feature tables);
+            None = `out`.
     """
 
     data: Path
     out: Path
+    work: Path | None = None
 
     @classmethod
-    def resolve(cls, data_dir: str | Path | None = None, out_dir: str | Path | None = None) -> Paths:
+    def resolve(
+        cls,
+        data_dir: str | Path | None = None,
+        out_dir: str | Path | None = None,
+        work_dir: str | Path | None = None,
+    ) -> Paths:
+        """`--data-dir`, `--out-dir` (else the project root) and `--work-dir` (else $TPURANK_WORK,
+        else the out folder)."""
         out = Path(out_dir).resolve() if out_dir else project_root()
-        return cls(data=resolve_data_root(data_dir), out=out)
+        work = work_dir or os.environ.get("TPURANK_WORK")
+        return cls(
+            data=resolve_data_root(data_dir),
+            out=out,
+            work=Path(work).expanduser().resolve() if work else None,
+        )
+
+    @property
+    def work_root(self) -> Path:
+        """Where intermediates go: `work`, or `out` when none is set."""
+        return self.work if self.work is not None else self.out
 
     @property
     def npz(self) -> Path:
         return self.data / NPZ_SUBDIR
+
+    @property
+    def eval_indices(self) -> Path:
+        """The official validation subsets, where the data root has them (the TpuGraphs release does)."""
+        return self.data / "eval_indices"
 
     @property
     def sample_submission(self) -> Path:
@@ -63,7 +91,8 @@ class Paths:
 
     @property
     def features(self) -> Path:
-        return self.out / "features"
+        """Intermediates: the prepared cache and the feature tables (under the work folder)."""
+        return self.work_root / "features"
 
     @property
     def prepared(self) -> Path:

@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"predict {name} {split} {c}: {len(got)} graphs, {time.perf_counter() - t:.1f} s", file=sys.stderr
         )
-    return write_csv(paths, cfg, name, split, expected, preds, args.partial)
+    return write_csv(paths, cfg, name, split, expected, preds, args.partial, args.collections)
 
 
 def write_csv(
@@ -128,8 +128,13 @@ def write_csv(
     expected: list[ExpectedGraph],
     preds: dict,
     partial: bool,
+    collections: list[str] | None = None,
 ) -> int:
-    """Write `submissions/<split>_<name>.csv` for the collections fully predicted (test: all)."""
+    """Write `submissions/<split>_<name>.csv` for the collections fully predicted (test: all of
+    `collections` that have test files; a subset of the five only with `partial`)."""
+    chosen = collections or list(COLLECTIONS)
+    if partial:
+        expected = [e for e in expected if e.collection in chosen]
     present = [c for c in COLLECTIONS if any(e.collection == c for e in expected)]
     covered = [c for c in present if all(e.id in preds for e in expected if e.collection == c)]
     target = paths.submissions / f"{split}_{name}.csv"

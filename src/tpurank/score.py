@@ -10,7 +10,6 @@ their configs (a note says how many).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import zipfile
@@ -21,15 +20,13 @@ from typing import Any
 import numpy as np
 
 from tpurank.atomic import write_json
-from tpurank.dataset import COLLECTIONS, LAYOUT_COLLECTIONS, discover, kind_of
+from tpurank.dataset import COLLECTIONS, discover, kind_of
 from tpurank.errors import DataError, TpurankError
 from tpurank.metrics import graph_metrics, normalized_runtime, overall_score, summarize
 from tpurank.npz import read_header
 from tpurank.paths import Paths
 from tpurank.submission import ExpectedGraph, check_csv, expected_for_split, parse_id, read_rows
-
-# official eval_indices file of each layout collection, e.g. layout:xla:default -> xla_default.json
-SUBSET_FILES = {c: c.removeprefix("layout:").replace(":", "_") + ".json" for c in LAYOUT_COLLECTIONS}
+from tpurank.subsets import load_subsets
 
 
 def load_runtimes(path: Path, collection: str) -> np.ndarray:
@@ -50,26 +47,6 @@ def load_runtimes(path: Path, collection: str) -> np.ndarray:
     if (runtime <= 0).any():
         raise DataError(path, f"config_runtime: {int((runtime <= 0).sum())} non-positive runtimes")
     return normalized_runtime(runtime, norm)
-
-
-def load_subsets(folder: str | Path) -> dict[str, dict[str, np.ndarray]]:
-    """{layout collection: {graph name: config indices}} from the official eval_indices JSONs."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise TpurankError(f"{folder}: no such folder (expected eval_indices/*.json)")
-    out: dict[str, dict[str, np.ndarray]] = {}
-    for collection, name in SUBSET_FILES.items():
-        f = folder / name
-        if not f.exists():
-            continue
-        try:
-            data = json.loads(f.read_text())
-            out[collection] = {k: np.asarray(v, dtype=np.int64) for k, v in data.items()}
-        except (json.JSONDecodeError, TypeError, ValueError, AttributeError) as e:
-            raise DataError(f, f"not a JSON object of graph name -> list of indices ({e})") from None
-    if not out:
-        raise TpurankError(f"{folder}: none of {', '.join(SUBSET_FILES.values())} found")
-    return out
 
 
 def restrict(

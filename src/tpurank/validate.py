@@ -26,8 +26,9 @@ from tpurank.metrics import rank_from_order, summarize
 from tpurank.models import MODEL_NAMES
 from tpurank.paths import Paths
 from tpurank.provenance import write_sidecar
-from tpurank.score import expected_for_csv, load_runtimes, load_subsets, score_parsed, scores_json
+from tpurank.score import expected_for_csv, load_runtimes, score_parsed, scores_json
 from tpurank.submission import check_csv
+from tpurank.subsets import load_subsets
 
 # Best validation score per collection seen in the public write-ups (../shared/docs/tpugraphs.md).
 BEST_PUBLIC: dict[str, float] = {

@@ -8,7 +8,7 @@ Graphs with fewer than C configs are padded with their first row and masked out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import torch
@@ -27,13 +27,15 @@ class GraphData:
         opcode: (n,) long opcode ids.
         edge_index: (2, m) long, rows [operand, user]: the direction data flows.
         config_nodes: (k,) long positions of the configurable nodes (layout; empty for tile).
-        configs: unique configs, layout int8 (u, k, 18) or tile float32 (u, 24).
+        configs: unique configs, layout int8 (u, k, 18) or tile float32 (u, 24): an ndarray, or the
+            cache's `ConfigStore`, which decodes only the chunks a batch indexes.
         runtime: (u,) float64 training target per unique config: the mean of its measurements
             (0 for test).
         count: (u,) how many original configs each unique row stands for.
         inverse: (c,) original config index -> unique row.
         config_runtime: (c,) float64 each original config's own measurement: what validation scores.
         is_test: runtimes unknown.
+        eval_rows: the official validation subset (original indices); empty where there is none.
     """
 
     id: str
@@ -48,6 +50,7 @@ class GraphData:
     inverse: np.ndarray
     config_runtime: np.ndarray
     is_test: bool
+    eval_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def num_unique(self) -> int:
@@ -82,6 +85,7 @@ def from_prepared(g: PreparedGraph) -> GraphData:
         inverse=np.asarray(g.inverse, dtype=np.int64),
         config_runtime=np.asarray(g.config_runtime, dtype=np.float64),
         is_test=g.is_test,
+        eval_rows=np.asarray(g.eval_rows, dtype=np.int64),
     )
 
 
@@ -167,21 +171,32 @@ def make_batch(graphs: list[GraphData], rows: list[np.ndarray]) -> Batch:
     )
 
 
+WINDOW = 4  # configs sampled come from a run of stored rows this many times `count` long
+
+
 def sample_rows(g: GraphData, count: int, rng: np.random.Generator) -> np.ndarray:
     """`count` distinct unique-config rows drawn at random (all of them when the graph has fewer).
+
+    The cache stores unique configs in a seeded random order, so a run of consecutive rows is a
+    uniform sample of the graph's configs: rows are drawn from one random window of WINDOW x count
+    rows (wrapping around), so a step decodes one or two config chunks instead of up to `count`.
 
     Args:
         g: the graph.
         count: configs per graph per step.
         rng: the caller's seeded generator.
     """
-    if g.num_unique <= count:
-        return rng.permutation(g.num_unique)
-    return rng.choice(g.num_unique, size=count, replace=False)
+    u = g.num_unique
+    if u <= count:
+        return rng.permutation(u)
+    window = min(u, WINDOW * count)
+    start = int(rng.integers(u))
+    return (start + rng.choice(window, size=count, replace=False)) % u
 
 
 def eval_configs(g: GraphData, limit: int) -> np.ndarray:
-    """Original config indices used for validation: all, or `limit` spread evenly (deterministic).
+    """Original config indices used for validation: the official subset where the cache has one,
+    else all, or `limit` spread evenly (deterministic).
 
     Validation scores the original config list (duplicates included), as the competition does.
 
@@ -189,6 +204,8 @@ def eval_configs(g: GraphData, limit: int) -> np.ndarray:
         g: the graph.
         limit: the most configs to score (0 = all); the official validation uses at most 1000.
     """
+    if len(g.eval_rows):
+        return g.eval_rows
     n = len(g.inverse)
     if limit <= 0 or n <= limit:
         return np.arange(n)

@@ -1,10 +1,13 @@
 """Training loop shared by the GNN rankers: sampling, losses, AdamW/Adam, cosine schedule, early
-stopping on the validation metric, resumable checkpoints, CUDA + bf16 autocast and DDP.
+stopping on the validation metric, resumable checkpoints, and DDP.
 
-Checkpoints hold the resolved config and the model's constructor arguments (nanoGPT style), so a
-`model.pt` alone rebuilds the model. Files in `models/<name>/<collection>/`:
-`model.pt` (best weights; `complete` once training ended), `last.pt` (state after the latest epoch,
-for resuming), `model.json` (provenance and the per-epoch history).
+Training length is a budget (`Recipe.max_steps` optimizer steps, `Recipe.time_budget_min`
+minutes), not epochs: collections differ 80-fold in size, so an epoch means nothing across them.
+Graphs stream: only their structure is held, configs are decoded per batch from the cache
+(`tpurank.prepare.store.ConfigStore`), so memory does not grow with a collection's configs.
+
+Files in `models/<name>/<collection>/`: `model.pt` (best weights; `complete` once training ended),
+`last.pt` (state after the latest validation, for resuming), `model.json` (provenance and history).
 
 Distributed: under `torchrun --nproc_per_node=N` every process trains on its own graphs of each
 step and DistributedDataParallel averages the gradients (gloo on CPU, nccl on GPU); process 0
@@ -14,13 +17,9 @@ validates, decides early stopping for all, and writes the files.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import math
-import os
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -29,97 +28,47 @@ import torch.distributed as dist
 from torch import nn
 from tqdm import tqdm
 
-from tpurank.atomic import atomic_path
 from tpurank.config import Config, to_dict
-from tpurank.dataset import check_collection, collection_dir, kind_of
+from tpurank.dataset import check_collection, kind_of
 from tpurank.errors import TpurankError
-from tpurank.gnn.data import Batch, GraphData, eval_configs, from_prepared, make_batch, sample_rows
+from tpurank.gnn.checkpoints import (
+    load_checkpoint,
+    load_model,
+    prepared_fingerprint,
+    save_checkpoint,
+    unwrap,
+)
+from tpurank.gnn.data import Batch, GraphData, from_prepared, make_batch, sample_rows
+from tpurank.gnn.device import Runtime, autocast, setup_runtime
 from tpurank.gnn.losses import ranking_loss
-from tpurank.metrics import kendall_tau, order_from_costs, tile_score
+from tpurank.gnn.recipe import ModelSpec, Recipe
+from tpurank.gnn.scoring import evaluate, score_rows
 from tpurank.paths import Paths
 from tpurank.prepare.cache import iter_prepared
 from tpurank.provenance import write_sidecar
 
+__all__ = [
+    "ModelSpec",
+    "Recipe",
+    "fit",
+    "load_split",
+    "predict_collection",
+    "setup_runtime",
+    "train_collection",
+]
+
 CHECKPOINT = "model.pt"
 RESUME = "last.pt"
 SIDECAR = "model.json"
-PASS_NODE_BUDGET = 2_000_000  # configs x nodes per scoring pass: (C, N, 64) float32 states stay ~0.5 GB
-
-
-@dataclass
-class Recipe:
-    """How a model is trained and run; built from its config section."""
-
-    loss: str  # "hinge" or "listmle" (resolved: never "auto")
-    margin: float
-    configs_per_graph: int
-    graphs_per_batch: int
-    optimizer: str  # "adamw" or "adam"
-    lr: float
-    weight_decay: float
-    schedule: str  # "cosine" or "constant"
-    clip_norm: float  # 0 = off
-    clip_per_tensor: bool  # clip each gradient tensor on its own (the official trainer) or the global norm
-    epochs: int
-    patience: int
-    max_steps_per_epoch: int
-    eval_max_configs: int
-    predict_chunk: int
-    bf16: bool
-    max_batch_nodes: int = 0  # nodes per training forward pass; 0 = the whole step at once
-
-
-@dataclass
-class ModelSpec:
-    """A model family: its registry name, constructor, and how the config maps to it."""
-
-    name: str
-    build: Callable[[dict[str, Any]], nn.Module]
-    model_args: Callable[[Config, str, int], dict[str, Any]]  # (cfg, kind, node_feat_dim) -> kwargs
-    recipe: Callable[[Config, str], Recipe]  # (cfg, kind) -> how it is trained and run
-
-
-# ---------------------------------------------------------------------------------------------- device
-
-
-@dataclass
-class Runtime:
-    """Where this process runs: device, rank and world size (1 without torchrun)."""
-
-    device: torch.device
-    rank: int = 0
-    world: int = 1
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-
-def setup_runtime() -> Runtime:
-    """CUDA when present (one GPU per local rank), else CPU; joins the process group under torchrun."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    if torch.cuda.is_available():
-        torch.cuda.set_device(local)
-        device = torch.device("cuda", local)
-    else:
-        device = torch.device("cpu")
-    if world > 1 and not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
-    rank = dist.get_rank() if world > 1 else 0
-    return Runtime(device=device, rank=rank, world=world)
-
-
-def autocast(device: torch.device, bf16: bool) -> torch.autocast:
-    """The one autocast context of training and prediction: bf16 on CUDA when enabled, else off."""
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16 and device.type == "cuda")
+AUTO_EVAL_MAX = 200  # eval_every = 0: about one pass over the train configs, but at most this many steps
 
 
 # ------------------------------------------------------------------------------------------------ data
 
 
 def load_split(paths: Paths, collection: str, split: str, progress: bool = True) -> list[GraphData]:
-    """Every prepared graph of a collection and split as GraphData.
+    """Every prepared graph of a collection and split as GraphData (structure only: configs stay in
+    the cache until a batch indexes them).
 
     Raises:
         TpurankError: when the cache holds no graph for it.
@@ -139,116 +88,6 @@ def load_split(paths: Paths, collection: str, split: str, progress: bool = True)
             f"{paths.prepared}: no prepared {split} graphs for {collection}; run `python -m tpurank prepare`"
         )
     return graphs
-
-
-@torch.no_grad()
-def score_rows(
-    model: nn.Module, g: GraphData, rows: np.ndarray, chunk: int, device: torch.device, bf16: bool
-) -> np.ndarray:
-    """Costs of the given unique-config rows of one graph, `chunk` configs per forward pass.
-
-    Args:
-        model: a ranker in eval mode.
-        g: the graph.
-        rows: indices into its unique configs.
-        chunk: configs per pass (bounds memory; lowered further on big graphs by PASS_NODE_BUDGET).
-        device: where the model is.
-        bf16: autocast flag of the model's recipe.
-    """
-    out = np.empty(len(rows), dtype=np.float64)
-    chunk = max(1, min(chunk, PASS_NODE_BUDGET // max(1, len(g.opcode))))
-    for start in range(0, len(rows), chunk):
-        part = rows[start : start + chunk]
-        with autocast(device, bf16):
-            cost = model(make_batch([g], [part]).to(device))
-        out[start : start + len(part)] = cost.float()[0, : len(part)].cpu().numpy()
-    return out
-
-
-def graph_score(kind: str, cost: np.ndarray, runtime: np.ndarray) -> float:
-    """The competition metric of one graph from predicted costs (tau for layout, tile score for tile)."""
-    order = order_from_costs(cost)
-    return tile_score(order, runtime) if kind == "tile" else kendall_tau(order, runtime)
-
-
-def evaluate(model: nn.Module, graphs: list[GraphData], recipe: Recipe, device: torch.device) -> float:
-    """Mean validation metric over graphs with something to rank (NaN graphs left out), on the
-    original config lists (at most `eval_max_configs` per graph), duplicates included, each config
-    against its own measurement: the competition's score, as the validation report computes it.
-
-    Args:
-        model: the ranker (switched to eval mode here, restored after).
-        graphs: validation graphs.
-        recipe: gives eval_max_configs, predict_chunk and bf16.
-        device: where the model is.
-    """
-    was_training = model.training
-    model.eval()
-    scores = []
-    for g in graphs:
-        if not g.rankable:
-            continue
-        configs = eval_configs(g, recipe.eval_max_configs)
-        rows, back = np.unique(g.inverse[configs], return_inverse=True)  # score each unique config once
-        cost = score_rows(model, g, rows, recipe.predict_chunk, device, recipe.bf16)[back]
-        s = graph_score(g.kind, cost, g.config_runtime[configs])
-        if not math.isnan(s):
-            scores.append(s)
-    model.train(was_training)
-    return float(np.mean(scores)) if scores else math.nan
-
-
-# ----------------------------------------------------------------------------------------- checkpoints
-
-
-def prepared_fingerprint(paths: Paths, collection: str) -> str:
-    """sha256 over (split, name, size, mtime) of the collection's prepared train and valid files.
-
-    `prepare` rewrites a cache file only when its input or parameters change, so this changes
-    exactly when the training data does; a finished model is reused only while it is unchanged.
-    """
-    h = hashlib.sha256()
-    for split in ("train", "valid"):
-        folder = paths.prepared / collection_dir(collection) / split
-        for f in sorted(folder.glob("*.npz")) if folder.is_dir() else []:
-            st = f.stat()
-            h.update(f"{split}/{f.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:16]
-
-
-def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    """torch.save atomically (a crash never leaves a truncated checkpoint)."""
-    with atomic_path(path, suffix=".pt") as tmp:
-        torch.save(state, tmp)
-
-
-def load_checkpoint(path: Path) -> dict[str, Any]:
-    """Read a checkpoint written by `save_checkpoint` (weights only: never unpickles code).
-
-    Raises:
-        TpurankError: when missing or unreadable.
-    """
-    if not path.exists():
-        raise TpurankError(f"{path}: no trained model; run `python -m tpurank train` for this model first")
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # torch raises many types for a damaged file
-        raise TpurankError(f"{path}: unreadable checkpoint ({e})") from None
-
-
-def load_model(spec: ModelSpec, path: Path) -> tuple[nn.Module, dict[str, Any]]:
-    """Rebuild a model from its checkpoint alone (architecture from the saved arguments)."""
-    ckpt = load_checkpoint(path)
-    if ckpt.get("model") != spec.name:
-        raise TpurankError(f"{path}: checkpoint of model {ckpt.get('model')!r}, expected {spec.name!r}")
-    model = spec.build(ckpt["model_args"])
-    model.load_state_dict(ckpt["state_dict"])
-    model.eval()
-    return model, ckpt
-
-
-def _unwrap(model: nn.Module) -> nn.Module:
-    return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
 
 
 # -------------------------------------------------------------------------------------------- training
@@ -336,28 +175,31 @@ def train_step(
 
 
 def _step_graphs(order: np.ndarray, step: int, rt: Runtime, per_rank: int) -> list[int]:
-    """This rank's graphs of one step: consecutive slices of the epoch's shuffled order, wrapping."""
+    """This rank's graphs of one step: consecutive slices of the round's shuffled order, wrapping."""
     start = step * per_rank * rt.world + rt.rank * per_rank
     return [int(order[(start + i) % len(order)]) for i in range(per_rank)]
 
 
-def steps_per_epoch(train: list[GraphData], r: Recipe, world: int) -> int:
-    """Steps that sample about every unique config once (each step takes C configs of B graphs per process).
-
-    A pass over the graphs alone would see a small share of their configs (graphs hold hundreds to
-    100,000 configs); capped at `max_steps_per_epoch` so validation still happens regularly.
-    """
+def eval_interval(train: list[GraphData], r: Recipe, world: int) -> int:
+    """Steps between validations: `eval_every`, or (0) about one pass over the unique train configs
+    (each step takes C configs of B graphs per process), at most AUTO_EVAL_MAX and `max_steps`."""
+    if r.eval_every > 0:
+        return min(r.eval_every, r.max_steps)
     per_step = r.configs_per_graph * r.graphs_per_batch * world
     configs = sum(g.num_unique for g in train)
     graphs = math.ceil(len(train) / (r.graphs_per_batch * world))
-    return max(1, min(r.max_steps_per_epoch, max(graphs, math.ceil(configs / per_step))))
+    return max(1, min(AUTO_EVAL_MAX, r.max_steps, max(graphs, math.ceil(configs / per_step))))
 
 
 def _validate_recipe(r: Recipe) -> None:
     if r.configs_per_graph < 2:
         raise TpurankError("config: configs_per_graph must be at least 2 (ranking needs pairs)")
-    if r.graphs_per_batch < 1 or r.epochs < 1 or r.max_steps_per_epoch < 1:
-        raise TpurankError("config: graphs_per_batch, epochs and max_steps_per_epoch must be at least 1")
+    if r.graphs_per_batch < 1 or r.max_steps < 1 or r.eval_every < 0 or r.patience < 1:
+        raise TpurankError(
+            "config: graphs_per_batch, max_steps and patience must be at least 1, eval_every at least 0"
+        )
+    if r.time_budget_min < 0:
+        raise TpurankError(f"config: time_budget_min must be >= 0 (0 = no limit), got {r.time_budget_min}")
 
 
 def train_collection(
@@ -399,6 +241,16 @@ def train_collection(
     return fit(spec, paths, cfg, collection, train, valid, rt, progress)[1]
 
 
+def _out_of_time(r: Recipe, seconds: float, rt: Runtime) -> bool:
+    """True once the time budget is spent (the same answer on every rank)."""
+    late = r.time_budget_min > 0 and seconds >= r.time_budget_min * 60
+    if rt.world > 1:
+        flag = torch.tensor([float(late)], device=rt.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        late = bool(flag.item())
+    return late
+
+
 def fit(
     spec: ModelSpec,
     paths: Paths,
@@ -410,6 +262,10 @@ def fit(
     progress: bool = True,
 ) -> tuple[nn.Module, dict[str, Any]]:
     """The training loop; writes `model.pt`, `last.pt` and `model.json` under the model folder.
+
+    Runs until `max_steps`, the time budget, or `patience` validations without a gain, validating
+    every `eval_interval` steps and at the end. Resumes from `last.pt` (steps and seconds spent
+    carry over) when it was written with the same config, model and data.
 
     Args:
         spec: the model family.
@@ -439,44 +295,41 @@ def fit(
     args = spec.model_args(cfg, kind, int(train[0].node_feat.shape[1]))
     model = spec.build(args).to(rt.device)
     opt = make_optimizer(model, r)
-    steps = steps_per_epoch(train, r, rt.world)
-    total = steps * r.epochs
+    every = eval_interval(train, r, rt.world)
     sched = (
-        torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total)
+        torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=r.max_steps)
         if r.schedule == "cosine"
         else torch.optim.lr_scheduler.ConstantLR(opt, factor=1.0, total_iters=0)
     )
-    start_epoch, best, bad, history = 0, -math.inf, 0, []
+    step, spent, best, bad, history = 0, 0.0, -math.inf, 0, []
     data_key = prepared_fingerprint(paths, collection)
     resume = out / RESUME
     if resume.exists():
         state = load_checkpoint(resume)
         same = (state.get("config"), state.get("model_args"), state.get("data")) == (cfg_dict, args, data_key)
-        if same:
+        if same and "step" in state:
             model.load_state_dict(state["state_dict"])
             opt.load_state_dict(state["optimizer"])
             sched.load_state_dict(state["scheduler"])
-            start_epoch, best, bad, history = (
-                state["epoch"] + 1,
-                state["best"],
-                state["bad"],
-                state["history"],
-            )
+            step, spent, best, bad, history = (
+                state["step"], state["seconds"], state["best"], state["bad"], state["history"]
+            )  # fmt: skip
             if rt.main and progress:
-                print(f"[{spec.name}] {collection}: resuming after epoch {state['epoch'] + 1} from {resume}")
+                print(f"[{spec.name}] {collection}: resuming after step {step} from {resume}")
     if rt.world > 1:
         ids = [rt.device.index] if rt.device.type == "cuda" else None
         model = nn.parallel.DistributedDataParallel(model, device_ids=ids)
 
-    def state_of(epoch: int, complete: bool, resumable: bool = False) -> dict[str, Any]:
+    def state_of(complete: bool, resumable: bool = False) -> dict[str, Any]:
         state = {
             "model": spec.name,
             "model_args": args,
             "config": cfg_dict,
             "recipe": asdict(r),
             "collection": collection,
-            "state_dict": _unwrap(model).state_dict(),
-            "epoch": epoch,
+            "state_dict": unwrap(model).state_dict(),
+            "step": step,
+            "seconds": spent,
             "best": best,
             "bad": bad,
             "history": history,
@@ -487,31 +340,30 @@ def fit(
             state.update(optimizer=opt.state_dict(), scheduler=sched.state_dict())
         return state
 
-    stop = bad >= r.patience
-    epoch = start_epoch - 1
-    for epoch in range(start_epoch, r.epochs):
-        if stop:
-            break
+    stopped = "patience" if bad >= r.patience else ""
+    bar = tqdm(total=r.max_steps, initial=step, desc=f"{spec.name} {collection}", unit="step",
+               disable=not (progress and rt.main), leave=False)  # fmt: skip
+    losses, configs_seen, t0, clock = [], 0, time.perf_counter(), time.perf_counter()
+    while step < r.max_steps and not stopped:
         model.train()
-        order = np.random.default_rng([cfg.seed, epoch]).permutation(len(train))  # same on every rank
-        torch.manual_seed(cfg.seed * 1_000_003 + epoch * 1009 + rt.rank)  # dropout; resumable
-        losses, configs_seen, t0 = [], 0, time.perf_counter()
-        bar = tqdm(range(steps), desc=f"{spec.name} {collection} epoch {epoch + 1}/{r.epochs}",
-                   disable=not (progress and rt.main), leave=False)  # fmt: skip
-        for step in bar:
-            idx = _step_graphs(order, step, rt, r.graphs_per_batch)
-            rng = np.random.default_rng([cfg.seed, epoch, step, rt.rank])
-            graphs = [train[i] for i in idx]
-            rows = [sample_rows(g, r.configs_per_graph, rng) for g in graphs]
-            batches = micro_batches(graphs, rows, r.max_batch_nodes)
-            losses.append(train_step(model, opt, batches, r, rt.device))
-            sched.step()
-            configs_seen += sum(int(b.mask.sum()) for b in batches)
-            bar.set_postfix(
-                loss=f"{np.mean(losses[-20:]):.4f}", val=f"{best:.4f}" if best > -math.inf else "-"
-            )
+        rnd, pos = divmod(step, every)
+        order = np.random.default_rng([cfg.seed, rnd]).permutation(len(train))  # same on every rank
+        torch.manual_seed(cfg.seed * 1_000_003 + step * 1009 + rt.rank)  # dropout; resumable
+        rng = np.random.default_rng([cfg.seed, step, rt.rank])
+        graphs = [train[i] for i in _step_graphs(order, pos, rt, r.graphs_per_batch)]
+        rows = [sample_rows(g, r.configs_per_graph, rng) for g in graphs]
+        batches = micro_batches(graphs, rows, r.max_batch_nodes)
+        losses.append(train_step(model, opt, batches, r, rt.device))
+        sched.step()
+        step += 1
+        configs_seen += sum(int(b.mask.sum()) for b in batches)
+        bar.update()
+        bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", val=f"{best:.4f}" if best > -math.inf else "-")
+        late = _out_of_time(r, spent + time.perf_counter() - clock, rt)
+        if step % every and step < r.max_steps and not late:
+            continue
         seconds = time.perf_counter() - t0
-        score = evaluate(_unwrap(model), valid, r, rt.device) if rt.main else 0.0
+        score = evaluate(unwrap(model), valid, r, rt.device) if rt.main else 0.0
         if math.isnan(score):  # no rankable valid graph: fall back to the training loss
             score = -float(np.mean(losses))
         if rt.world > 1:
@@ -520,34 +372,45 @@ def fit(
             score = box[0]
         improved = score > best
         best, bad = (score, 0) if improved else (best, bad + 1)
+        spent += time.perf_counter() - clock
+        clock = time.perf_counter()
         history.append({
-            "epoch": epoch + 1,
+            "step": step,
             "train_loss": float(np.mean(losses)),
             "valid_score": score,
             "seconds": round(seconds, 3),
             "configs_per_s": round(configs_seen * rt.world / max(seconds, 1e-9), 1),
         })  # fmt: skip
+        stopped = "patience" if bad >= r.patience else "time budget" if late else ""
         if rt.main:
             if improved:
-                save_checkpoint(final, state_of(epoch, complete=False))
-            save_checkpoint(resume, state_of(epoch, complete=False, resumable=True))
+                save_checkpoint(final, state_of(complete=False))
+            save_checkpoint(resume, state_of(complete=False, resumable=True))
             if progress:
                 tqdm.write(
-                    f"[{spec.name}] {collection} epoch {epoch + 1}: loss {history[-1]['train_loss']:.4f} "
+                    f"[{spec.name}] {collection} step {step}/{r.max_steps}: loss {history[-1]['train_loss']:.4f} "
                     f"valid {score:.4f} (best {best:.4f}) {history[-1]['configs_per_s']:.0f} configs/s"
                 )
-        stop = bad >= r.patience
+        losses, configs_seen, t0 = [], 0, time.perf_counter()
+    bar.close()
 
-    summary = {"best_valid_score": best, "epochs_run": len(history), "history": history}
+    summary = {
+        "best_valid_score": best,
+        "steps_run": step,
+        "evals_run": len(history),
+        "seconds": round(spent, 3),
+        "stopped_by": stopped or "max_steps",
+        "history": history,
+    }
     if rt.main:
-        ckpt = load_checkpoint(final) if final.exists() else state_of(epoch, complete=False)
+        ckpt = load_checkpoint(final) if final.exists() else state_of(complete=False)
         ckpt.update(complete=True, summary=summary)
         save_checkpoint(final, ckpt)
         write_sidecar(out / SIDECAR, cfg, paths.data, model=spec.name, collection=collection, **summary)
         resume.unlink(missing_ok=True)
     if rt.world > 1:
         dist.barrier()
-    return _unwrap(model), summary
+    return unwrap(model), summary
 
 
 def predict_collection(

@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 
 from tpurank.dataset import GraphFile
+from tpurank.errors import DataError
 from tpurank.npz import NODE_FEAT_DIM, TileGraph, load_graph
-from tpurank.prepare.cache import SUMMARY_OPCODE, PreparedGraph, save_prepared
+from tpurank.prepare.cache import CACHE_FORMAT, SUMMARY_OPCODE, PreparedGraph, save_prepared
 from tpurank.prepare.dedup import dedup_layout, dedup_tile
 from tpurank.prepare.node_features import FeatureRule
 from tpurank.prepare.prune import prune
 
-FORMAT_VERSION = 2  # bump when the cache layout or a build step changes, so outputs are rebuilt
+FORMAT_VERSION = CACHE_FORMAT  # bump CACHE_FORMAT when the layout or a build step changes: outputs rebuild
 
 
 @dataclass(frozen=True)
@@ -33,27 +34,33 @@ class BuildParams:
     rule: FeatureRule
 
 
-def build_key(gf: GraphFile, params: BuildParams) -> str:
+def build_key(gf: GraphFile, params: BuildParams, eval_rows: np.ndarray | None = None) -> str:
     """Input identity (size, mtime) plus every parameter that changes the output.
 
     Args:
         gf: the input file (tile graphs are never pruned, so hops and collapse do not enter their key).
         params: the stage parameters.
+        eval_rows: the graph's official validation subset, if any.
     """
     st = gf.path.stat()
     parts: dict[str, Any] = {"input": [st.st_size, st.st_mtime_ns], "rule": params.rule.digest}
+    if eval_rows is not None:
+        parts["eval_rows"] = hashlib.sha256(np.asarray(eval_rows, dtype=np.int64).tobytes()).hexdigest()
     if gf.kind == "layout":
         parts.update(hops=params.hops, collapse=params.collapse)
     text = json.dumps({**parts, "format": FORMAT_VERSION}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def build_graph(gf: GraphFile, params: BuildParams) -> tuple[PreparedGraph, dict[str, Any]]:
+def build_graph(
+    gf: GraphFile, params: BuildParams, eval_rows: np.ndarray | None = None
+) -> tuple[PreparedGraph, dict[str, Any]]:
     """The prepared graph of one file and its index row (without path and bytes).
 
     Args:
         gf: the input file.
         params: pruning and feature parameters.
+        eval_rows: the official validation subset of this graph (original config indices), if any.
 
     Raises:
         DataError: the file breaks the format.
@@ -87,7 +94,7 @@ def build_graph(gf: GraphFile, params: BuildParams) -> tuple[PreparedGraph, dict
         collection=gf.collection,
         split=gf.split,
         stem=gf.stem,
-        node_feat=params.rule.apply(raw),
+        node_feat=params.rule.apply(raw),  # for callers; the file stores only raw + kept columns
         node_feat_raw=raw,
         node_opcode=opcode,
         edge_index=np.ascontiguousarray(edges, dtype=np.int32),
@@ -100,6 +107,7 @@ def build_graph(gf: GraphFile, params: BuildParams) -> tuple[PreparedGraph, dict
         inverse=d.inverse,
         config_runtime=np.asarray(d.runtime, dtype=np.float64),
         is_test=bool(g.is_test),
+        eval_rows=_checked_rows(gf, eval_rows, g.num_configs),
     )
     row = {
         "collection": gf.collection,
@@ -120,8 +128,21 @@ def build_graph(gf: GraphFile, params: BuildParams) -> tuple[PreparedGraph, dict
     return prepared, row
 
 
-def build_file(gf: GraphFile, params: BuildParams, out: Path, key: str) -> dict[str, Any]:
+def _checked_rows(gf: GraphFile, rows: np.ndarray | None, configs: int) -> np.ndarray:
+    if rows is None:
+        return np.zeros(0, dtype=np.int64)
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.size and (rows.min() < 0 or rows.max() >= configs):
+        raise DataError(
+            gf.path, f"its official eval_indices reach config {rows.max()}, the file has {configs}"
+        )
+    return rows
+
+
+def build_file(
+    gf: GraphFile, params: BuildParams, out: Path, key: str, eval_rows: np.ndarray | None = None
+) -> dict[str, Any]:
     """Build one graph and write it atomically to `out`; return its full index row."""
-    prepared, row = build_graph(gf, params)
-    save_prepared(out, prepared, key=key, info=row)
+    prepared, row = build_graph(gf, params, eval_rows)
+    save_prepared(out, prepared, key=key, info=row, keep=params.rule.keep)
     return row

@@ -1,18 +1,20 @@
-"""The prepared cache: one uncompressed npz per graph plus `index.parquet` (docs/architecture.md).
+"""The prepared cache: one compressed file per graph plus `index.parquet` (docs/architecture.md).
 
-Uncompressed so that a model can load a graph without inflating it; strings and bools are stored as
-0-d arrays so no pickle is ever needed. Each file also holds the key of the input and parameters it
-was built from (member `_key`), which is how the stage decides an output can be reused, and its
-index row (member `_info`, JSON), so a reused output needs no recomputation.
+Each file (`tpurank.prepare.store`) holds the pruned graph, the unique configs in chunks that are
+decoded on demand (`ConfigStore`), the key of the input and parameters it was built from (how
+the stage decides an output can be reused) and its index row, so a reused output needs no
+recomputation. Nothing that can be recomputed is stored: model-ready node features are derived
+from the raw ones at load time with the feature rule's kept columns. Unique configs are stored
+in a seeded random order, so any run of rows (a chunk) is a uniform sample of the graph's configs.
 """
 
 from __future__ import annotations
 
-import json
-import zipfile
+import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,14 +22,21 @@ import pandas as pd
 from tpurank.atomic import atomic_path
 from tpurank.dataset import collection_dir
 from tpurank.errors import DataError, TpurankError
+from tpurank.prepare.node_features import transform
+from tpurank.prepare.store import ConfigStore, read_arrays, read_meta, write_store
 
 SUMMARY_OPCODE = 121  # one past the real opcode vocabulary (0..120): a collapsed run of pruned nodes
 INDEX_FILE = "index.parquet"
-KEY_MEMBER = "_key"  # the build key stored beside the fields (not part of PreparedGraph)
-INFO_MEMBER = "_info"  # the graph's index row as JSON
+CACHE_SUFFIX = ".tpg"  # a zip of zstd blobs (tpurank.prepare.store), not an npz
+CACHE_FORMAT = 3  # stored in every file; a file of another format is rebuilt by `prepare`
 
 _STR_FIELDS = ("id", "collection", "split", "stem")
 _BOOL_FIELDS = ("is_test",)
+_DERIVED = ("node_feat", "configs")  # not in the arrays blob: recomputed, or stored in chunks
+
+
+def _no_rows() -> np.ndarray:
+    return np.zeros(0, dtype=np.int64)
 
 
 @dataclass
@@ -37,6 +46,7 @@ class PreparedGraph:
     Field meanings, dtypes and shapes are the table in docs/architecture.md; `inverse` maps every
     original config index to its unique row, so every original index can be scored, and
     `config_runtime` keeps every original config's own measurement, which is what the metric scores.
+    A loaded graph's `configs` is a `ConfigStore` (decoded by chunk on indexing).
     """
 
     id: str
@@ -49,13 +59,14 @@ class PreparedGraph:
     edge_index: np.ndarray  # int32 (m, 2) [user, operand]
     node_map: np.ndarray  # int64 (n,), -1 for a summary node
     config_nodes: np.ndarray  # int32 (k,)
-    configs: np.ndarray  # layout int8 (u, k, 18); tile float32 (u, 24)
+    configs: Any  # layout int8 (u, k, 18); tile float32 (u, 24): ndarray or ConfigStore
     runtime_min: np.ndarray  # float64 (u,)
     runtime_mean: np.ndarray  # float64 (u,)
     count: np.ndarray  # int32 (u,)
     inverse: np.ndarray  # int32 (c,)
     config_runtime: np.ndarray  # float64 (c,) each original config's measured runtime (tile: normalized)
     is_test: bool
+    eval_rows: np.ndarray = field(default_factory=_no_rows)  # official validation subset (original indices)
 
     @property
     def kind(self) -> str:
@@ -76,74 +87,96 @@ class PreparedGraph:
 
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(PreparedGraph))
+_ARRAY_FIELDS = tuple(n for n in FIELD_NAMES if n not in (*_STR_FIELDS, *_BOOL_FIELDS, *_DERIVED))
 
 
 def prepared_path(prepared_dir: Path, collection: str, split: str, stem: str) -> Path:
-    """Where the cache file of one graph lives: `<prepared_dir>/<collection dir>/<split>/<stem>.npz`."""
-    return Path(prepared_dir) / collection_dir(collection) / split / f"{stem}.npz"
+    """Where the cache file of one graph lives: `<prepared_dir>/<collection dir>/<split>/<stem>.tpg`."""
+    return Path(prepared_dir) / collection_dir(collection) / split / f"{stem}{CACHE_SUFFIX}"
 
 
-def save_prepared(path: str | Path, g: PreparedGraph, key: str = "", info: dict | None = None) -> None:
-    """Write one graph atomically as an uncompressed npz.
+def shuffled_order(g: PreparedGraph) -> np.ndarray:
+    """The seeded random order unique configs are stored in (seeded by the graph's ID)."""
+    return np.random.default_rng(zlib.crc32(g.id.encode())).permutation(g.num_unique)
+
+
+def save_prepared(
+    path: str | Path,
+    g: PreparedGraph,
+    key: str = "",
+    info: dict | None = None,
+    keep: list[int] | None = None,
+    shuffle: bool = True,
+) -> None:
+    """Write one graph atomically.
 
     Args:
         path: the target file.
         g: the graph.
-        key: the build key (input file + stage parameters) stored as member `_key` for resumability.
-        info: the graph's index row, stored as JSON in member `_info`.
+        key: the build key (input file + stage parameters), for resumability.
+        info: the graph's index row.
+        keep: the feature rule's kept columns: `node_feat` is then recomputed from `node_feat_raw`
+            at load time instead of stored (None: store `node_feat` as it is).
+        shuffle: store the unique configs in `shuffled_order` (the saved graph stays consistent:
+            the per-unique arrays and `inverse` are permuted alike).
     """
-    arrays: dict[str, np.ndarray] = {}
-    for name in FIELD_NAMES:
-        value = getattr(g, name)
-        if name in _STR_FIELDS:
-            arrays[name] = np.array(str(value))
-        elif name in _BOOL_FIELDS:
-            arrays[name] = np.array(bool(value))
-        else:
-            arrays[name] = np.ascontiguousarray(value)
-    arrays[KEY_MEMBER] = np.array(key)
-    arrays[INFO_MEMBER] = np.array(json.dumps(info or {}, sort_keys=True))
-    with atomic_path(path, suffix=".npz") as tmp:
-        np.savez(tmp, **arrays)
+    arrays = {n: np.asarray(getattr(g, n)) for n in _ARRAY_FIELDS}
+    order = shuffled_order(g) if shuffle and g.num_unique > 1 else None
+    if order is not None:
+        for n in ("runtime_min", "runtime_mean", "count"):
+            arrays[n] = arrays[n][order]
+        position = np.empty(len(order), dtype=np.int64)
+        position[order] = np.arange(len(order))
+        arrays["inverse"] = position[arrays["inverse"]].astype(np.int32)
+    if keep is None:
+        arrays["node_feat"] = np.asarray(g.node_feat, dtype=np.float32)
+    meta = {
+        "format": CACHE_FORMAT,
+        **{n: str(getattr(g, n)) for n in _STR_FIELDS},
+        **{n: bool(getattr(g, n)) for n in _BOOL_FIELDS},
+        "key": key,
+        "info": info or {},
+        "keep": keep,
+    }
+    configs = g.configs if isinstance(g.configs, np.ndarray) else np.asarray(g.configs)
+    with atomic_path(path, suffix=CACHE_SUFFIX) as tmp:
+        write_store(tmp, meta, arrays, configs, row_order=order)
 
 
 def load_prepared(path: str | Path) -> PreparedGraph:
-    """Read one cache file.
+    """Read one cache file (configs stay on disk until indexed).
 
     Raises:
-        DataError: if the file is missing, unreadable or lacks a field.
+        DataError: if the file is missing, unreadable, of another format or lacks a field.
     """
     path = Path(path)
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            missing = [n for n in FIELD_NAMES if n not in z.files]
-            if missing:
-                raise DataError(path, f"not a prepared cache file (missing {', '.join(missing)})")
-            values: dict[str, object] = {}
-            for name in FIELD_NAMES:
-                arr = z[name]
-                if name in _STR_FIELDS:
-                    values[name] = str(arr)
-                elif name in _BOOL_FIELDS:
-                    values[name] = bool(arr)
-                else:
-                    values[name] = arr
-    except FileNotFoundError:
-        raise DataError(path, "no such prepared file (run `python -m tpurank prepare`)") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise DataError(path, f"unreadable prepared file ({e})") from None
-    return PreparedGraph(**values)  # type: ignore[arg-type]
+    meta, arrays = read_arrays(path)
+    if meta.get("format") != CACHE_FORMAT:
+        raise DataError(
+            path, f"prepared cache format {meta.get('format')}, expected {CACHE_FORMAT}; rerun prepare"
+        )
+    missing = [n for n in _ARRAY_FIELDS if n not in arrays and n != "eval_rows"]
+    if missing:
+        raise DataError(path, f"not a prepared cache file (missing {', '.join(missing)})")
+    keep = meta.get("keep")
+    if keep is not None:
+        arrays["node_feat"] = np.ascontiguousarray(transform(arrays["node_feat_raw"])[:, keep])
+    values: dict[str, Any] = {n: meta[n] for n in (*_STR_FIELDS, *_BOOL_FIELDS)}
+    values.update(arrays)
+    values["configs"] = ConfigStore(path, meta["configs"])
+    return PreparedGraph(**values)
 
 
 def read_build(path: str | Path) -> tuple[str, dict] | None:
-    """(build key, index row) stored in a cache file; None if absent, unreadable or keyless."""
+    """(build key, index row) stored in a cache file; None if absent, unreadable, keyless or of
+    another format (so it is rebuilt)."""
     try:
-        with np.load(path, allow_pickle=False) as z:
-            if KEY_MEMBER not in z.files or INFO_MEMBER not in z.files:
-                return None
-            return str(z[KEY_MEMBER]), json.loads(str(z[INFO_MEMBER]))
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile):
+        meta = read_meta(Path(path))
+    except DataError:
         return None
+    if meta.get("format") != CACHE_FORMAT or not meta.get("key"):
+        return None
+    return str(meta["key"]), dict(meta.get("info") or {})
 
 
 def read_index(prepared_dir: str | Path) -> pd.DataFrame:
@@ -170,7 +203,7 @@ def iter_prepared(prepared_dir: str | Path, collection: str, split: str) -> Iter
         split: train, valid or test.
     """
     folder = Path(prepared_dir) / collection_dir(collection) / split
-    files = sorted(folder.glob("*.npz"), key=lambda p: p.stem) if folder.is_dir() else []
+    files = sorted(folder.glob(f"*{CACHE_SUFFIX}"), key=lambda p: p.stem) if folder.is_dir() else []
     for f in files:
         if not f.name.startswith("."):  # an in-flight temporary file
             yield load_prepared(f)

@@ -26,13 +26,14 @@ from tqdm import tqdm
 from tpurank.atomic import atomic_path
 from tpurank.config import Config
 from tpurank.dataset import COLLECTIONS, SPLITS, GraphFile, collection_dir, discover, require_npz_root
-from tpurank.errors import TpurankError
+from tpurank.errors import DiskFullError, TpurankError
 from tpurank.npz import load_graph
 from tpurank.paths import Paths
 from tpurank.prepare.build import BuildParams, build_file, build_key
-from tpurank.prepare.cache import INDEX_FILE, prepared_path, read_build
+from tpurank.prepare.cache import CACHE_SUFFIX, INDEX_FILE, prepared_path, read_build
 from tpurank.prepare.node_features import RULE_FILE, FeatureRule, column_range, fit_rule
 from tpurank.provenance import write_sidecar
+from tpurank.subsets import load_subsets
 
 PROVENANCE_FILE = "provenance.json"
 # memory one worker may need on the real data: imports (~125 MiB) plus the int8 unique configs of
@@ -94,9 +95,13 @@ def _range_task(gf: GraphFile) -> tuple[tuple[np.ndarray, np.ndarray] | None, st
         return None, _failure(gf, e)
 
 
-def _build_task(gf: GraphFile, params: BuildParams, out: Path, key: str) -> tuple[dict | None, str | None]:
+def _build_task(
+    gf: GraphFile, params: BuildParams, out: Path, key: str, eval_rows: np.ndarray | None
+) -> tuple[dict | None, str | None]:
     try:
-        return build_file(gf, params, out, key), None
+        return build_file(gf, params, out, key, eval_rows), None
+    except DiskFullError:
+        raise  # not this file's fault: every later one would fail too, so the stage stops
     except Exception as e:  # one line per bad file; the others go on
         out.unlink(missing_ok=True)  # never leave a stale output that no longer matches its input
         return None, _failure(gf, e)
@@ -177,7 +182,7 @@ def _clean_scope(out: Path, scope: set[tuple[str, str]], wanted: set[Path]) -> N
         for f in folder.iterdir():
             if f.name.startswith(".") and ".tmp" in f.name:
                 f.unlink(missing_ok=True)  # a temporary file left by a killed run (tpurank.atomic)
-            elif f.suffix == ".npz" and f not in wanted:
+            elif f.suffix in (CACHE_SUFFIX, ".npz") and f not in wanted:  # .npz: format 2 and older
                 f.unlink(missing_ok=True)
 
 
@@ -229,6 +234,7 @@ def prepare_dataset(
     jobs: int = 1,
     progress: bool = True,
     out: Path | None = None,
+    eval_indices: Path | None = None,
 ) -> PrepareResult:
     """Prepare every graph of the chosen collections and splits into the cache.
 
@@ -240,6 +246,8 @@ def prepare_dataset(
         jobs: worker processes (0: one per core; 1: in this process).
         progress: show progress bars.
         out: the cache folder (default: `paths.prepared`).
+        eval_indices: folder of the official validation subsets (default: `paths.eval_indices`
+            where it exists); each valid layout graph's subset is stored in its cache file.
 
     Returns:
         The index and the failures; the caller decides the exit code.
@@ -254,6 +262,8 @@ def prepare_dataset(
         )
     out.mkdir(parents=True, exist_ok=True)
     rule, failed = ensure_rule(out, npz_root, jobs, progress)
+    folder = eval_indices or (paths.eval_indices if paths.eval_indices.is_dir() else None)
+    subsets = load_subsets(folder) if folder is not None else {}
 
     rows: list[dict] = []
     tasks: list[tuple] = []
@@ -266,12 +276,13 @@ def prepare_dataset(
         params = params_of[gf.collection]
         target = prepared_path(out, gf.collection, gf.split, gf.stem)
         targets[target] = gf
-        key = build_key(gf, params)
+        eval_rows = subsets.get(gf.collection, {}).get(gf.stem) if gf.split == "valid" else None
+        key = build_key(gf, params, eval_rows)
         found = read_build(target)
         if found is not None and found[0] == key:
             rows.append(found[1])
         else:
-            tasks.append((gf, params, target, key))
+            tasks.append((gf, params, target, key, eval_rows))
     scope = {(gf.collection, gf.split) for gf in files}
     _clean_scope(out, scope, set(targets))
     reused = len(rows)
@@ -297,6 +308,7 @@ def prepare_dataset(
         splits=sorted({s for _, s in scope}),
         feature_rule=rule.digest,
         feature_columns=len(rule.keep),
+        eval_indices=str(folder) if folder is not None else None,
         built=len(rows) - reused,
         reused=reused,
         failed=failed,
@@ -315,6 +327,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--splits", nargs="+", choices=SPLITS, metavar="S", help="default: train valid test")
     parser.add_argument("--jobs", type=int, help="worker processes (default: prepare.jobs; 0 = one per core)")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    parser.add_argument(
+        "--eval-indices",
+        type=Path,
+        metavar="DIR",
+        help="official validation subsets (eval_indices/*.json; default: <data-dir>/eval_indices if present)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -327,6 +345,7 @@ def run(args: argparse.Namespace) -> int:
         jobs=jobs,
         progress=not args.no_progress,
         out=args.out,
+        eval_indices=args.eval_indices,
     )
     out = args.out or args.paths.prepared
     for line in result.failed:

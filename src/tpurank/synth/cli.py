@@ -18,6 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="random seed (default: the config's seed, 0)")
     p.add_argument("--collections", nargs="+", choices=COLLECTIONS, help="only these collections")
     p.add_argument("--splits", nargs="+", choices=SPLITS, help="only these splits")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
     p.add_argument(
         "--compare-real",
         metavar="SAMPLE_ROOT",
@@ -37,7 +38,9 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out) if args.out else args.paths.data
     try:
-        generate(out, args.scale, seed, args.collections, args.splits, progress=True, cfg=args.cfg)
+        generate(
+            out, args.scale, seed, args.collections, args.splits, progress=True, cfg=args.cfg, jobs=args.jobs
+        )
     except OSError as e:
         raise TpurankError(f"{out}: cannot write the dataset ({e.strerror or e})") from None
     print(f"wrote a {args.scale} synthetic dataset (seed {seed}) to {out}")

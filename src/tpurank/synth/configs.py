@@ -26,6 +26,13 @@ from tpurank.synth.hlo import ConfigurableNode, HloGraph
 
 SLOTS = 6
 P_DEFAULT_RANDOM = 0.2  # share of tensors left at the compiler default in random configs
+# random configs: each tensor prefers a few layouts (candidate i of a per-file shuffle has weight
+# RANDOM_SKEW**i), as in the real random files, where a tensor's most common layout is ~58% of rows
+RANDOM_SKEW = 0.3
+# default search: groups changed per child, geometric with mean 1 + this share of the groups
+# (the real default files differ from a tensor's most common layout in ~20% of rows)
+MUTATE_SHARE = 0.04
+TIED_SHARE = (0.05, 0.35)  # tied tensor groups per tensor (real: nlp 66 / 2,544, xla 19-37 / 114-186)
 SPELL_OUT = (0.6, 0.95)  # default search: share of tensors whose default layout is written out (per file)
 SEARCH_TEMPERATURE = 0.006  # keep a child with prob exp(-slowdown/T): +1% slower is kept 19% of the time
 ELITE = 48  # parents of the default search are drawn from this many fastest configs
@@ -93,53 +100,79 @@ def spell_out(model: LayoutCostModel, cfg: np.ndarray, mask: np.ndarray) -> np.n
 
 
 class LayoutSpace:
-    """The explicit layout candidates of every tensor of every configurable node of a graph."""
+    """The explicit layout candidates of every tensor of every configurable node of a graph.
 
-    def __init__(self, nodes: list[ConfigurableNode]) -> None:
+    Tensors are tied in groups that always take the same layout, as the compiler propagates one
+    decision to many tensors: in the real files 2,544 tensor columns of an nlp graph hold only 66
+    distinct sequences over its configs (xla: 114-186 columns, 19-37 distinct). A group holds
+    tensors of one rank (one candidate set); a per-file share in TIED_SHARE sets how many groups.
+    """
+
+    def __init__(self, nodes: list[ConfigurableNode], rng: np.random.Generator | None = None) -> None:
+        rng = rng if rng is not None else np.random.default_rng(0)
         self.n = len(nodes)
-        self.cands: list[list[np.ndarray]] = []
-        for c in nodes:
+        ranks: dict[int, list[tuple[int, int]]] = {}
+        for j, c in enumerate(nodes):
             k = c.k_shape if c.kind != "reshape" else ()
-            self.cands.append(
-                [
-                    layout_candidates(len(c.out_shape)),
-                    layout_candidates(len(c.in_shape)),
-                    layout_candidates(len(k)),
-                ]
-            )
+            for t, shape in enumerate((c.out_shape, c.in_shape, k)):
+                if len(shape):
+                    ranks.setdefault(len(shape), []).append((j, t))
+        share = rng.uniform(*TIED_SHARE)
+        self.groups: list[np.ndarray] = []  # (members, 2) [node, tensor] of each group
+        self.cands: list[np.ndarray] = []  # candidates of each group
+        self.weights: list[np.ndarray] = []  # their probabilities in random configs (RANDOM_SKEW)
+        for rank, members in sorted(ranks.items()):
+            count = max(1, int(round(len(members) * share)))
+            label = np.sort(rng.integers(count, size=len(members)))  # neighbours tie, as in the real files
+            cand = layout_candidates(rank)
+            for g in range(count):
+                sel = np.asarray(
+                    [m for m, lab in zip(members, label, strict=True) if lab == g], dtype=np.int64
+                )
+                if len(sel):
+                    self.groups.append(sel.reshape(-1, 2))
+                    self.cands.append(cand)
+                    self.weights.append(_skewed(rng, len(cand)))
+
+    def _set(self, out: np.ndarray, rows: np.ndarray | int, g: int, value: np.ndarray) -> None:
+        """Write one layout row (6,) or per-row layouts (r, 6) into every tensor of group g."""
+        for j, t in self.groups[g]:
+            out[rows, j, t * SLOTS : (t + 1) * SLOTS] = value
 
     def random(self, rng: np.random.Generator, rows: int, p_default: float = P_DEFAULT_RANDOM) -> np.ndarray:
-        """(rows, n, 18) int8 configs with every tensor drawn independently."""
+        """(rows, n, 18) int8 configs with every group of tensors drawn independently."""
         out = np.full((rows, self.n, 3 * SLOTS), -1, dtype=np.int8)
-        for j, per_tensor in enumerate(self.cands):
-            for t, cand in enumerate(per_tensor):
-                if len(cand) == 0:
-                    continue
-                pick = rng.integers(len(cand), size=rows)
-                keep = rng.random(rows) >= p_default
-                out[keep, j, t * SLOTS : (t + 1) * SLOTS] = cand[pick[keep]]
+        for g, cand in enumerate(self.cands):
+            pick = rng.choice(len(cand), size=rows, p=self.weights[g])
+            keep = np.flatnonzero(rng.random(rows) >= p_default)
+            self._set(out, keep, g, cand[pick[keep]])
         return out
 
     def mutate(self, rng: np.random.Generator, parents: np.ndarray) -> np.ndarray:
-        """Children that change 1-3 tensors of each parent (to a random layout or back to default)."""
+        """Children that change a few groups of each parent (to another layout or back to default)."""
         children = parents.copy()
-        rows = len(children)
-        for r in range(rows):
-            for _ in range(1 + min(2, int(rng.geometric(0.6)) - 1)):
-                j = int(rng.integers(self.n))
-                t = int(rng.integers(3))
-                cand = self.cands[j][t]
-                if len(cand) == 0:
-                    continue
-                sl = slice(t * SLOTS, (t + 1) * SLOTS)
-                current = children[r, j, sl]
+        if not self.groups:
+            return children
+        changes = rng.geometric(1.0 / (1.0 + MUTATE_SHARE * len(self.groups)), size=len(children))
+        for r in range(len(children)):
+            for _ in range(int(changes[r])):
+                g = int(rng.integers(len(self.groups)))
+                cand = self.cands[g]
+                j, t = self.groups[g][0]
+                current = children[r, j, t * SLOTS : (t + 1) * SLOTS]
                 if rng.random() < 0.25 and (current != -1).any():
-                    children[r, j, sl] = -1
+                    self._set(children, r, g, np.full(SLOTS, -1, dtype=np.int8))
                 else:
                     other = cand[(cand != current).any(axis=1)]  # always an actual change
                     if len(other):
-                        children[r, j, sl] = other[int(rng.integers(len(other)))]
+                        self._set(children, r, g, other[int(rng.integers(len(other)))])
         return children
+
+
+def _skewed(rng: np.random.Generator, k: int) -> np.ndarray:
+    """Probabilities of k candidates: RANDOM_SKEW**i in a random order."""
+    w = RANDOM_SKEW ** rng.permutation(k).astype(np.float64)
+    return w / w.sum() if k else w
 
 
 def random_configs(
@@ -154,7 +187,7 @@ def random_configs(
         unique_share: fraction of rows that are new configs; the rest repeat earlier rows.
         chunk: rows per yielded block (bounds memory).
     """
-    space, model = LayoutSpace(graph.configurable), LayoutCostModel(graph)
+    space, model = LayoutSpace(graph.configurable, rng), LayoutCostModel(graph)
     reservoir = _Reservoir(rng)
     done = 0
     while done < total:
@@ -174,7 +207,7 @@ def default_search_configs(
     The first row is the compiler's default config. Like the real files, most tensors name their
     layout explicitly (the default one where the search did not change it): see `spell_out`.
     """
-    space, model = LayoutSpace(graph.configurable), LayoutCostModel(graph)
+    space, model = LayoutSpace(graph.configurable, rng), LayoutCostModel(graph)
     spell = rng.random((space.n, 3)) < rng.uniform(*SPELL_OUT)
     elite_cfg = np.full((1, space.n, 3 * SLOTS), -1, dtype=np.int8)
     elite_cost = model.cost(elite_cfg)

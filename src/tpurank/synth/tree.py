@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -269,6 +271,7 @@ def generate(
     splits: list[str] | None = None,
     progress: bool = False,
     cfg: Config | None = None,
+    jobs: int = 1,
 ) -> None:
     """Write a synthetic TpuGraphs tree (`npz_all/npz/...` and `sample_submission.csv`) under `out`.
 
@@ -280,6 +283,7 @@ def generate(
         splits: restrict to these splits (default: train, valid, test).
         progress: show a progress bar on stderr.
         cfg: the run's resolved config, recorded in the provenance sidecar (`synth.json`).
+        jobs: worker processes (files are independent; each is seeded by its own spec).
 
     Raises:
         TpurankError: unknown scale, collection or split, a negative seed, or `out` holds another
@@ -299,8 +303,18 @@ def generate(
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / PLAN_FILE, record)
     specs = [s for s in plan(sc, seed) if s.collection in collections and s.split in splits]
-    for spec in tqdm(specs, desc=f"synth {scale}", unit="file", disable=not progress, file=sys.stderr):
-        write_file(out, spec, sc, seed)
+    bar = tqdm(total=len(specs), desc=f"synth {scale}", unit="file", disable=not progress, file=sys.stderr)
+    if jobs <= 1:
+        for spec in specs:
+            write_file(out, spec, sc, seed)
+            bar.update()
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            for fut in as_completed([pool.submit(write_file, out, spec, sc, seed) for spec in specs]):
+                fut.result()
+                bar.update()
+    bar.close()
     if "test" in splits:  # every test file of the tree so far, also those of earlier partial runs
         rows = sample_submission_rows(plan(sc, seed), out, seed)
         write_text(out / SAMPLE_SUBMISSION, "\n".join(rows) + "\n")

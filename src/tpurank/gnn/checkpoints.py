@@ -1,0 +1,75 @@
+"""Checkpoints of the GNN rankers: written atomically, read as weights only, and keyed by the
+prepared data they were trained on (so a finished model is reused only while its data is the same).
+
+A checkpoint holds the resolved config and the model's constructor arguments (nanoGPT style), so
+a `model.pt` alone rebuilds the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from tpurank.atomic import atomic_path
+from tpurank.dataset import collection_dir
+from tpurank.errors import TpurankError
+from tpurank.paths import Paths
+from tpurank.prepare.cache import CACHE_SUFFIX
+
+if TYPE_CHECKING:
+    from tpurank.gnn.trainer import ModelSpec
+
+
+def prepared_fingerprint(paths: Paths, collection: str) -> str:
+    """sha256 over (split, name, size, mtime) of the collection's prepared train and valid files.
+
+    `prepare` rewrites a cache file only when its input or parameters change, so this changes
+    exactly when the training data does; a finished model is reused only while it is unchanged.
+    """
+    h = hashlib.sha256()
+    for split in ("train", "valid"):
+        folder = paths.prepared / collection_dir(collection) / split
+        for f in sorted(folder.glob(f"*{CACHE_SUFFIX}")) if folder.is_dir() else []:
+            st = f.stat()
+            h.update(f"{split}/{f.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    """torch.save atomically (a crash never leaves a truncated checkpoint)."""
+    with atomic_path(path, suffix=".pt") as tmp:
+        torch.save(state, tmp)
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    """Read a checkpoint written by `save_checkpoint` (weights only: never unpickles code).
+
+    Raises:
+        TpurankError: when missing or unreadable.
+    """
+    if not path.exists():
+        raise TpurankError(f"{path}: no trained model; run `python -m tpurank train` for this model first")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # torch raises many types for a damaged file
+        raise TpurankError(f"{path}: unreadable checkpoint ({e})") from None
+
+
+def load_model(spec: ModelSpec, path: Path) -> tuple[nn.Module, dict[str, Any]]:
+    """Rebuild a model from its checkpoint alone (architecture from the saved arguments)."""
+    ckpt = load_checkpoint(path)
+    if ckpt.get("model") != spec.name:
+        raise TpurankError(f"{path}: checkpoint of model {ckpt.get('model')!r}, expected {spec.name!r}")
+    model = spec.build(ckpt["model_args"])
+    model.load_state_dict(ckpt["state_dict"])
+    model.eval()
+    return model, ckpt
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    """The model inside a DistributedDataParallel wrapper (or the model itself)."""
+    return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model

@@ -1,0 +1,50 @@
+"""How a GNN ranker is trained and run (`Recipe`), and what a model family is (`ModelSpec`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from torch import nn
+
+from tpurank.config import Config
+
+
+@dataclass
+class Recipe:
+    """How a model is trained and run; built from its config section.
+
+    Training length is a budget, not epochs: at most `max_steps` optimizer steps and at most
+    `time_budget_min` minutes, validating every `eval_every` steps (0: about one pass over the
+    train configs, at most 200 steps) and stopping after `patience` validations without a gain.
+    """
+
+    loss: str  # "hinge" or "listmle" (resolved: never "auto")
+    margin: float
+    configs_per_graph: int
+    graphs_per_batch: int
+    optimizer: str  # "adamw" or "adam"
+    lr: float
+    weight_decay: float
+    schedule: str  # "cosine" (over max_steps) or "constant"
+    clip_norm: float  # 0 = off
+    clip_per_tensor: bool  # clip each gradient tensor on its own (the official trainer) or the global norm
+    max_steps: int
+    eval_every: int
+    time_budget_min: float  # 0 = no time limit
+    patience: int
+    eval_max_configs: int
+    predict_chunk: int
+    bf16: bool
+    max_batch_nodes: int = 0  # nodes per training forward pass; 0 = the whole step at once
+
+
+@dataclass
+class ModelSpec:
+    """A model family: its registry name, constructor, and how the config maps to it."""
+
+    name: str
+    build: Callable[[dict[str, Any]], nn.Module]
+    model_args: Callable[[Config, str, int], dict[str, Any]]  # (cfg, kind, node_feat_dim) -> kwargs
+    recipe: Callable[[Config, str], Recipe]  # (cfg, kind) -> how it is trained and run

@@ -1,0 +1,73 @@
+"""Scoring configs with a trained ranker, and the validation metric that early stopping watches."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from tpurank.gnn.data import GraphData, eval_configs, make_batch
+from tpurank.gnn.device import autocast
+from tpurank.gnn.recipe import Recipe
+from tpurank.metrics import kendall_tau, order_from_costs, tile_score
+
+PASS_NODE_BUDGET = 2_000_000  # configs x nodes per scoring pass: (C, N, 64) float32 states stay ~0.5 GB
+
+
+@torch.no_grad()
+def score_rows(
+    model: nn.Module, g: GraphData, rows: np.ndarray, chunk: int, device: torch.device, bf16: bool
+) -> np.ndarray:
+    """Costs of the given unique-config rows of one graph, `chunk` configs per forward pass.
+
+    Args:
+        model: a ranker in eval mode.
+        g: the graph.
+        rows: indices into its unique configs.
+        chunk: configs per pass (bounds memory; lowered further on big graphs by PASS_NODE_BUDGET).
+        device: where the model is.
+        bf16: autocast flag of the model's recipe.
+    """
+    out = np.empty(len(rows), dtype=np.float64)
+    chunk = max(1, min(chunk, PASS_NODE_BUDGET // max(1, len(g.opcode))))
+    for start in range(0, len(rows), chunk):
+        part = rows[start : start + chunk]
+        with autocast(device, bf16):
+            cost = model(make_batch([g], [part]).to(device))
+        out[start : start + len(part)] = cost.float()[0, : len(part)].cpu().numpy()
+    return out
+
+
+def graph_score(kind: str, cost: np.ndarray, runtime: np.ndarray) -> float:
+    """The competition metric of one graph from predicted costs (tau for layout, tile score for tile)."""
+    order = order_from_costs(cost)
+    return tile_score(order, runtime) if kind == "tile" else kendall_tau(order, runtime)
+
+
+def evaluate(model: nn.Module, graphs: list[GraphData], recipe: Recipe, device: torch.device) -> float:
+    """Mean validation metric over graphs with something to rank (NaN graphs left out), on the
+    original config lists (at most `eval_max_configs` per graph), duplicates included, each config
+    against its own measurement: the competition's score, as the validation report computes it.
+
+    Args:
+        model: the ranker (switched to eval mode here, restored after).
+        graphs: validation graphs.
+        recipe: gives eval_max_configs, predict_chunk and bf16.
+        device: where the model is.
+    """
+    was_training = model.training
+    model.eval()
+    scores = []
+    for g in graphs:
+        if not g.rankable:
+            continue
+        configs = eval_configs(g, recipe.eval_max_configs)
+        rows, back = np.unique(g.inverse[configs], return_inverse=True)  # score each unique config once
+        cost = score_rows(model, g, rows, recipe.predict_chunk, device, recipe.bf16)[back]
+        s = graph_score(g.kind, cost, g.config_runtime[configs])
+        if not math.isnan(s):
+            scores.append(s)
+    model.train(was_training)
+    return float(np.mean(scores)) if scores else math.nan
