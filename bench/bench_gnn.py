@@ -7,14 +7,14 @@ and data included):
   2. peak memory of training steps on the largest `full`-scale nlp graph (synthetic: 25,000 nodes,
      2,500 configurable nodes, 10,000 configs; target <= 8 GB);
   3. validation score of `gnn` vs the official `baseline` on demo, both trained as `./run.sh all`
-     trains them on demo (its SMALL_SYNTHETIC_BUDGET: the same epochs for both, early stopping on
-     valid), per collection (target: gnn wins every layout collection);
+     trains them on demo (its SMALL_SYNTHETIC_BUDGET: the same step budget for both, early stopping
+     on valid), per collection (target: gnn wins every layout collection);
   4. with `--ablate CHANGE ...`: the gnn's valid score under that demo budget, then with each
      change alone (what each design choice is worth on demo).
 Results go to bench/results_gnn_<device>.json (the device is named inside).
 
     .venv/bin/python bench/bench_gnn.py                 # generates data/synthetic-demo and data/bench once
-    .venv/bin/python bench/bench_gnn.py --skip-big --epochs 2 --steps 5    # a quick look
+    .venv/bin/python bench/bench_gnn.py --skip-big --max-steps 40 --steps 5    # a quick look
     .venv/bin/python bench/bench_gnn.py --threads 2 --ablate gnn.aggr=mean gnn.loss=hinge
 """
 
@@ -156,7 +156,7 @@ def demo_config(extra: list[str]):
 def train_and_score(spec, out: Path, cfg, collection: str) -> tuple[float, float]:
     """(mean valid score, training seconds) of one model trained on demo into `out` (every original
     config scored against its own runtime, as the validation report does). The seconds are those of
-    its training epochs, from the checkpoint's history, so a model reused from an earlier run of
+    its training steps, from the checkpoint's history, so a model reused from an earlier run of
     this script reports the time it took then."""
     import numpy as np
 
@@ -175,19 +175,22 @@ def train_and_score(spec, out: Path, cfg, collection: str) -> tuple[float, float
     return float(np.nanmean(scores)), round(sum(h["seconds"] for h in summary["history"]), 1)
 
 
-def compare(epochs: int, max_steps: int) -> dict[str, dict[str, float]]:
-    """Train gnn and baseline per collection on demo as `all` does (same epochs) and score valid.
+def compare(max_steps: int) -> dict[str, dict[str, float]]:
+    """Train gnn and baseline per collection on demo as `all` does (same steps) and score valid.
 
     Args:
-        epochs: epochs of both models (0: the pipeline's demo budget).
-        max_steps: cap on steps per epoch of both (0: none).
+        max_steps: training steps of both (0: the pipeline's demo budget).
     """
     from tpurank.dataset import COLLECTIONS
     from tpurank.gnn import model as gnn
     from tpurank.gnn import official
 
-    extra = [f"{m}.epochs={epochs}" for m in ("gnn", "baseline")] if epochs else []
-    extra += [f"{m}.max_steps_per_epoch={max_steps}" for m in ("gnn", "baseline")] if max_steps else []
+    extra = [f"{m}.max_steps={max_steps}" for m in ("gnn", "baseline")] if max_steps else []
+    extra += (
+        [f'collections."tile:xla".{m}.max_steps={max_steps}' for m in ("gnn", "baseline")]
+        if max_steps
+        else []
+    )
     cfg = demo_config(extra)
     out: dict[str, dict[str, float]] = {}
     for collection in COLLECTIONS:
@@ -231,8 +234,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=8, help="timed training steps per collection")
     p.add_argument("--big-steps", type=int, default=1, help="timed training steps on the big nlp graph")
-    p.add_argument("--epochs", type=int, default=0, help="comparison epochs (0: as `all` on demo)")
-    p.add_argument("--max-steps", type=int, default=0, help="comparison steps per epoch cap (0: none)")
+    p.add_argument("--max-steps", type=int, default=0, help="comparison training steps (0: as `all` on demo)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1: the machine is shared)")
     p.add_argument(
         "--ablate",
@@ -268,7 +270,7 @@ def main() -> int:
         print(f"  big nlp graph ({BIG}, {r['nodes_per_graph']:.0f} nodes after pruning): peak RSS "
               f"{r['peak_rss'] / 2**30:.2f} GiB, {r['configs_per_s']:.0f} configs/s", flush=True)  # fmt: skip
     if not a.skip_compare:
-        results["valid"] = compare(a.epochs, a.max_steps)
+        results["valid"] = compare(a.max_steps)
         layout = [c for c in results["valid"] if c.startswith("layout")]
         results["gnn_beats_baseline_every_layout"] = all(
             results["valid"][c]["gnn"] > results["valid"][c]["baseline"] for c in layout

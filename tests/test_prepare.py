@@ -478,3 +478,18 @@ def test_default_jobs_are_capped_by_available_memory(monkeypatch) -> None:
     assert stage.resolve_jobs(5) == 5  # an explicit --jobs is taken as given
     monkeypatch.setattr(stage.psutil, "virtual_memory", lambda: SimpleNamespace(available=10))
     assert stage.resolve_jobs(0) == 1
+
+
+def test_vectorised_unique_rows_match_the_streaming_ones() -> None:
+    from tpurank.prepare.dedup import unique_rows, unique_rows_in_memory
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 3, size=(500, 24)).astype(np.float32)
+    x[:, 3:] = 1.0  # 27 distinct rows among 500
+    x[7] = -0.0 * x[7]  # -0.0 and 0.0 differ byte for byte, in both
+    buf = np.empty_like(x)
+    u, inverse = unique_rows([x[:200], x[200:]], buf)
+    rows, inv = unique_rows_in_memory(x)
+    assert len(rows) == u < 500
+    np.testing.assert_array_equal(rows.view(np.uint32), buf[:u].view(np.uint32))
+    np.testing.assert_array_equal(inv, inverse)

@@ -89,7 +89,10 @@ def discover(
                 continue
             folder = npz_root / collection_dir(c) / s
             if folder.is_dir():
-                out.extend(GraphFile(c, s, p.stem, p) for p in sorted(folder.glob("*.npz")))
+                # a name starting with "." is a writer's temporary file (tpurank.atomic), never a graph
+                out.extend(
+                    GraphFile(c, s, p.stem, p) for p in sorted(folder.glob("*.npz")) if p.name[0] != "."
+                )
     for c in collections:
         check_collection(c)
     return out

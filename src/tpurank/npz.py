@@ -154,6 +154,25 @@ def _read_member(path: Path, zf: zipfile.ZipFile, key: str) -> np.ndarray:
     return out.T if fortran else out
 
 
+def read_node_feat(path: str | Path) -> np.ndarray:
+    """Only the node_feat array of a file (what fitting the feature rule needs), shape-checked.
+
+    Raises:
+        DataError: the file or the array is unreadable, or not (n, 140) float32.
+    """
+    path = Path(path)
+    with _open_zip(path) as zf:
+        try:
+            feat = _read_member(path, zf, "node_feat")
+        except KeyError:
+            raise DataError(path, "missing array node_feat") from None
+    if feat.ndim != 2 or feat.shape[1] != NODE_FEAT_DIM or feat.dtype != np.float32:
+        raise DataError(
+            path, f"node_feat: expected float32 (n, {NODE_FEAT_DIM}), got {feat.dtype} {feat.shape}"
+        )
+    return feat
+
+
 def member_shapes(path: str | Path) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """Shape and dtype of every array in an npz, read from the headers alone (cheap)."""
     path = Path(path)

@@ -47,6 +47,10 @@ def file_stats(path: Path, collection: str, split: str) -> dict:
         len(np.unique(rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))))) if g.num_configs else 0
     )
     rec["dup_share"] = 1.0 - unique / max(1, g.num_configs)
+    rec["npz_bytes_per_value"] = path.stat().st_size / max(1, feat.size)  # compressibility, as shipped
+    if feat.size:  # tensors tied to one decision: distinct column sequences / tensor columns
+        codes = ((tensors.astype(np.int64) + 1) * 7 ** np.arange(6)).sum(axis=3).reshape(g.num_configs, -1)
+        rec["distinct_columns"] = len(np.unique(codes.T, axis=0)) / codes.shape[1]
     rt = g.config_runtime.astype(np.float64)
     rec["spread"] = float(rt.max() / rt.min()) if has_rt else np.nan
     return rec
@@ -113,6 +117,11 @@ def summary_rows(recs: list[dict]) -> list[tuple[str, str]]:
         ("runtime max/min, random", _med([r["spread"] for r in srch["random"]], "{:.3f}")),
         ("duplicate config share, default", _med([r["dup_share"] for r in srch["default"]], "{:.2f}")),
         ("duplicate config share, random", _med([r["dup_share"] for r in srch["random"]], "{:.2f}")),
+        ("npz bytes per config value", _med([r["npz_bytes_per_value"] for r in lay], "{:.3f}")),
+        (
+            "distinct tensor columns / tensor columns",
+            _med([r.get("distinct_columns", np.nan) for r in lay], "{:.2f}"),
+        ),
     ]
     return rows
 

@@ -149,23 +149,37 @@ class LayoutSpace:
         return out
 
     def mutate(self, rng: np.random.Generator, parents: np.ndarray) -> np.ndarray:
-        """Children that change a few groups of each parent (to another layout or back to default)."""
+        """Children that change a few groups of each parent (to another layout or back to default).
+
+        Vectorised per group: every (child, group) change drawn at once, then applied group by group.
+        """
         children = parents.copy()
         if not self.groups:
             return children
         changes = rng.geometric(1.0 / (1.0 + MUTATE_SHARE * len(self.groups)), size=len(children))
-        for r in range(len(children)):
-            for _ in range(int(changes[r])):
-                g = int(rng.integers(len(self.groups)))
-                cand = self.cands[g]
-                j, t = self.groups[g][0]
-                current = children[r, j, t * SLOTS : (t + 1) * SLOTS]
-                if rng.random() < 0.25 and (current != -1).any():
-                    self._set(children, r, g, np.full(SLOTS, -1, dtype=np.int8))
-                else:
-                    other = cand[(cand != current).any(axis=1)]  # always an actual change
-                    if len(other):
-                        self._set(children, r, g, other[int(rng.integers(len(other)))])
+        rows = np.repeat(np.arange(len(children)), changes)
+        groups = rng.integers(len(self.groups), size=len(rows))
+        reset = rng.random(len(rows)) < 0.25
+        pick = rng.random(len(rows))
+        for g in np.unique(groups):
+            sel = groups == g
+            r = rows[sel]
+            cand = self.cands[g]
+            j, t = self.groups[g][0]
+            current = children[r, j, t * SLOTS : (t + 1) * SLOTS]  # (k, 6)
+            is_default = (current == -1).all(axis=1)
+            # the index of the current layout among the candidates (len(cand) when default)
+            match = (current[:, None, :] == cand[None, :, :]).all(axis=2)
+            where = np.where(match.any(axis=1), match.argmax(axis=1), len(cand))
+            # another candidate: draw among len(cand) - 1 (or len(cand) from default) and skip the current
+            n_other = len(cand) - (~is_default).astype(np.int64)
+            idx = np.minimum((pick[sel] * n_other).astype(np.int64), np.maximum(n_other - 1, 0))
+            idx = idx + (idx >= where)
+            value = cand[np.minimum(idx, len(cand) - 1)]
+            value[reset[sel] & ~is_default] = -1  # back to the compiler default
+            keep = n_other > 0  # a one-candidate group already at its layout cannot change
+            for jj, tt in self.groups[g]:
+                children[r[keep], jj, tt * SLOTS : (tt + 1) * SLOTS] = value[keep]
         return children
 
 
