@@ -14,6 +14,7 @@ from tqdm import tqdm
 from tpurank.dataset import classify_path, kind_of
 from tpurank.errors import DataError, TpurankError
 from tpurank.npz import validate_file
+from tpurank.workers import die_with_parent
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     bar = dict(total=len(files), unit="file", disable=len(files) < 20, file=sys.stderr)
     if jobs > 1:
         try:
-            with ProcessPoolExecutor(jobs) as ex:
+            with ProcessPoolExecutor(jobs, initializer=die_with_parent, initargs=(os.getpid(),)) as ex:
                 problems = list(tqdm(ex.map(check_one, files), **bar))
         except BrokenProcessPool:  # a worker killed by the OS (out of memory): no result to report
             raise TpurankError(

@@ -33,6 +33,7 @@ from tpurank.prepare.build import BuildParams, build_file, build_key
 from tpurank.prepare.cache import INDEX_FILE, prepared_path, read_build
 from tpurank.prepare.node_features import RULE_FILE, FeatureRule, column_range, fit_rule
 from tpurank.provenance import write_sidecar
+from tpurank.workers import die_with_parent
 
 PROVENANCE_FILE = "provenance.json"
 # memory one worker may need on the real data: imports (~125 MiB) plus the int8 unique configs of
@@ -113,7 +114,13 @@ def _run_tasks(fn: Any, tasks: list[tuple], jobs: int, progress: bool, desc: str
                 bar.update()
             return results
         ctx = multiprocessing.get_context("spawn")  # no fork of a parent that may hold threads
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as pool:
+        pool = ProcessPoolExecutor(
+            max_workers=min(jobs, len(tasks)),
+            mp_context=ctx,
+            initializer=die_with_parent,
+            initargs=(os.getpid(),),
+        )
+        with pool:
             futures: dict[Future, int] = {pool.submit(fn, *t): i for i, t in enumerate(tasks)}
             try:
                 for fut in as_completed(futures):
