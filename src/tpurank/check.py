@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from tpurank.cli import jobs_arg
 from tpurank.dataset import classify_path, kind_of
 from tpurank.errors import DataError, TpurankError
 from tpurank.npz import validate_file
@@ -24,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="npz files or folders, searched recursively (default: the data root's npz_all/npz)",
     )
-    p.add_argument("--jobs", type=int, default=1, help="worker processes (0 = one per core)")
+    p.add_argument("--jobs", type=jobs_arg, default=1, help="worker processes (0 = one per core)")
     p.add_argument("--quiet", action="store_true", help="print only bad files")
 
 

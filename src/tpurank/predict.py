@@ -51,7 +51,7 @@ def _files_stamp(folder: Path) -> list[tuple[str, int, int]]:
     return sorted(
         (str(f.relative_to(folder)), f.stat().st_size, f.stat().st_mtime_ns)
         for f in folder.rglob("*")
-        if f.is_file()
+        if f.is_file() and not f.name.startswith(".")  # not lock or temporary files
     )
 
 
@@ -83,6 +83,11 @@ def _expected(paths: Paths, split: str, partial: bool) -> list[ExpectedGraph]:
             "(such a CSV is not a valid Kaggle submission)"
         )
     return expected
+
+
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """The model's predictions folder, locked while it predicts (tpurank.lock)."""
+    return [args.paths.prediction_file(args.model, args.split).parent]
 
 
 def run(args: argparse.Namespace) -> int:

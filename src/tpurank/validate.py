@@ -151,6 +151,11 @@ def rank_examples(
     return out
 
 
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """The reports folder, locked while the report is written (tpurank.lock)."""
+    return [args.paths.reports]
+
+
 def run(args: argparse.Namespace) -> int:
     paths: Paths = args.paths
     models = find_models(paths.submissions)

@@ -24,6 +24,7 @@ import psutil
 from tqdm import tqdm
 
 from tpurank.atomic import atomic_path
+from tpurank.cli import jobs_arg
 from tpurank.config import Config
 from tpurank.dataset import COLLECTIONS, SPLITS, GraphFile, collection_dir, discover, require_npz_root
 from tpurank.errors import TpurankError
@@ -320,8 +321,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--collections", nargs="+", choices=COLLECTIONS, metavar="C", help="default: all five"
     )
     parser.add_argument("--splits", nargs="+", choices=SPLITS, metavar="S", help="default: train valid test")
-    parser.add_argument("--jobs", type=int, help="worker processes (default: prepare.jobs; 0 = one per core)")
+    parser.add_argument(
+        "--jobs", type=jobs_arg, help="worker processes (default: prepare.jobs; 0 = one per core)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """The cache folder, locked while prepare writes it (tpurank.lock)."""
+    return [args.out or args.paths.prepared]
 
 
 def run(args: argparse.Namespace) -> int:
