@@ -42,19 +42,46 @@ def collect(targets: list[str]) -> list[Path]:
     return files
 
 
-def check_one(path: Path) -> str | None:
-    """None when the file is valid, else the one-line problem (naming the file)."""
+def content_warnings(path: Path, split: str | None, num_configs: int, runtime_any: bool) -> list[str]:
+    """Readable but suspicious content for the file's split folder, one line each.
+
+    Args:
+        path: the file (for the messages).
+        split: train, valid or test from the folder it is in; None outside a dataset tree.
+        num_configs: its config count.
+        runtime_any: whether any runtime is non-zero.
+    """
+    if num_configs == 0:
+        use = "prepare skips it" if split in ("train", "valid", None) else "a submission cannot rank it"
+        return [f"{path}: 0 configs: nothing to rank or learn from ({use})"]
+    if split in ("train", "valid") and not runtime_any:
+        return [f"{path}: every runtime is 0 (as in a test file): nothing to learn from or score in {split}"]
+    if split == "test" and runtime_any:
+        return [
+            f"{path}: a test file with measured runtimes (released test files hold 0): is it in the right folder?"
+        ]
+    return []
+
+
+def check_one(path: Path) -> tuple[str | None, list[str]]:
+    """(None when the file is valid, else the one-line problem naming it; warning lines)."""
     where = classify_path(path)
     kind = kind_of(where[0]) if where else None
     try:
-        validate_file(path, kind)
+        g = validate_file(path, kind)
     except DataError as e:
-        return str(e)
+        return str(e), []
     except MemoryError:
-        return f"{path}: not enough memory to validate"
+        return f"{path}: not enough memory to validate", []
+    except OSError as e:  # permission denied and the like: the reason, not "[Errno N]"
+        return f"{path}: {e.strerror or e}", []
     except Exception as e:  # a corrupt file can fail anywhere in a library: still one line
-        return f"{path}: unreadable ({type(e).__name__}: {e})"
-    return None
+        return f"{path}: unreadable ({type(e).__name__}: {e})", []
+    split = where[1] if where else None
+    warnings = content_warnings(path, split, g.num_configs, bool(g.config_runtime.any()))
+    if g.num_configs == 0 and split == "test":
+        return warnings[0].replace("0 configs", "0 configs, in test", 1), []
+    return None, warnings
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,9 +101,15 @@ def run(args: argparse.Namespace) -> int:
             ) from None
     else:
         problems = [check_one(f) for f in tqdm(files, **bar)]
-    bad = [p for p in problems if p]
+    bad = [p for p, _ in problems if p]
+    warned = [w for _, ws in problems for w in ws]
     for line in bad:
         print(line)
+    for line in warned:
+        print(f"tpurank check: warning: {line}", file=sys.stderr)
     if not args.quiet:
-        print(f"checked {len(files)} files: {len(files) - len(bad)} ok, {len(bad)} bad", file=sys.stderr)
+        note = f", {len(warned)} warning(s)" if warned else ""
+        print(
+            f"checked {len(files)} files: {len(files) - len(bad)} ok, {len(bad)} bad{note}", file=sys.stderr
+        )
     return 1 if bad else 0

@@ -7,7 +7,8 @@ One validator serves the writer (which refuses to write a CSV with any problem),
   all 894). With `partial=True` only those whose test file exists under the data root (for a
   partial dataset such as the 10-file sample; such a CSV is not accepted by Kaggle);
 - otherwise (valid, train, or no sample): every file found, in submission order (collections
-  in sample order, then file name).
+  in sample order, then file name); valid and train files with 0 configs are left out (nothing
+  to rank or score).
 
 A row's indices are checked against the file's config count when the file is at hand: tile
 lists hold 5 distinct indices (all when fewer configs), layout lists a full permutation.
@@ -116,7 +117,21 @@ def expected_for_split(paths: Paths, split: str, partial: bool = False) -> list[
     files = discover(paths.npz, splits=[split]) if paths.npz.is_dir() else []
     if not files:
         raise TpurankError(f"{paths.npz}: no {split} files (and no sample_submission.csv to go by)")
-    return [ExpectedGraph(f.id, f.collection, _num_configs(f.path)) for f in files]
+    out = [ExpectedGraph(f.id, f.collection, _num_configs(f.path)) for f in files]
+    # a valid/train graph without configs has nothing to rank or score (check warns, prepare skips it)
+    return [e for e in out if e.num_configs or split == "test"]
+
+
+def sample_ids_without_file(paths: Paths) -> set[str]:
+    """The test IDs of sample_submission.csv whose file is not under the data root."""
+    if not paths.sample_submission.exists():
+        return set()
+    out = set()
+    for graph_id in read_sample_ids(paths.sample_submission):
+        collection, stem = parse_id(graph_id)  # type: ignore[misc]
+        if not (paths.npz / collection_dir(collection) / "test" / f"{stem}.npz").exists():
+            out.add(graph_id)
+    return out
 
 
 def missing_files(expected: list[ExpectedGraph]) -> list[str]:

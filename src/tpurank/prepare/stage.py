@@ -32,6 +32,7 @@ from tpurank.npz import load_graph
 from tpurank.paths import Paths
 from tpurank.prepare.build import BuildParams, build_file, build_key
 from tpurank.prepare.cache import INDEX_FILE, prepared_path, read_build
+from tpurank.prepare.inputs import broken_links, without_configs
 from tpurank.prepare.node_features import RULE_FILE, FeatureRule, column_range, fit_rule
 from tpurank.provenance import write_sidecar
 from tpurank.workers import die_with_parent
@@ -78,6 +79,7 @@ class PrepareResult:
     built: int = 0
     reused: int = 0
     rule: FeatureRule | None = None
+    skipped: list[str] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- workers (top level: picklable)
@@ -85,7 +87,11 @@ class PrepareResult:
 
 def _failure(gf: GraphFile, e: Exception) -> str:
     """One line for a file that failed; a bug or an exotic failure (MemoryError too) names its type."""
-    return str(e) if isinstance(e, TpurankError) else f"{gf.path}: {type(e).__name__}: {e}"
+    if isinstance(e, TpurankError):
+        return str(e)
+    if isinstance(e, OSError):  # permission denied, a vanished file: the reason, not "[Errno N]"
+        return f"{e.filename or gf.path}: {e.strerror or e}"
+    return f"{gf.path}: {type(e).__name__}: {e}"
 
 
 def _range_task(gf: GraphFile) -> tuple[tuple[np.ndarray, np.ndarray] | None, str | None]:
@@ -262,6 +268,9 @@ def prepare_dataset(
         )
     out.mkdir(parents=True, exist_ok=True)
     rule, failed = ensure_rule(out, npz_root, jobs, progress)
+    failed += broken_links(npz_root, collections, splits)
+    files, skipped, empty_tests = without_configs(files)
+    failed += empty_tests
 
     rows: list[dict] = []
     tasks: list[tuple] = []
@@ -309,7 +318,9 @@ def prepare_dataset(
         reused=reused,
         failed=failed,
     )
-    return PrepareResult(index=index, failed=failed, built=len(rows) - reused, reused=reused, rule=rule)
+    return PrepareResult(
+        index=index, failed=failed, built=len(rows) - reused, reused=reused, rule=rule, skipped=skipped
+    )
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -344,6 +355,8 @@ def run(args: argparse.Namespace) -> int:
         out=args.out,
     )
     out = args.out or args.paths.prepared
+    for line in result.skipped:
+        print(f"tpurank prepare: warning: {line}", file=sys.stderr)
     for line in result.failed:
         print(f"tpurank prepare: error: {line}", file=sys.stderr)
     idx = result.index
