@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from tpurank.paths import Paths
 from tpurank.provenance import write_sidecar
 
 HEADER = ("ID", "TopConfigs")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # indices are checked as int64
 MAX_EXAMPLES = 3  # indices quoted in one problem line (a non-permutation can have thousands)
 # longest first, so "layout:xla:default:<stem>" never matches a shorter prefix by accident
 _PREFIXES = sorted(COLLECTIONS, key=len, reverse=True)
@@ -181,14 +182,21 @@ def parse_indices(text: str) -> tuple[list[int], str | None]:
         return [], "empty TopConfigs"
     out: list[int] = []
     bad: list[str] = []
+    huge: list[str] = []
     for tok in text.split(";"):
         tok = tok.strip()
         if tok.isascii() and tok.removeprefix("-").isdigit():
-            out.append(int(tok))  # a negative index is reported by check_indices
+            value = int(tok)
+            if INT64_MIN <= value <= INT64_MAX:
+                out.append(value)  # a negative index is reported by check_indices
+            else:  # no config count comes near; numpy could not even hold it
+                huge.append(tok[:24] + ("..." if len(tok) > 24 else ""))
         else:
             bad.append(tok)
     if bad:
         return out, f"not an integer: {', '.join(repr(b) for b in bad[:MAX_EXAMPLES])}"
+    if huge:
+        return out, f"index out of range (beyond 64 bits): {', '.join(huge[:MAX_EXAMPLES])}"
     return out, None
 
 
@@ -235,7 +243,11 @@ def check_indices(collection: str, idx: list[int], num_configs: int | None) -> l
 
 
 def validate_rows(
-    rows: list[Row], expected: list[ExpectedGraph], where: str, reference: str = "the expected IDs"
+    rows: list[Row],
+    expected: list[ExpectedGraph],
+    where: str,
+    reference: str = "the expected IDs",
+    absent: Collection[str] = (),
 ) -> tuple[list[str], dict[str, list[int]]]:
     """Every problem of the parsed rows against the expected graphs, one line each.
 
@@ -244,6 +256,8 @@ def validate_rows(
         expected: from expected_for_split (order matters).
         where: the CSV's name for the messages.
         reference: what the expected IDs come from, for 'unknown ID' messages.
+        absent: IDs of the reference left out of `expected` because their file is absent
+            (partial mode), so that a row for one is not called unknown.
 
     Returns:
         (problems, {id: indices} of every row whose ID is known and first seen).
@@ -261,6 +275,8 @@ def validate_rows(
         exp = by_id.get(r.id)
         if exp is None:
             why = "malformed ID" if parse_id(r.id) is None else f"not in {reference}"
+            if r.id in absent:
+                why = f"in {reference} but its file is absent, so a partial submission leaves it out"
             problems.append(f"{where}:{r.line}: unknown ID {r.id!r} ({why})")
             continue
         seen_order.append(r.id)
@@ -283,11 +299,14 @@ def validate_rows(
 
 
 def check_csv(
-    path: str | Path, expected: list[ExpectedGraph], reference: str = "the expected IDs"
+    path: str | Path,
+    expected: list[ExpectedGraph],
+    reference: str = "the expected IDs",
+    absent: Collection[str] = (),
 ) -> tuple[list[str], dict[str, list[int]]]:
     """Read and validate a CSV: (every problem, {id: indices} of the valid rows)."""
     rows, problems = read_rows(path)
-    more, parsed = validate_rows(rows, expected, str(path), reference)
+    more, parsed = validate_rows(rows, expected, str(path), reference, absent)
     return problems + more, parsed
 
 

@@ -67,8 +67,12 @@ def score_models(
     skipped: dict[str, str] = {}
     for m in models:
         csv = paths.submissions / f"valid_{m}.csv"
-        expected, _ = expected_for_csv(paths, "valid", csv)
-        problems, parsed = check_csv(csv, expected, f"the valid files under {paths.npz}")
+        try:
+            expected, _ = expected_for_csv(paths, "valid", csv)
+            problems, parsed = check_csv(csv, expected, f"the valid files under {paths.npz}")
+        except TpurankError as e:  # an unreadable CSV is one model skipped, not the whole report
+            skipped[m] = str(e)
+            continue
         if not expected:
             problems = problems or [f"{csv}: no row names a valid graph"]
         if problems:
