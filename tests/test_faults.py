@@ -173,8 +173,9 @@ def test_zero_config_files_are_one_line_each_and_never_crash(run_copy: Paths, ca
     # check: a test file without configs is bad; train and valid ones get a warning
     assert main(["check", str(run_copy.npz)]) == 1
     out = capsys.readouterr()
-    assert out.out.strip().splitlines() == [f"{test_tile}: 0 configs, in test: nothing to rank or learn from "
-                                            "(a submission cannot rank it)"]  # fmt: skip
+    assert out.out.strip().splitlines() == [
+        f"{test_tile}: 0 configs: a test graph needs at least one for its submission row"
+    ]
     warned = [ln for ln in out.err.splitlines() if ln.startswith("tpurank check: warning: ")]
     assert len(warned) == 2 and all("0 configs" in w for w in warned)
     # prepare: the test file is one error line (no raw ValueError), the others are skipped with a warning

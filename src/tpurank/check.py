@@ -51,9 +51,8 @@ def content_warnings(path: Path, split: str | None, num_configs: int, runtime_an
         num_configs: its config count.
         runtime_any: whether any runtime is non-zero.
     """
-    if num_configs == 0:
-        use = "prepare skips it" if split in ("train", "valid", None) else "a submission cannot rank it"
-        return [f"{path}: 0 configs: nothing to rank or learn from ({use})"]
+    if num_configs == 0:  # (in test it is an error, see check_one)
+        return [f"{path}: 0 configs: nothing to rank or learn from (prepare skips it)"]
     if split in ("train", "valid") and not runtime_any:
         return [f"{path}: every runtime is 0 (as in a test file): nothing to learn from or score in {split}"]
     if split == "test" and runtime_any:
@@ -78,10 +77,9 @@ def check_one(path: Path) -> tuple[str | None, list[str]]:
     except Exception as e:  # a corrupt file can fail anywhere in a library: still one line
         return f"{path}: unreadable ({type(e).__name__}: {e})", []
     split = where[1] if where else None
-    warnings = content_warnings(path, split, g.num_configs, bool(g.config_runtime.any()))
     if g.num_configs == 0 and split == "test":
-        return warnings[0].replace("0 configs", "0 configs, in test", 1), []
-    return None, warnings
+        return f"{path}: 0 configs: a test graph needs at least one for its submission row", []
+    return None, content_warnings(path, split, g.num_configs, bool(g.config_runtime.any()))
 
 
 def run(args: argparse.Namespace) -> int:
