@@ -33,6 +33,7 @@ from tpurank.paths import Paths
 from tpurank.predictions import load_predictions
 
 ROOT = Path(__file__).resolve().parents[1]
+EMPTY_TEST = "0 configs: a test graph needs at least one for its submission row"
 NPZ = Path("npz_all/npz")
 
 
@@ -173,17 +174,14 @@ def test_zero_config_files_are_one_line_each_and_never_crash(run_copy: Paths, ca
     # check: a test file without configs is bad; train and valid ones get a warning
     assert main(["check", str(run_copy.npz)]) == 1
     out = capsys.readouterr()
-    assert out.out.strip().splitlines() == [
-        f"{test_tile}: 0 configs: a test graph needs at least one for its submission row"
-    ]
+    assert out.out.strip().splitlines() == [f"{test_tile}: {EMPTY_TEST}"]
     warned = [ln for ln in out.err.splitlines() if ln.startswith("tpurank check: warning: ")]
     assert len(warned) == 2 and all("0 configs" in w for w in warned)
     # prepare: the test file is one error line (no raw ValueError), the others are skipped with a warning
     assert main(["prepare", "--jobs", "1", "--no-progress", *common(run_copy)]) == 1
     lines = error_lines(capsys)
     errors = [ln for ln in lines if ": error: " in ln]
-    assert errors == [f"tpurank prepare: error: {test_tile}: 0 configs: a test graph needs at least one "
-                      "for its submission row"]  # fmt: skip
+    assert errors == [f"tpurank prepare: error: {test_tile}: {EMPTY_TEST}"]
     assert sum("warning" in ln and "0 configs" in ln for ln in lines) == 2
     # predict valid: the empty valid graph has nothing to score and is left out, no traceback
     assert main(["predict", "--model", "random", "--split", "valid", *common(run_copy)]) == 0
