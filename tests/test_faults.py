@@ -327,6 +327,21 @@ def test_a_failed_force_predict_replaces_only_what_succeeded(run_copy: Paths, ca
     assert (run_copy.submissions / "valid_random.csv").read_bytes() == csv_before
 
 
+def test_a_damaged_predictions_file_is_recomputed_not_a_blocker(run_copy: Paths, capsys) -> None:
+    """Keeping finished predictions must not make a damaged file block every later run."""
+    assert main(["predict", "--model", "random", "--split", "valid", *common(run_copy)]) == 0
+    pred_file = run_copy.prediction_file("random", "valid")
+    before = load_predictions(pred_file)
+    pred_file.write_bytes(b"damaged")
+    pred_file.with_suffix(".json").write_text("{not json")
+    capsys.readouterr()
+    assert main(["predict", "--model", "random", "--split", "valid", *common(run_copy)]) == 0
+    warned = [ln for ln in error_lines(capsys) if "warning" in ln]
+    assert len(warned) == 1 and "unreadable predictions file" in warned[0] and "recomputing" in warned[0]
+    after = load_predictions(pred_file)
+    assert sorted(after) == sorted(before) and all(np.array_equal(after[k], before[k]) for k in before)
+
+
 # ----------------------------------------------------------------------------- 6: workers die with their parent
 
 

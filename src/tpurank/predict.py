@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from tpurank.config import Config, to_dict
 from tpurank.dataset import COLLECTIONS, check_collection
-from tpurank.errors import TpurankError
+from tpurank.errors import DataError, TpurankError
 from tpurank.metrics import summarize
 from tpurank.models import MODEL_NAMES, get_model
 from tpurank.paths import Paths
@@ -116,6 +116,26 @@ def check_complete(got: dict, ids: list[str], name: str, collection: str, split:
         )
 
 
+def finished_predictions(pred_file: Path, meta_file: Path) -> tuple[dict, dict]:
+    """(graph ID -> costs, collection -> stamp) of an earlier run; empty when there is none.
+
+    A damaged file holds nothing to keep: it is reported in one line and everything is
+    recomputed (rather than blocking even `--force`).
+    """
+    if not pred_file.exists():
+        return {}, {}
+    try:
+        preds = load_predictions(pred_file)
+    except DataError as e:
+        print(f"tpurank predict: warning: {e}; recomputing every collection", file=sys.stderr)
+        return {}, {}
+    try:
+        stamps = json.loads(meta_file.read_text()).get("stamps", {})
+    except (OSError, ValueError, AttributeError):  # missing or damaged: every collection is stale
+        stamps = {}
+    return preds, stamps if isinstance(stamps, dict) else {}
+
+
 def replace_collection(preds: dict, collection: str, got: dict) -> dict:
     """`preds` with one collection's entries replaced by `got` (the others untouched)."""
     return {k: v for k, v in preds.items() if not k.startswith(collection + ":")} | got
@@ -132,8 +152,7 @@ def run(args: argparse.Namespace) -> int:
     meta_file = pred_file.with_suffix(".json")
     # the finished predictions of every collection stay until a new run of that collection
     # succeeds: --force recomputes, but a failure never drops what was there
-    preds = load_predictions(pred_file) if pred_file.exists() else {}
-    stamps = json.loads(meta_file.read_text()).get("stamps", {}) if meta_file.exists() and preds else {}
+    preds, stamps = finished_predictions(pred_file, meta_file)
     fingerprint = data_fingerprint(paths.data)
     failed: list[str] = []
     for c in tqdm(wanted, desc=f"predict {name} {split}", unit="collection", file=sys.stderr):
