@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,14 @@ def tiny_paths(tiny_root: Path, tmp_path_factory: pytest.TempPathFactory):
     result = prepare_dataset(paths, Config(), jobs=1, progress=False)
     assert not result.failed, result.failed
     return paths
+
+
+@pytest.fixture
+def run_copy(tiny_paths, tmp_path: Path):
+    """A private copy of the tiny dataset and its prepared cache, for tests that damage it."""
+    from tpurank.paths import Paths
+
+    data, out = tmp_path / "data", tmp_path / "out"
+    shutil.copytree(tiny_paths.data, data)
+    shutil.copytree(tiny_paths.out, out)
+    return Paths(data=data, out=out)

@@ -22,6 +22,7 @@ from conftest import sample_files
 from tpurank.cli import main as cli_main
 from tpurank.config import Config
 from tpurank.dataset import GraphFile, classify_path
+from tpurank.lock import LOCK_NAME
 from tpurank.npz import load_graph
 from tpurank.paths import Paths
 from tpurank.prepare.build import BuildParams, build_graph
@@ -141,7 +142,17 @@ def small_disk(tmp_path: Path):
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """Every file under root but the output lock (an empty file a run keeps; tpurank.lock)."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != LOCK_NAME
+    }
+
+
+def _temporary(root: Path) -> list[Path]:
+    """Temporary files (hidden names) left under root; the output lock is not one."""
+    return [p for p in root.rglob(".*") if p.is_file() and p.name != LOCK_NAME]
 
 
 def _cache_files(root: Path) -> list[Path]:
@@ -165,7 +176,7 @@ def test_prepare_on_a_full_disk_fails_in_one_line_and_resumes_identically(
     assert cli_main(["prepare", "--jobs", "1", "--no-progress", *_common(tiny_root, out)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no space left" in err[0] and str(disk) in err[0], err
-    assert not [p for p in disk.rglob(".*") if p.is_file()]  # no temporary file left behind
+    assert not _temporary(disk)  # no temporary file left behind
     done = _cache_files(disk)
     assert 0 < len(done) < len(_cache_files(clean))
     for f in done:  # what is there is complete: it loads and matches the clean run's file
@@ -201,7 +212,7 @@ def test_features_on_a_full_disk_fails_in_one_line_and_resumes_identically(
     assert cli_main([*args, *_common(tiny_paths.data, tmp_path / "out"), "--work-dir", str(work)]) == 1
     err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]  # not the progress bars
     assert len(err) == 1 and "no space left" in err[0] and str(disk) in err[0], err
-    assert not [p for p in disk.rglob(".*") if p.is_file()]
+    assert not _temporary(disk)
     _grow(disk, 4 * size + (1 << 20))
     assert cli_main([*args, *_common(tiny_paths.data, tmp_path / "out"), "--work-dir", str(work)]) == 0
     capsys.readouterr()

@@ -300,8 +300,21 @@ def test_compare_real_prints_both_columns(tiny_root: Path, sample_root: Path) ->
     from tpurank.synth.compare import compare
 
     table = compare(sample_root, tiny_root).splitlines()
-    assert table[0].startswith("| statistic | synthetic") and len(table) == 2 + 18
+    assert table[0].startswith("| statistic | synthetic") and len(table) == 2 + 20
     row = {line.split(" | ")[0].strip("| "): line.split(" | ")[1:] for line in table[2:]}
     assert row["tile files (train/valid/test)"][0] == "12/4/4"
     assert row["tile files (train/valid/test)"][1].strip(" |") == "1/1/6"  # the real sample's files
     assert row["configurable conv / dot / reshape, nlp"][0].startswith("0.00 /")  # transformers: no conv
+
+
+def test_synthetic_configs_tie_tensors_like_the_real_files(tiny_root: Path) -> None:
+    """Tensors of one rank are tied in groups (as in the real files, where 2,544 tensor columns of an
+    nlp graph hold 66 distinct sequences), so a config has far fewer distinct columns than tensors."""
+    from tpurank.npz import load_graph
+
+    for f in sorted((tiny_root / "npz_all/npz/layout/xla/random/train").glob("*.npz")):
+        g = load_graph(f, config_dtype=np.int8)
+        t = g.node_config_feat.reshape(g.num_configs, -1, 6)
+        codes = ((t.astype(np.int64) + 1) * 7 ** np.arange(6)).sum(axis=2)
+        used = codes[:, (codes != 0).any(axis=0)]  # tensors that exist
+        assert len(np.unique(used.T, axis=0)) < 0.6 * used.shape[1], f

@@ -3,8 +3,9 @@
 Each stage lives in its own module exposing `add_arguments(parser)` and `run(args) -> int`; the
 module is imported only when its stage runs, so `--help` is instant. Before a stage runs, the
 common options are resolved into `args.paths` (Paths) and `args.cfg` (Config). Expected failures
-(`TpurankError`) print as one line on stderr and exit 1; there is never a bare stack trace for bad
-input.
+(`TpurankError`, OSError) print as one line on stderr and exit 1; there is never a bare stack
+trace for bad input. A stage module may define `output_folders(args) -> list[Path]`: the folders
+it writes, each held under an exclusive lock while it runs (tpurank.lock).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 
 from tpurank.config import load_config
 from tpurank.errors import TpurankError
+from tpurank.lock import output_locks
 from tpurank.paths import Paths
 
 # stage -> (module, one-line help). Order is the pipeline's order.
@@ -79,6 +81,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def jobs_arg(text: str) -> int:
+    """argparse type of every `--jobs`: a whole number >= 0 (0 = one per core)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 (0 = one per core), got {n}")
+    return n
+
+
+def os_error_line(e: OSError) -> str:
+    """`<file>: <reason>` for an OSError, without Python's `[Errno N]` prefix."""
+    where = f"{e.filename}: " if e.filename else ""
+    if e.filename2:
+        where = f"{e.filename} -> {e.filename2}: "
+    return f"{where}{e.strerror or e}"
+
+
 def _stage_module(module: str):
     try:
         return importlib.import_module(module)
@@ -106,12 +127,14 @@ def main(argv: list[str] | None = None) -> int:
         args.stage = known.stage
         args.paths = Paths.resolve(args.data_dir, args.out_dir, args.work_dir)
         args.cfg = load_config(args.config_file, args.set)
-        return int(module.run(args) or 0)
+        folders = module.output_folders(args) if hasattr(module, "output_folders") else []
+        with output_locks(folders, known.stage):
+            return int(module.run(args) or 0)
     except TpurankError as e:
         print(f"tpurank {known.stage}: error: {e}", file=sys.stderr)
         return 1
     except OSError as e:  # an unwritable output folder, a full disk: the message names the file
-        print(f"tpurank {known.stage}: error: {e}", file=sys.stderr)
+        print(f"tpurank {known.stage}: error: {os_error_line(e)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"tpurank {known.stage}: interrupted (finished outputs are kept)", file=sys.stderr)

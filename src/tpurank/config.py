@@ -1,8 +1,9 @@
 """The one typed configuration of a run: defaults here, overrides from a TOML file or `--set`.
 
 Each stage reads its own section. `[collections."layout:xla:default".gnn]` style tables override
-any section for one collection. Unknown keys and wrongly typed values are errors, so a typo never
-silently falls back to a default. The resolved config is saved next to every output.
+any section for one collection. Unknown keys, wrongly typed values and values outside the range
+declared next to the field (`value(default, min=..., choices=...)`) are errors, so a typo never
+silently falls back to a default and a nonsense value never trains a model. The resolved config is saved next to every output.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 import tomllib
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,102 +22,138 @@ from tpurank.dataset import COLLECTIONS
 from tpurank.errors import TpurankError
 
 
+def value(
+    default: Any,
+    *,
+    min: float | None = None,  # shadows the builtin inside this function only
+    max: float | None = None,
+    above: float | None = None,
+    below: float | None = None,
+    choices: tuple[Any, ...] | None = None,
+) -> Any:
+    """A config field with its allowed values declared beside it, e.g. `lr: float = value(1e-3, above=0)`.
+
+    Every key is checked when a config is built (file, `--set` and per-collection overrides alike),
+    so a bad value is a one-line error before any stage starts.
+
+    Args:
+        default: the default value.
+        min, max: inclusive bounds.
+        above, below: exclusive bounds.
+        choices: the only values allowed.
+    """
+    bounds = {"min": min, "max": max, "above": above, "below": below, "choices": choices}
+    return field(default=default, metadata={k: v for k, v in bounds.items() if v is not None})
+
+
 @dataclass
 class PrepareConfig:
-    hops: int = 1  # k-hop neighbourhood kept around configurable nodes (1st place used 1)
+    hops: int = value(1, min=0)  # k-hop neighbourhood kept around configurable nodes (1st place used 1)
     collapse_removed: bool = False  # replace each run of pruned nodes by one summary node
-    jobs: int = 0  # worker processes; 0 = one per CPU core
+    jobs: int = value(0, min=0)  # worker processes; 0 = one per CPU core
 
 
 @dataclass
 class FeaturesConfig:
-    max_configs_per_graph: int = 1_000  # unique configs featurised per train graph (0 = all): bounds
-    # LightGBM's rows on the real data (random files hold up to 100k configs) at a demo cost of < 0.01 tau
-    fastest_share: float = (
-        0.25  # share of that cap given to the graph's fastest configs, the rest drawn at random
-    )
-    chunk_cells: int = 2_000_000  # layout: configs x nodes featurised per numpy step (bounds memory)
+    # unique configs featurised per train graph (0 = all): bounds LightGBM's rows on the real data
+    # (random files hold up to 100k configs) at a demo cost of < 0.01 tau
+    max_configs_per_graph: int = value(1_000, min=0)
+    # share of that cap given to the graph's fastest configs, the rest drawn at random
+    fastest_share: float = value(0.25, min=0, max=1)
+    # layout: configs x nodes featurised per numpy step (bounds memory)
+    chunk_cells: int = value(2_000_000, min=1)
 
 
 @dataclass
 class LgbmConfig:
-    objective: str = "lambdarank"  # or "rank_xendcg"
-    num_leaves: int = 63
-    learning_rate: float = 0.05
-    num_boost_round: int = 1000
-    early_stopping_rounds: int = 50
-    min_data_in_leaf: int = 20
-    feature_fraction: float = 0.8
-    bagging_fraction: float = 0.8
-    max_query_rows: int = 2_000  # bigger graphs become random queries of at most this (LightGBM: 10,000)
-    relevance_levels: int = 31  # runtime rank within a graph mapped to 0..levels-1 (LightGBM label limit)
-    label_gain: str = "linear"  # gain of grade i: "linear" (i, whole order matters) or "exp" (2^i - 1, top)
-    truncation_level: int = 0  # lambdarank: pairs with one of a query's top N get gradients; 0 = 64 for tile,
-    # the whole query for layout (Kendall tau counts every pair; better valid tau on the demo data)
-    threads: int = 0  # 0 = all cores
+    objective: str = value("lambdarank", choices=("lambdarank", "rank_xendcg"))
+    num_leaves: int = value(63, min=2)
+    learning_rate: float = value(0.05, above=0)
+    num_boost_round: int = value(1000, min=1)
+    early_stopping_rounds: int = value(50, min=1)
+    min_data_in_leaf: int = value(20, min=0)
+    feature_fraction: float = value(0.8, above=0, max=1)
+    bagging_fraction: float = value(0.8, above=0, max=1)
+    # bigger graphs become random queries of at most this (LightGBM: 10,000)
+    max_query_rows: int = value(2_000, min=1, max=10_000)
+    # runtime rank within a graph mapped to 0..levels-1 (LightGBM label limit)
+    relevance_levels: int = value(31, min=2, max=31)
+    # gain of grade i: "linear" (i, whole order matters) or "exp" (2^i - 1, top)
+    label_gain: str = value("linear", choices=("linear", "exp"))
+    truncation_level: int = value(0, min=0)  # lambdarank: pairs with one of a query's top N get gradients;
+    # 0 = 64 for tile, the whole query for layout (Kendall tau counts every pair; better valid tau on the demo data)
+    threads: int = value(0, min=0)  # 0 = all cores
 
 
 @dataclass
 class GnnConfig:
-    hidden: int = 64  # width of node embeddings
-    layers: int = 3  # message-passing layers (both edge directions each)
-    aggr: str = "sum"  # neighbour aggregation, "sum" or "mean": sums keep fan-in (better layout tau on demo)
-    opcode_dim: int = 16  # opcode embedding width
-    config_dim: int = 8  # embedding width of each of the 18 config values
+    hidden: int = value(64, min=1)  # width of node embeddings
+    layers: int = value(3, min=1)  # message-passing layers (both edge directions each)
+    # neighbour aggregation, "sum" or "mean": sums keep fan-in (better layout tau on demo)
+    aggr: str = value("sum", choices=("sum", "mean"))
+    opcode_dim: int = value(16, min=1)  # opcode embedding width
+    config_dim: int = value(8, min=1)  # embedding width of each of the 18 config values
     cross_config_attention: bool = False  # attention across the configs of one graph
-    loss: str = "auto"  # "hinge" (pairwise margin), "listmle", or "auto": ListMLE for layout, hinge for tile
+    # "hinge" (pairwise margin), "listmle", or "auto": ListMLE for layout, hinge for tile
+    loss: str = value("auto", choices=("auto", "hinge", "listmle"))
     # (demo valid, README "Benchmark": ListMLE raised tau in all 4 layout collections; hinge scored tile better)
-    margin: float = 0.1  # pairwise hinge margin
-    configs_per_graph: int = 64  # configs sampled per graph per step
-    graphs_per_batch: int = 4
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    dropout: float = 0.0  # per-(config, node) dropout masks add noise between the configs being ranked
-    max_steps: int = (
-        4_000  # training length in optimizer steps (a budget: collections differ 80-fold in size)
-    )
-    time_budget_min: float = (
-        0.0  # also stop after this many minutes (0 = no limit); validates before stopping
-    )
-    eval_every: int = 0  # steps between validations; 0 = about one pass over the train configs, at most 200
-    patience: int = 5  # validations without gain before stopping
-    heads: int = 4  # cross-config attention heads (must divide hidden)
-    grad_clip: float = 1.0  # global gradient-norm clip
-    eval_max_configs: int = 1000  # configs per valid graph scored for early stopping (official eval: 1000)
-    predict_chunk: int = 256  # configs scored per forward pass at validation/prediction
+    margin: float = value(0.1, min=0)  # pairwise hinge margin
+    configs_per_graph: int = value(64, min=2)  # configs sampled per graph per step
+    graphs_per_batch: int = value(4, min=1)
+    lr: float = value(1e-3, above=0)
+    weight_decay: float = value(1e-4, min=0)
+    # per-(config, node) dropout masks add noise between the configs being ranked
+    dropout: float = value(0.0, min=0, below=1)
+    # training length in optimizer steps (a budget: collections differ 80-fold in size)
+    max_steps: int = value(4_000, min=1)
+    # also stop after this many minutes (0 = no limit); validates before stopping
+    time_budget_min: float = value(0.0, min=0)
+    # steps between validations; 0 = about one pass over the train configs, at most 200
+    eval_every: int = value(0, min=0)
+    patience: int = value(5, min=1)  # validations without gain before stopping
+    heads: int = value(4, min=1)  # cross-config attention heads (must divide hidden)
+    grad_clip: float = value(1.0, above=0)  # global gradient-norm clip
+    # configs per valid graph scored for early stopping where no official subset is cached (official: 1000)
+    eval_max_configs: int = value(1000, min=1)
+    predict_chunk: int = value(256, min=1)  # configs scored per forward pass at validation/prediction
     bf16: bool = True  # bf16 autocast on CUDA (training and prediction alike); CPU always runs float32
-    max_batch_nodes: int = 8_000  # nodes per training pass; bigger steps run in micro-batches (~3 GB)
+    # nodes per training pass; bigger steps run in micro-batches (~3 GB)
+    max_batch_nodes: int = value(8_000, min=1)
 
 
 @dataclass
 class BaselineConfig:
-    hidden: int = 64  # the official early-join GraphSAGE baseline, as small as in the paper's code
-    layers: int = 3
-    margin: float = 1.0  # TF-Ranking's pairwise hinge, as used by the official trainer
-    configs_per_graph: int = 16
-    lr: float = 1e-3
-    max_steps: int = 2_000  # training length in optimizer steps
-    time_budget_min: float = 0.0  # also stop after this many minutes (0 = no limit)
-    eval_every: int = 0  # steps between validations; 0 = about one pass over the train configs, at most 200
-    op_dim: int = 64  # opcode embedding width of the official EarlyJoinSAGE
-    graphs_per_batch: int = 8  # the official --batch
-    clip_norm: float = 0.01  # the official per-tensor gradient clip (--clip_norm)
-    patience: int = 5  # validations without gain before stopping
-    eval_max_configs: int = 1000
-    predict_chunk: int = 64  # configs per pass (the baseline holds C copies of every node's features)
+    # the official early-join GraphSAGE baseline, as small as in the paper's code
+    hidden: int = value(64, min=1)
+    layers: int = value(3, min=1)
+    margin: float = value(1.0, min=0)  # TF-Ranking's pairwise hinge, as used by the official trainer
+    configs_per_graph: int = value(16, min=2)
+    lr: float = value(1e-3, above=0)
+    max_steps: int = value(2_000, min=1)  # training length in optimizer steps
+    time_budget_min: float = value(0.0, min=0)  # also stop after this many minutes (0 = no limit)
+    # steps between validations; 0 = about one pass over the train configs, at most 200
+    eval_every: int = value(0, min=0)
+    op_dim: int = value(64, min=1)  # opcode embedding width of the official EarlyJoinSAGE
+    graphs_per_batch: int = value(8, min=1)  # the official --batch
+    clip_norm: float = value(0.01, above=0)  # the official per-tensor gradient clip (--clip_norm)
+    patience: int = value(5, min=1)  # validations without gain before stopping
+    eval_max_configs: int = value(1000, min=1)
+    # configs per pass (the baseline holds C copies of every node's features)
+    predict_chunk: int = value(64, min=1)
     bf16: bool = True  # bf16 autocast on CUDA only
-    max_batch_nodes: int = 8_000  # nodes per training pass; bigger steps run as micro-batches
+    max_batch_nodes: int = value(8_000, min=1)  # nodes per training pass; bigger steps run as micro-batches
 
 
 @dataclass
 class EnsembleConfig:
     models: list[str] = field(default_factory=lambda: ["lgbm", "gnn"])
-    normalize: str = "rank"  # per-graph score normalisation before averaging: "rank" or "zscore"
+    # per-graph score normalisation before averaging: "rank" or "zscore"
+    normalize: str = value("rank", choices=("rank", "zscore"))
 
 
 @dataclass
 class Config:
-    seed: int = 0  # every random choice derives from this
+    seed: int = value(0, min=0)  # every random choice derives from this
     prepare: PrepareConfig = field(default_factory=PrepareConfig)
     features: FeaturesConfig = field(default_factory=FeaturesConfig)
     lgbm: LgbmConfig = field(default_factory=LgbmConfig)
@@ -183,7 +221,27 @@ def _build(cls: type, data: dict[str, Any], where: str) -> Any:
         prefix = f"{where}." if where else ""
         raise TpurankError(f"config: unknown key {prefix}{unknown[0]} (known: {', '.join(sorted(known))})")
     kwargs = {k: _coerce(v, hints[k], f"{where}.{k}" if where else k) for k, v in data.items()}
+    for f in dataclasses.fields(cls):
+        if f.name in kwargs and f.metadata:
+            check_value(kwargs[f.name], f.metadata, f"{where}.{f.name}" if where else f.name)
     return cls(**kwargs)
+
+
+def check_value(v: Any, allowed: Mapping[str, Any], where: str) -> None:
+    """Raise a one-line error when `v` breaks the range or choices declared with `value()`."""
+    choices = allowed.get("choices")
+    if choices is not None and v not in choices:
+        raise TpurankError(f"config: {where} must be one of {', '.join(map(repr, choices))}, got {v!r}")
+    tests = (
+        ("min", lambda b: v >= b, ">="),
+        ("max", lambda b: v <= b, "<="),
+        ("above", lambda b: v > b, ">"),
+        ("below", lambda b: v < b, "<"),
+    )
+    for key, ok, sign in tests:
+        bound = allowed.get(key)
+        if bound is not None and not ok(bound):
+            raise TpurankError(f"config: {where} must be {sign} {bound:g}, got {v!r}")
 
 
 def from_dict(data: dict[str, Any]) -> Config:
@@ -227,9 +285,15 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     if path is not None:
         path = Path(path)
         try:
-            data = tomllib.loads(path.read_text())
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise TpurankError(f"{path}: config file not found") from None
+        except IsADirectoryError:
+            raise TpurankError(f"{path}: is a folder, not a TOML config file") from None
+        except OSError as e:
+            raise TpurankError(f"{path}: cannot read the config file ({e.strerror or e})") from None
+        except UnicodeDecodeError as e:
+            raise TpurankError(f"{path}: not UTF-8 text at byte {e.start} (a TOML file is UTF-8)") from None
         except tomllib.TOMLDecodeError as e:
             raise TpurankError(f"{path}: not valid TOML ({e})") from None
     data = apply_overrides(data, overrides or [])

@@ -67,6 +67,7 @@ def discover(
     npz_root: Path,
     collections: Iterable[str] | None = None,
     splits: Iterable[str] | None = None,
+    want_existing: bool = True,
 ) -> list[GraphFile]:
     """Every `<npz_root>/<collection dir>/<split>/*.npz`, ordered by collection, split, then stem.
 
@@ -74,6 +75,7 @@ def discover(
         npz_root: the `npz_all/npz` folder.
         collections: restrict to these (default: all five).
         splits: restrict to these (default: train, valid, test).
+        want_existing: False lists only the names that lead nowhere (see `dangling`).
     """
     collections = list(collections or COLLECTIONS)
     splits = list(splits or SPLITS)
@@ -90,12 +92,19 @@ def discover(
             folder = npz_root / collection_dir(c) / s
             if folder.is_dir():
                 # a name starting with "." is a writer's temporary file (tpurank.atomic), never a graph
-                out.extend(
-                    GraphFile(c, s, p.stem, p) for p in sorted(folder.glob("*.npz")) if p.name[0] != "."
-                )
+                found = [p for p in sorted(folder.glob("*.npz")) if p.name[0] != "."]
+                out.extend(GraphFile(c, s, p.stem, p) for p in found if p.exists() == want_existing)
     for c in collections:
         check_collection(c)
     return out
+
+
+def dangling(
+    npz_root: Path, collections: Iterable[str] | None = None, splits: Iterable[str] | None = None
+) -> list[GraphFile]:
+    """The `*.npz` names under the dataset folders that lead nowhere (a symlink whose target is
+    gone): `discover` leaves them out, so a stage can name each in one line and go on."""
+    return discover(npz_root, collections, splits, want_existing=False)
 
 
 def classify_path(path: Path) -> tuple[str, str] | None:

@@ -14,6 +14,7 @@ import argparse
 import itertools
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 from scipy.stats import rankdata
@@ -149,6 +150,11 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--collections", nargs="+", default=list(COLLECTIONS), help="collections to ensemble")
+
+
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """The ensemble's model and prediction folders, locked while it runs (tpurank.lock)."""
+    return [args.paths.models / "ensemble", args.paths.predictions / "ensemble"]
 
 
 def run(args: argparse.Namespace) -> int:

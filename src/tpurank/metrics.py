@@ -126,6 +126,11 @@ def graph_metrics(collection: str, order: np.ndarray, runtime: np.ndarray) -> di
         runtime: runtime per config index (tile: already normalized).
     """
     order = np.asarray(order, dtype=np.int64)
+    if len(runtime) == 0:  # a graph without configs has no score (counted as undefined)
+        nan = float("nan")
+        return {"slowdown@1": nan, "slowdown@5": nan, "score": nan} | (
+            {} if kind_of(collection) == "tile" else {"pair_accuracy": nan}
+        )
     out = {
         "slowdown@1": slowdown_at_k(order, runtime, 1),
         "slowdown@5": slowdown_at_k(order, runtime, TILE_TOP_K),

@@ -114,8 +114,10 @@ def _open_zip(path: Path) -> zipfile.ZipFile:
         return zipfile.ZipFile(path)
     except FileNotFoundError:
         raise DataError(path, "no such file") from None
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
+    except (zipfile.BadZipFile, EOFError) as e:
         raise DataError(path, f"not a readable npz (zip) file: {e}") from None
+    except OSError as e:  # permission denied, a folder named .npz: the reason, not "[Errno N]"
+        raise DataError(path, f"cannot read it ({e.strerror or e})") from None
 
 
 def _member_header(path: Path, fh: IO[bytes], key: str) -> tuple[tuple[int, ...], np.dtype, bool]:

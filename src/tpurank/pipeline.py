@@ -62,7 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", nargs="+", default=list(LEARNED_MODELS), help="learned models to train")
     p.add_argument("--force", action="store_true", help="rerun every step even if its inputs did not change")
     p.add_argument(
-        "--jobs", type=int, default=0, help="worker processes for prepare (0 = config / all cores)"
+        "--jobs", type=cli.jobs_arg, default=0, help="worker processes for prepare (0 = config / all cores)"
     )
     p.add_argument(
         "--collections",
@@ -244,6 +244,12 @@ def scores_table(paths: Paths, models: list[str]) -> str:
     for m, vals in rows:
         lines.append(f"{m:<10}" + "".join(f"{v:>13.4f}" if v is not None else f"{'-':>13}" for v in vals))
     return "\n".join(lines)
+
+
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """The reports folder (the pipeline state): a second `all` into the same --out-dir is refused;
+    each stage it runs also locks its own folders (tpurank.lock)."""
+    return [args.paths.reports]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,6 +6,11 @@ it stopped; a collection is recomputed when its config, model files, prepared ca
 change, or with --force). Then `submissions/<split>_<M>.csv` is written, fastest first, after
 the full submission check, with a JSON sidecar holding the validation scores when the split has
 runtimes. A test CSV is only written when every collection is predicted.
+
+One rule keeps finished output safe: a collection's predictions are replaced only when its new
+run succeeds for every expected graph. A collection that fails (a damaged model file, a test
+file missing from the prepared cache) gets one line, keeps its previous predictions, and the
+CSV is not rewritten; the exit code is 1.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from tqdm import tqdm
 
 from tpurank.config import Config, to_dict
 from tpurank.dataset import COLLECTIONS, check_collection
-from tpurank.errors import TpurankError
+from tpurank.errors import DataError, TpurankError
 from tpurank.metrics import summarize
 from tpurank.models import MODEL_NAMES, get_model
 from tpurank.paths import Paths
@@ -51,7 +56,7 @@ def _files_stamp(folder: Path) -> list[tuple[str, int, int]]:
     return sorted(
         (str(f.relative_to(folder)), f.stat().st_size, f.stat().st_mtime_ns)
         for f in folder.rglob("*")
-        if f.is_file()
+        if f.is_file() and not f.name.startswith(".")  # not lock or temporary files
     )
 
 
@@ -85,6 +90,57 @@ def _expected(paths: Paths, split: str, partial: bool) -> list[ExpectedGraph]:
     return expected
 
 
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """The model's predictions folder, locked while it predicts (tpurank.lock)."""
+    return [args.paths.prediction_file(args.model, args.split).parent]
+
+
+def check_complete(got: dict, ids: list[str], name: str, collection: str, split: str) -> None:
+    """A collection's predictions count only when every expected graph has one.
+
+    Raises:
+        TpurankError: naming the graphs without a prediction (usually files added to the data
+            after `prepare`, or files that failed it).
+    """
+    missing = [i for i in ids if i not in got]
+    if not got:
+        raise TpurankError(
+            f"model {name} returned no {split} predictions ({len(ids)} files); "
+            "is the prepared cache built (`python -m tpurank prepare`) and the model trained?"
+        )
+    if missing:
+        raise TpurankError(
+            f"model {name} predicted {len(ids) - len(missing)} of {len(ids)} {split} graphs; no prediction for "
+            f"{missing[0]}{f' and {len(missing) - 1} more' if len(missing) > 1 else ''}: not in the prepared "
+            "cache? (added after `prepare`, or failed it): rerun `tpurank prepare` and `features`"
+        )
+
+
+def finished_predictions(pred_file: Path, meta_file: Path) -> tuple[dict, dict]:
+    """(graph ID -> costs, collection -> stamp) of an earlier run; empty when there is none.
+
+    A damaged file holds nothing to keep: it is reported in one line and everything is
+    recomputed (rather than blocking even `--force`).
+    """
+    if not pred_file.exists():
+        return {}, {}
+    try:
+        preds = load_predictions(pred_file)
+    except DataError as e:
+        print(f"tpurank predict: warning: {e}; recomputing every collection", file=sys.stderr)
+        return {}, {}
+    try:
+        stamps = json.loads(meta_file.read_text()).get("stamps", {})
+    except (OSError, ValueError, AttributeError):  # missing or damaged: every collection is stale
+        stamps = {}
+    return preds, stamps if isinstance(stamps, dict) else {}
+
+
+def replace_collection(preds: dict, collection: str, got: dict) -> dict:
+    """`preds` with one collection's entries replaced by `got` (the others untouched)."""
+    return {k: v for k, v in preds.items() if not k.startswith(collection + ":")} | got
+
+
 def run(args: argparse.Namespace) -> int:
     paths, cfg, name, split = args.paths, args.cfg, args.model, args.split
     for c in args.collections:
@@ -94,28 +150,37 @@ def run(args: argparse.Namespace) -> int:
     wanted = [c for c in COLLECTIONS if c in args.collections and any(e.collection == c for e in expected)]
     pred_file = paths.prediction_file(name, split)
     meta_file = pred_file.with_suffix(".json")
-    preds = load_predictions(pred_file) if pred_file.exists() and not args.force else {}
-    stamps = json.loads(meta_file.read_text()).get("stamps", {}) if meta_file.exists() and preds else {}
+    # the finished predictions of every collection stay until a new run of that collection
+    # succeeds: --force recomputes, but a failure never drops what was there
+    preds, stamps = finished_predictions(pred_file, meta_file)
     fingerprint = data_fingerprint(paths.data)
+    failed: list[str] = []
     for c in tqdm(wanted, desc=f"predict {name} {split}", unit="collection", file=sys.stderr):
         ids = [e.id for e in expected if e.collection == c]
         stamp = collection_stamp(paths, cfg, name, c, fingerprint)
-        if stamps.get(c) == stamp and all(i in preds for i in ids):
+        if not args.force and stamps.get(c) == stamp and all(i in preds for i in ids):
             tqdm.write(f"predict {name} {split} {c}: up to date, kept", file=sys.stderr)
             continue
         t = time.perf_counter()
-        got = model.predict(paths, cfg.for_collection(c), c, split)
-        if not got:
-            raise TpurankError(
-                f"model {name} returned no {split} predictions for {c} ({len(ids)} files); "
-                "is the prepared cache built (`python -m tpurank prepare`) and the model trained?"
-            )
-        preds = {k: v for k, v in preds.items() if not k.startswith(c + ":")} | dict(got)
+        try:
+            got = dict(model.predict(paths, cfg.for_collection(c), c, split))
+            check_complete(got, ids, name, c, split)
+        except TpurankError as e:
+            failed.append(f"{c}: {e}")
+            tqdm.write(f"tpurank predict: error: {c}: {e}", file=sys.stderr)
+            continue
+        preds = replace_collection(preds, c, got)
         stamps[c] = stamp
         save_predictions(pred_file, preds)
         write_sidecar(meta_file, cfg, paths.data, model=name, split=split, stamps=stamps)
         print(
             f"predict {name} {split} {c}: {len(got)} graphs, {time.perf_counter() - t:.1f} s", file=sys.stderr
+        )
+    if failed:
+        target = paths.submissions / f"{split}_{name}.csv"
+        raise TpurankError(
+            f"{len(failed)} of {len(wanted)} collections failed (above); {pred_file} keeps their previous "
+            f"predictions, if any, and {target} was not rewritten"
         )
     return write_csv(paths, cfg, name, split, expected, preds, args.partial, args.collections)
 

@@ -48,7 +48,8 @@ def data_fingerprint(data_root: Path) -> str:
     if sample.exists():
         files.append(sample)
     for f in files:
-        h.update(f"{f.relative_to(data_root)}:{f.stat().st_size}\n".encode())
+        size = f.stat().st_size if f.exists() else -1  # a dangling symlink counts, without a size
+        h.update(f"{f.relative_to(data_root)}:{size}\n".encode())
     return f"sha256:{h.hexdigest()[:16]}:{len(files)}files"
 
 

@@ -176,6 +176,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.json and Path(args.json).resolve() == Path(args.submission).resolve():
+        raise TpurankError(f"{args.json}: --json would overwrite the CSV being scored; name another file")
     _, left_out = expected_for_csv(args.paths, args.split, args.submission)
     if left_out:
         print(f"note: the CSV has no rows for {', '.join(left_out)}: not scored", file=sys.stderr)

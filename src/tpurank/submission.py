@@ -7,7 +7,8 @@ One validator serves the writer (which refuses to write a CSV with any problem),
   all 894). With `partial=True` only those whose test file exists under the data root (for a
   partial dataset such as the 10-file sample; such a CSV is not accepted by Kaggle);
 - otherwise (valid, train, or no sample): every file found, in submission order (collections
-  in sample order, then file name).
+  in sample order, then file name); valid and train files with 0 configs are left out (nothing
+  to rank or score).
 
 A row's indices are checked against the file's config count when the file is at hand: tile
 lists hold 5 distinct indices (all when fewer configs), layout lists a full permutation.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from tpurank.paths import Paths
 from tpurank.provenance import write_sidecar
 
 HEADER = ("ID", "TopConfigs")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # indices are checked as int64
 MAX_EXAMPLES = 3  # indices quoted in one problem line (a non-permutation can have thousands)
 # longest first, so "layout:xla:default:<stem>" never matches a shorter prefix by accident
 _PREFIXES = sorted(COLLECTIONS, key=len, reverse=True)
@@ -116,7 +118,21 @@ def expected_for_split(paths: Paths, split: str, partial: bool = False) -> list[
     files = discover(paths.npz, splits=[split]) if paths.npz.is_dir() else []
     if not files:
         raise TpurankError(f"{paths.npz}: no {split} files (and no sample_submission.csv to go by)")
-    return [ExpectedGraph(f.id, f.collection, _num_configs(f.path)) for f in files]
+    out = [ExpectedGraph(f.id, f.collection, _num_configs(f.path)) for f in files]
+    # a valid/train graph without configs has nothing to rank or score (check warns, prepare skips it)
+    return [e for e in out if e.num_configs or split == "test"]
+
+
+def sample_ids_without_file(paths: Paths) -> set[str]:
+    """The test IDs of sample_submission.csv whose file is not under the data root."""
+    if not paths.sample_submission.exists():
+        return set()
+    out = set()
+    for graph_id in read_sample_ids(paths.sample_submission):
+        collection, stem = parse_id(graph_id)  # type: ignore[misc]
+        if not (paths.npz / collection_dir(collection) / "test" / f"{stem}.npz").exists():
+            out.add(graph_id)
+    return out
 
 
 def missing_files(expected: list[ExpectedGraph]) -> list[str]:
@@ -166,14 +182,21 @@ def parse_indices(text: str) -> tuple[list[int], str | None]:
         return [], "empty TopConfigs"
     out: list[int] = []
     bad: list[str] = []
+    huge: list[str] = []
     for tok in text.split(";"):
         tok = tok.strip()
         if tok.isascii() and tok.removeprefix("-").isdigit():
-            out.append(int(tok))  # a negative index is reported by check_indices
+            value = int(tok)
+            if INT64_MIN <= value <= INT64_MAX:
+                out.append(value)  # a negative index is reported by check_indices
+            else:  # no config count comes near; numpy could not even hold it
+                huge.append(tok[:24] + ("..." if len(tok) > 24 else ""))
         else:
             bad.append(tok)
     if bad:
         return out, f"not an integer: {', '.join(repr(b) for b in bad[:MAX_EXAMPLES])}"
+    if huge:
+        return out, f"index out of range (beyond 64 bits): {', '.join(huge[:MAX_EXAMPLES])}"
     return out, None
 
 
@@ -220,7 +243,11 @@ def check_indices(collection: str, idx: list[int], num_configs: int | None) -> l
 
 
 def validate_rows(
-    rows: list[Row], expected: list[ExpectedGraph], where: str, reference: str = "the expected IDs"
+    rows: list[Row],
+    expected: list[ExpectedGraph],
+    where: str,
+    reference: str = "the expected IDs",
+    absent: Collection[str] = (),
 ) -> tuple[list[str], dict[str, list[int]]]:
     """Every problem of the parsed rows against the expected graphs, one line each.
 
@@ -229,6 +256,8 @@ def validate_rows(
         expected: from expected_for_split (order matters).
         where: the CSV's name for the messages.
         reference: what the expected IDs come from, for 'unknown ID' messages.
+        absent: IDs of the reference left out of `expected` because their file is absent
+            (partial mode), so that a row for one is not called unknown.
 
     Returns:
         (problems, {id: indices} of every row whose ID is known and first seen).
@@ -246,6 +275,8 @@ def validate_rows(
         exp = by_id.get(r.id)
         if exp is None:
             why = "malformed ID" if parse_id(r.id) is None else f"not in {reference}"
+            if r.id in absent:
+                why = f"in {reference} but its file is absent, so a partial submission leaves it out"
             problems.append(f"{where}:{r.line}: unknown ID {r.id!r} ({why})")
             continue
         seen_order.append(r.id)
@@ -268,11 +299,14 @@ def validate_rows(
 
 
 def check_csv(
-    path: str | Path, expected: list[ExpectedGraph], reference: str = "the expected IDs"
+    path: str | Path,
+    expected: list[ExpectedGraph],
+    reference: str = "the expected IDs",
+    absent: Collection[str] = (),
 ) -> tuple[list[str], dict[str, list[int]]]:
     """Read and validate a CSV: (every problem, {id: indices} of the valid rows)."""
     rows, problems = read_rows(path)
-    more, parsed = validate_rows(rows, expected, str(path), reference)
+    more, parsed = validate_rows(rows, expected, str(path), reference, absent)
     return problems + more, parsed
 
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from tpurank.paths import Paths
-from tpurank.submission import check_csv, expected_for_split, missing_files
+from tpurank.submission import check_csv, expected_for_split, missing_files, sample_ids_without_file
 
 
 def reference_name(paths: Paths, split: str) -> str:
@@ -34,7 +34,8 @@ def check_submission_file(
         partial: test only: expect only the sample IDs whose test file exists.
     """
     expected = expected_for_split(paths, split, partial=partial)
-    return check_csv(csv, expected, reference_name(paths, split))[0]
+    absent = sample_ids_without_file(paths) if partial and split == "test" else set()
+    return check_csv(csv, expected, reference_name(paths, split), absent)[0]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -55,7 +56,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     paths = args.paths
     expected = expected_for_split(paths, args.split, partial=args.partial)
-    problems, parsed = check_csv(args.csv, expected, reference_name(paths, args.split))
+    absent = sample_ids_without_file(paths) if args.partial and args.split == "test" else set()
+    problems, parsed = check_csv(args.csv, expected, reference_name(paths, args.split), absent)
     for line in problems:
         print(line)
     unknown = missing_files(expected)

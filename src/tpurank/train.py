@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from tpurank.dataset import COLLECTIONS, check_collection
 from tpurank.models import MODEL_NAMES, get_model
@@ -19,6 +20,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--collections", nargs="+", default=list(COLLECTIONS), metavar="C", help="default: all five"
     )
+
+
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """The model's folder, locked while it trains (tpurank.lock)."""
+    return [args.paths.models / args.model]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -68,8 +68,12 @@ def score_models(
     skipped: dict[str, str] = {}
     for m in models:
         csv = paths.submissions / f"valid_{m}.csv"
-        expected, _ = expected_for_csv(paths, "valid", csv)
-        problems, parsed = check_csv(csv, expected, f"the valid files under {paths.npz}")
+        try:
+            expected, _ = expected_for_csv(paths, "valid", csv)
+            problems, parsed = check_csv(csv, expected, f"the valid files under {paths.npz}")
+        except TpurankError as e:  # an unreadable CSV is one model skipped, not the whole report
+            skipped[m] = str(e)
+            continue
         if not expected:
             problems = problems or [f"{csv}: no row names a valid graph"]
         if problems:
@@ -150,6 +154,11 @@ def rank_examples(
         title = f"{f.collection.replace('layout:', '')}\n{f.stem[:28]} tau={r['score']:.2f}"
         out.append((title, rank_from_order(np.asarray(orders[r["id"]])), rankdata(runtime) - 1))
     return out
+
+
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """The reports folder, locked while the report is written (tpurank.lock)."""
+    return [args.paths.reports]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -55,6 +55,41 @@ def _up_to_date(sidecar: Path, source: dict, outputs: list[Path] | None = None) 
     return all(f.exists() for f in files)
 
 
+def _require_folder(folder: Path) -> None:
+    """An output's folder must exist: a typo in OUT is an error, not a new tree of folders."""
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "no such folder (create it first)"
+        raise TpurankError(f"{folder}: {what}")
+
+
+def _refuse_foreign(targets: list[Path], mine: set[str], src: Path) -> None:
+    """Refuse to overwrite an npz that an earlier featurize-pb of this input did not write."""
+    foreign = [t for t in targets if t.exists() and t.name not in mine]
+    if foreign:
+        raise TpurankError(
+            f"{foreign[0]}: exists and was not written by featurize-pb from {src}; "
+            "refusing to overwrite it (pass --force to replace it)"
+        )
+
+
+def _recorded_files(sidecar: Path, src: Path) -> set[str]:
+    """Files the sidecar says featurize-pb wrote from `src` (empty when there is none)."""
+    try:
+        rec = json.loads(sidecar.read_text())
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(rec, dict) or rec.get("input") != str(src.resolve()):
+        return set()
+    return {str(f) for f in rec.get("files", [])}
+
+
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """The folder featurize-pb writes (locked while it runs; a missing one is left to the error)."""
+    out = Path(args.output)
+    folder = out if out.is_dir() or out.suffix != ".npz" else out.parent
+    return [folder] if folder.is_dir() else []
+
+
 def layout_target(src: Path, out: Path) -> Path:
     """OUT itself, `.npz` appended if missing; inside OUT when it is a folder."""
     if out.is_dir():
@@ -93,9 +128,12 @@ def featurize(
     del data  # the parsed message holds everything; raw files can be large
     if found == "layout":
         target = layout_target(src, out)
+        _require_folder(target.parent)
         sidecar = target.with_suffix(".json")
         if not force and _up_to_date(sidecar, source, [target]):
             return None
+        if not force:
+            _refuse_foreign([target], _recorded_files(sidecar, src), src)
         graph = layout_graph(src, msg, pad)
         save_graph(target, graph)
         validate_file(target, "layout")
@@ -106,10 +144,13 @@ def featurize(
         return [target]
     if out.exists() and not out.is_dir():
         raise TpurankError(f"{out}: a TuningData (tile) file needs a folder as OUT, not a file")
+    _require_folder(out.parent)  # OUT itself is created, but not a missing tree above it
     sidecar = out / TILE_SIDECAR
     if not force and _up_to_date(sidecar, source):
         return None
     graphs = tile_graphs(src, msg, pad)
+    if not force:
+        _refuse_foreign([out / f"{stem}.npz" for stem in graphs], _recorded_files(sidecar, src), src)
     if not graphs:
         warnings.warn(f"{src}: no module is usable as a tile graph: nothing written", PbWarning, stacklevel=2)
     written = []

@@ -24,6 +24,7 @@ import psutil
 from tqdm import tqdm
 
 from tpurank.atomic import atomic_path
+from tpurank.cli import jobs_arg
 from tpurank.config import Config
 from tpurank.dataset import COLLECTIONS, SPLITS, GraphFile, collection_dir, discover, require_npz_root
 from tpurank.errors import DiskFullError, TpurankError
@@ -31,9 +32,11 @@ from tpurank.npz import read_node_feat
 from tpurank.paths import Paths
 from tpurank.prepare.build import BuildParams, build_file, build_key
 from tpurank.prepare.cache import CACHE_SUFFIX, INDEX_FILE, prepared_path, read_build
+from tpurank.prepare.inputs import broken_links, without_configs
 from tpurank.prepare.node_features import RULE_FILE, FeatureRule, column_range, fit_rule
 from tpurank.provenance import write_sidecar
 from tpurank.subsets import load_subsets
+from tpurank.workers import die_with_parent
 
 PROVENANCE_FILE = "provenance.json"
 # memory one worker may need on the real data: imports (~125 MiB) plus the int8 unique configs of
@@ -77,6 +80,7 @@ class PrepareResult:
     built: int = 0
     reused: int = 0
     rule: FeatureRule | None = None
+    skipped: list[str] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- workers (top level: picklable)
@@ -84,7 +88,11 @@ class PrepareResult:
 
 def _failure(gf: GraphFile, e: Exception) -> str:
     """One line for a file that failed; a bug or an exotic failure (MemoryError too) names its type."""
-    return str(e) if isinstance(e, TpurankError) else f"{gf.path}: {type(e).__name__}: {e}"
+    if isinstance(e, TpurankError):
+        return str(e)
+    if isinstance(e, OSError):  # permission denied, a vanished file: the reason, not "[Errno N]"
+        return f"{e.filename or gf.path}: {e.strerror or e}"
+    return f"{gf.path}: {type(e).__name__}: {e}"
 
 
 def _range_task(gf: GraphFile) -> tuple[tuple[np.ndarray, np.ndarray] | None, str | None]:
@@ -117,7 +125,13 @@ def _run_tasks(fn: Any, tasks: list[tuple], jobs: int, progress: bool, desc: str
                 bar.update()
             return results
         ctx = multiprocessing.get_context("spawn")  # no fork of a parent that may hold threads
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as pool:
+        pool = ProcessPoolExecutor(
+            max_workers=min(jobs, len(tasks)),
+            mp_context=ctx,
+            initializer=die_with_parent,
+            initargs=(os.getpid(),),
+        )
+        with pool:
             futures: dict[Future, int] = {pool.submit(fn, *t): i for i, t in enumerate(tasks)}
             try:
                 for fut in as_completed(futures):
@@ -263,6 +277,9 @@ def prepare_dataset(
     rule, failed = ensure_rule(out, npz_root, jobs, progress)
     folder = eval_indices or (paths.eval_indices if paths.eval_indices.is_dir() else None)
     subsets = load_subsets(folder) if folder is not None else {}
+    failed += broken_links(npz_root, collections, splits)
+    files, skipped, empty_tests = without_configs(files)
+    failed += empty_tests
 
     rows: list[dict] = []
     tasks: list[tuple] = []
@@ -312,7 +329,9 @@ def prepare_dataset(
         reused=reused,
         failed=failed,
     )
-    return PrepareResult(index=index, failed=failed, built=len(rows) - reused, reused=reused, rule=rule)
+    return PrepareResult(
+        index=index, failed=failed, built=len(rows) - reused, reused=reused, rule=rule, skipped=skipped
+    )
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -324,7 +343,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--collections", nargs="+", choices=COLLECTIONS, metavar="C", help="default: all five"
     )
     parser.add_argument("--splits", nargs="+", choices=SPLITS, metavar="S", help="default: train valid test")
-    parser.add_argument("--jobs", type=int, help="worker processes (default: prepare.jobs; 0 = one per core)")
+    parser.add_argument(
+        "--jobs", type=jobs_arg, help="worker processes (default: prepare.jobs; 0 = one per core)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
     parser.add_argument(
         "--eval-indices",
@@ -332,6 +353,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="official validation subsets (eval_indices/*.json; default: <data-dir>/eval_indices if present)",
     )
+
+
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """The cache folder, locked while prepare writes it (tpurank.lock)."""
+    return [args.out or args.paths.prepared]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -347,6 +373,8 @@ def run(args: argparse.Namespace) -> int:
         eval_indices=args.eval_indices,
     )
     out = args.out or args.paths.prepared
+    for line in result.skipped:
+        print(f"tpurank prepare: warning: {line}", file=sys.stderr)
     for line in result.failed:
         print(f"tpurank prepare: error: {line}", file=sys.stderr)
     idx = result.index

@@ -27,6 +27,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """The data root synth writes, locked while it runs (tpurank.lock)."""
+    return [] if args.compare_real else [Path(args.out) if args.out else args.paths.data]
+
+
 def run(args: argparse.Namespace) -> int:
     seed = args.cfg.seed if args.seed is None else args.seed
     if args.compare_real:

@@ -22,8 +22,8 @@ from tqdm import tqdm
 from tpurank.atomic import write_json, write_text
 from tpurank.config import Config
 from tpurank.dataset import COLLECTIONS, SPLITS, check_collection, collection_dir
-from tpurank.errors import TpurankError
-from tpurank.npz import LAYOUT_KEYS, LayoutGraph, TileGraph, member_shapes, save_graph
+from tpurank.errors import DataError, TpurankError
+from tpurank.npz import LAYOUT_KEYS, LayoutGraph, TileGraph, member_shapes, read_header, save_graph
 from tpurank.paths import NPZ_SUBDIR, SAMPLE_SUBMISSION
 from tpurank.provenance import write_sidecar
 from tpurank.synth import configs as cfgs
@@ -204,10 +204,18 @@ def _layout_record(graph: HloGraph, cfg: np.ndarray, runtime: np.ndarray) -> Lay
 
 
 def write_file(root: Path, spec: FileSpec, scale: Scale, seed: int) -> Path:
-    """Generate one file (skipped when it exists); returns its path."""
+    """Generate one file (kept when a readable one exists); returns its path.
+
+    Files are written atomically, so an existing file is complete unless something else damaged
+    it: one whose arrays cannot be read (a truncated zip loses its directory) is generated again.
+    """
     path = spec.path(root)
     if path.exists():
-        return path
+        try:
+            read_header(path, "tile" if spec.collection == "tile:xla" else "layout")
+            return path
+        except DataError as e:
+            print(f"synth: regenerating {path}: {e.problem}", file=sys.stderr)
     if spec.collection == "tile:xla":
         save_graph(path, build_tile(spec, scale, seed))
     else:

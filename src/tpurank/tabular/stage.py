@@ -14,6 +14,7 @@ import json
 import time
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -215,6 +216,11 @@ def build_features(
             f"{paths.prepared}: no prepared graphs for {', '.join(collections)} / {', '.join(splits)}"
         )
     return done
+
+
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """The tabular folder, locked while the stage writes it (tpurank.lock)."""
+    return [args.paths.tabular]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,49 @@
+"""Which discovered files `prepare` can build: one line for each it cannot, the rest go on.
+
+A dangling symbolic link is named and skipped; a graph with 0 configs (featurize-pb writes one
+for a pb without runs) is skipped with a warning in train and valid, and is a failure in test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from tpurank.dataset import GraphFile, dangling
+from tpurank.errors import TpurankError
+from tpurank.npz import read_header
+
+
+def broken_links(
+    npz_root: Path, collections: Iterable[str] | None, splits: Iterable[str] | None
+) -> list[str]:
+    """One error line per `*.npz` name that leads nowhere (discover leaves them out)."""
+    return [
+        f"{gf.path}: a symbolic link to a missing file: skipped"
+        for gf in dangling(npz_root, collections, splits)
+    ]
+
+
+def without_configs(files: list[GraphFile]) -> tuple[list[GraphFile], list[str], list[str]]:
+    """(the files with at least one config, a warning line per train/valid file without, an
+    error line per test file without).
+
+    A graph with 0 configs (featurize-pb writes one for a pb without runs) has nothing to learn
+    from or score, so it is skipped; a test graph without configs cannot get a submission row,
+    so it is a failure. A file whose header cannot be read is left to the build's one line.
+    """
+    keep: list[GraphFile] = []
+    skipped: list[str] = []
+    failed: list[str] = []
+    for gf in files:
+        try:
+            empty = read_header(gf.path, gf.kind)[1]["config_runtime"][0] == 0
+        except TpurankError:
+            empty = False
+        if not empty:
+            keep.append(gf)
+        elif gf.split == "test":
+            failed.append(f"{gf.path}: 0 configs: a test graph needs at least one for its submission row")
+        else:
+            skipped.append(f"{gf.path}: 0 configs: nothing to learn from or score, skipped")
+    return keep, skipped, failed
