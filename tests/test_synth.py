@@ -318,3 +318,13 @@ def test_synthetic_configs_tie_tensors_like_the_real_files(tiny_root: Path) -> N
         codes = ((t.astype(np.int64) + 1) * 7 ** np.arange(6)).sum(axis=2)
         used = codes[:, (codes != 0).any(axis=0)]  # tensors that exist
         assert len(np.unique(used.T, axis=0)) < 0.6 * used.shape[1], f
+
+
+def test_parallel_generation_writes_the_same_bytes(tiny_root: Path, tmp_path: Path) -> None:
+    from tpurank.synth import generate
+
+    generate(tmp_path, scale="tiny", seed=0, collections=["layout:nlp:default"], jobs=2)
+    ours = sorted((tmp_path / "npz_all/npz/layout/nlp/default").rglob("*.npz"))
+    assert ours
+    for f in ours:
+        assert f.read_bytes() == (tiny_root / f.relative_to(tmp_path)).read_bytes(), f

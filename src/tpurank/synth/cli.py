@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
+from tpurank.cli import jobs_arg
 from tpurank.dataset import COLLECTIONS, SPLITS
 from tpurank.errors import TpurankError
 from tpurank.synth.scales import SCALES
@@ -18,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="random seed (default: the config's seed, 0)")
     p.add_argument("--collections", nargs="+", choices=COLLECTIONS, help="only these collections")
     p.add_argument("--splits", nargs="+", choices=SPLITS, help="only these splits")
-    p.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
+    p.add_argument("--jobs", type=jobs_arg, default=1, help="worker processes (default: 1; 0 = one per core)")
     p.add_argument(
         "--compare-real",
         metavar="SAMPLE_ROOT",
@@ -44,7 +46,14 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else args.paths.data
     try:
         generate(
-            out, args.scale, seed, args.collections, args.splits, progress=True, cfg=args.cfg, jobs=args.jobs
+            out,
+            args.scale,
+            seed,
+            args.collections,
+            args.splits,
+            progress=True,
+            cfg=args.cfg,
+            jobs=args.jobs or (os.cpu_count() or 1),
         )
     except OSError as e:
         raise TpurankError(f"{out}: cannot write the dataset ({e.strerror or e})") from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from tpurank.synth.hlo import HloGraph, layout_graph, tile_graph
 from tpurank.synth.scales import Scale, get_scale, log_uniform
 from tpurank.synth.stems import test_stems, unique_stems
 from tpurank.synth.writer import write_npz_streaming
+from tpurank.workers import die_with_parent
 
 IN_MEMORY_BYTES = 256 << 20  # node_config_feat (float32) above this is streamed to disk in chunks
 STREAM_CHUNK_ITEMS = 4 << 20  # config values per streamed block (16 MB as float32)
@@ -318,7 +320,8 @@ def generate(
             bar.update()
     else:
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        pool_args = {"initializer": die_with_parent, "initargs": (os.getpid(),)}  # no orphans when killed
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, **pool_args) as pool:
             for fut in as_completed([pool.submit(write_file, out, spec, sc, seed) for spec in specs]):
                 fut.result()
                 bar.update()
