@@ -178,3 +178,15 @@ def test_predictions_round_trip(tmp_path):
     path.write_bytes(b"junk")
     with pytest.raises(TpurankError, match="unreadable predictions file"):
         load_predictions(path)
+
+
+def test_a_ranking_of_100000_configs_reads_back(tmp_path) -> None:
+    """One field of a full layout ranking passes csv's default 128 kB field limit (a real valid graph
+    holds up to ~100,000 configs; the full-scale benchmark's validate step failed on one)."""
+    from tpurank.submission import read_rows
+
+    order = ";".join(map(str, range(100_000)))
+    csv_file = tmp_path / "valid.csv"
+    csv_file.write_text(f"ID,TopConfigs\nlayout:xla:random:big,{order}\n")
+    rows, problems = read_rows(csv_file)
+    assert not problems and len(rows) == 1

@@ -161,6 +161,8 @@ def read_rows(path: str | Path) -> tuple[list[Row], list[str]]:
         raise TpurankError(f"{path}: unreadable ({e})") from None
     problems: list[str] = []
     rows: list[Row] = []
+    # a layout graph's full ranking is one field: 100,000 configs make ~600 kB, past csv's 128 kB default
+    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
     records = list(csv.reader(text.splitlines()))
     if not text.strip():
         return [], [f"{path}:1: empty file (expected the header {','.join(HEADER)})"]
