@@ -51,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         response = api.competition_submit(str(csv), args.message, COMPETITION, quiet=True)
     except Exception as e:  # the kaggle client raises plain exceptions (HTTPError for a 4xx answer)
-        raise TpurankError(f"Kaggle refused the submission: {str(e).splitlines()[0] if str(e) else e}") from None
+        raise TpurankError(
+            f"Kaggle refused the submission: {str(e).splitlines()[0] if str(e) else e}"
+        ) from None
     ok, message = accepted(response)
     if not ok:
         raise TpurankError(f"{csv}: Kaggle refused the submission: {message}")
