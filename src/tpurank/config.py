@@ -74,7 +74,7 @@ class GnnConfig:
     grad_clip: float = 1.0  # global gradient-norm clip
     eval_max_configs: int = 1000  # configs per valid graph scored for early stopping (official eval: 1000)
     predict_chunk: int = 256  # configs scored per forward pass at validation/prediction
-    bf16: bool = True  # bf16 autocast on CUDA (training and prediction alike); CPU always runs float32
+    bf16: bool = True  # mixed precision on CUDA: bf16 where supported, else fp16 + grad scaler; CPU: fp32
     max_batch_nodes: int = 8_000  # nodes per training pass; bigger steps run in micro-batches (~3 GB)
 
 
@@ -93,7 +93,7 @@ class BaselineConfig:
     patience: int = 5  # epochs without validation gain before stopping
     eval_max_configs: int = 1000
     predict_chunk: int = 64  # configs per pass (the baseline holds C copies of every node's features)
-    bf16: bool = True  # bf16 autocast on CUDA only
+    bf16: bool = True  # as gnn.bf16: mixed precision on CUDA only
     max_batch_nodes: int = 8_000  # nodes per training pass; bigger steps run as micro-batches
 
 

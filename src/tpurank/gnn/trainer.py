@@ -1,5 +1,5 @@
 """Training loop shared by the GNN rankers: sampling, losses, AdamW/Adam, cosine schedule, early
-stopping on the validation metric, resumable checkpoints, CUDA + bf16 autocast and DDP.
+stopping on the validation metric, resumable checkpoints, CUDA + mixed precision (device.py) and DDP.
 
 Checkpoints hold the resolved config and the model's constructor arguments (nanoGPT style), so a
 `model.pt` alone rebuilds the model. Files in `models/<name>/<collection>/`:
@@ -33,6 +33,7 @@ from tpurank.atomic import atomic_path
 from tpurank.config import Config, to_dict
 from tpurank.dataset import check_collection, collection_dir, kind_of
 from tpurank.errors import TpurankError
+from tpurank.gnn import device as devices
 from tpurank.gnn.data import Batch, GraphData, eval_configs, from_prepared, make_batch, sample_rows
 from tpurank.gnn.losses import ranking_loss
 from tpurank.metrics import kendall_tau, order_from_costs, tile_score
@@ -96,23 +97,22 @@ class Runtime:
 
 
 def setup_runtime() -> Runtime:
-    """CUDA when present (one GPU per local rank), else CPU; joins the process group under torchrun."""
+    """A CUDA device the installed torch supports (one per local rank), else the CPU; joins the
+    process group under torchrun."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local = int(os.environ.get("LOCAL_RANK", "0"))
-    if torch.cuda.is_available():
+    device = devices.pick_device(local)
+    if device.type == "cuda":
         torch.cuda.set_device(local)
-        device = torch.device("cuda", local)
-    else:
-        device = torch.device("cpu")
     if world > 1 and not dist.is_initialized():
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
     rank = dist.get_rank() if world > 1 else 0
     return Runtime(device=device, rank=rank, world=world)
 
 
-def autocast(device: torch.device, bf16: bool) -> torch.autocast:
-    """The one autocast context of training and prediction: bf16 on CUDA when enabled, else off."""
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16 and device.type == "cuda")
+def autocast(device: torch.device, precision: str) -> torch.autocast:
+    """The one autocast context of training and prediction (bf16/fp16 on CUDA, else off)."""
+    return devices.autocast(device, precision)
 
 
 # ------------------------------------------------------------------------------------------------ data
@@ -143,7 +143,12 @@ def load_split(paths: Paths, collection: str, split: str, progress: bool = True)
 
 @torch.no_grad()
 def score_rows(
-    model: nn.Module, g: GraphData, rows: np.ndarray, chunk: int, device: torch.device, bf16: bool
+    model: nn.Module,
+    g: GraphData,
+    rows: np.ndarray,
+    chunk: int,
+    device: torch.device,
+    precision: str = "fp32",
 ) -> np.ndarray:
     """Costs of the given unique-config rows of one graph, `chunk` configs per forward pass.
 
@@ -153,13 +158,13 @@ def score_rows(
         rows: indices into its unique configs.
         chunk: configs per pass (bounds memory; lowered further on big graphs by PASS_NODE_BUDGET).
         device: where the model is.
-        bf16: autocast flag of the model's recipe.
+        precision: bf16, fp16 or fp32 (device.py), as the model was trained.
     """
     out = np.empty(len(rows), dtype=np.float64)
     chunk = max(1, min(chunk, PASS_NODE_BUDGET // max(1, len(g.opcode))))
     for start in range(0, len(rows), chunk):
         part = rows[start : start + chunk]
-        with autocast(device, bf16):
+        with autocast(device, precision):
             cost = model(make_batch([g], [part]).to(device))
         out[start : start + len(part)] = cost.float()[0, : len(part)].cpu().numpy()
     return out
@@ -171,7 +176,9 @@ def graph_score(kind: str, cost: np.ndarray, runtime: np.ndarray) -> float:
     return tile_score(order, runtime) if kind == "tile" else kendall_tau(order, runtime)
 
 
-def evaluate(model: nn.Module, graphs: list[GraphData], recipe: Recipe, device: torch.device) -> float:
+def evaluate(
+    model: nn.Module, graphs: list[GraphData], recipe: Recipe, device: torch.device, precision: str = "fp32"
+) -> float:
     """Mean validation metric over graphs with something to rank (NaN graphs left out), on the
     original config lists (at most `eval_max_configs` per graph), duplicates included, each config
     against its own measurement: the competition's score, as the validation report computes it.
@@ -179,8 +186,9 @@ def evaluate(model: nn.Module, graphs: list[GraphData], recipe: Recipe, device: 
     Args:
         model: the ranker (switched to eval mode here, restored after).
         graphs: validation graphs.
-        recipe: gives eval_max_configs, predict_chunk and bf16.
+        recipe: gives eval_max_configs and predict_chunk.
         device: where the model is.
+        precision: bf16, fp16 or fp32 (as training runs).
     """
     was_training = model.training
     model.eval()
@@ -190,7 +198,7 @@ def evaluate(model: nn.Module, graphs: list[GraphData], recipe: Recipe, device: 
             continue
         configs = eval_configs(g, recipe.eval_max_configs)
         rows, back = np.unique(g.inverse[configs], return_inverse=True)  # score each unique config once
-        cost = score_rows(model, g, rows, recipe.predict_chunk, device, recipe.bf16)[back]
+        cost = score_rows(model, g, rows, recipe.predict_chunk, device, precision)[back]
         s = graph_score(g.kind, cost, g.config_runtime[configs])
         if not math.isnan(s):
             scores.append(s)
@@ -300,6 +308,8 @@ def train_step(
     batches: Batch | list[Batch],
     r: Recipe,
     device: torch.device,
+    precision: str = "fp32",
+    scaler: torch.amp.GradScaler | None = None,
 ) -> float:
     """One optimisation step over the micro-batches of one step (moved to `device`); returns the loss.
 
@@ -310,8 +320,10 @@ def train_step(
         model: the ranker (DDP-wrapped or not), in train mode.
         opt: its optimizer.
         batches: the sampled configs of this step's graphs (see `micro_batches`).
-        r: loss, margin, clipping and bf16 settings.
+        r: loss, margin and clipping settings.
         device: where the model is.
+        precision: bf16, fp16 or fp32 autocast (device.py).
+        scaler: the fp16 gradient scaler (None or disabled: plain backward).
     """
     batches = [batches] if isinstance(batches, Batch) else batches
     total_graphs = sum(b.num_graphs for b in batches)
@@ -324,12 +336,18 @@ def train_step(
             model.no_sync() if isinstance(model, nn.parallel.DistributedDataParallel) and not last else None
         )
         with sync or contextlib.nullcontext():
-            with autocast(device, r.bf16):
+            with autocast(device, precision):
                 cost = model(batch)
             loss = ranking_loss(r.loss, cost.float(), batch.runtime, batch.mask, r.margin, batch.weight)
             share = batch.num_graphs / total_graphs
-            (loss * share).backward()
+            (scaler.scale(loss * share) if scaler is not None else loss * share).backward()
         total += float(loss.detach()) * share
+    if scaler is not None and scaler.is_enabled():
+        scaler.unscale_(opt)  # clip the true gradients
+        _clip(model, r)
+        scaler.step(opt)  # skips the step when a gradient overflowed
+        scaler.update()
+        return total
     _clip(model, r)
     opt.step()
     return total
@@ -439,6 +457,10 @@ def fit(
     args = spec.model_args(cfg, kind, int(train[0].node_feat.shape[1]))
     model = spec.build(args).to(rt.device)
     opt = make_optimizer(model, r)
+    precision = devices.pick_precision(rt.device, r.bf16)
+    scaler = devices.grad_scaler(precision)
+    if rt.main and progress:
+        print(f"[{spec.name}] {collection}: {devices.describe(rt.device, precision)}")
     steps = steps_per_epoch(train, r, rt.world)
     total = steps * r.epochs
     sched = (
@@ -482,6 +504,8 @@ def fit(
             "history": history,
             "complete": complete,
             "data": data_key,
+            "device": str(rt.device),
+            "precision": precision,
         }
         if resumable:
             state.update(optimizer=opt.state_dict(), scheduler=sched.state_dict())
@@ -504,14 +528,14 @@ def fit(
             graphs = [train[i] for i in idx]
             rows = [sample_rows(g, r.configs_per_graph, rng) for g in graphs]
             batches = micro_batches(graphs, rows, r.max_batch_nodes)
-            losses.append(train_step(model, opt, batches, r, rt.device))
+            losses.append(train_step(model, opt, batches, r, rt.device, precision, scaler))
             sched.step()
             configs_seen += sum(int(b.mask.sum()) for b in batches)
             bar.set_postfix(
                 loss=f"{np.mean(losses[-20:]):.4f}", val=f"{best:.4f}" if best > -math.inf else "-"
             )
         seconds = time.perf_counter() - t0
-        score = evaluate(_unwrap(model), valid, r, rt.device) if rt.main else 0.0
+        score = evaluate(_unwrap(model), valid, r, rt.device, precision) if rt.main else 0.0
         if math.isnan(score):  # no rankable valid graph: fall back to the training loss
             score = -float(np.mean(losses))
         if rt.world > 1:
@@ -543,7 +567,10 @@ def fit(
         ckpt = load_checkpoint(final) if final.exists() else state_of(epoch, complete=False)
         ckpt.update(complete=True, summary=summary)
         save_checkpoint(final, ckpt)
-        write_sidecar(out / SIDECAR, cfg, paths.data, model=spec.name, collection=collection, **summary)
+        write_sidecar(
+            out / SIDECAR, cfg, paths.data, model=spec.name, collection=collection,
+            device=str(rt.device), precision=precision, **summary,
+        )  # fmt: skip
         resume.unlink(missing_ok=True)
     if rt.world > 1:
         dist.barrier()
@@ -577,6 +604,11 @@ def predict_collection(
     chunk = spec.recipe(cfg, kind_of(collection)).predict_chunk
     rt = setup_runtime()
     model.to(rt.device)
+    # checkpoints from before the precision was saved: bf16 on CUDA when the recipe allowed it
+    trained_precision = ckpt.get("precision") or ("bf16" if trained.bf16 else "fp32")
+    precision = devices.prediction_precision(rt.device, trained_precision)
+    if progress:
+        print(f"[{spec.name}] predict {collection}: {devices.describe(rt.device, precision)}")
     graphs = graphs if graphs is not None else load_split(paths, collection, split, progress)
     want = ckpt["model_args"]["node_feat_dim"]
     out: dict[str, np.ndarray] = {}
@@ -588,6 +620,6 @@ def predict_collection(
                 f"{g.id}: {g.node_feat.shape[1]} node features but the model was trained on {want}; "
                 "re-run prepare and train together"
             )
-        unique_cost = score_rows(model, g, np.arange(g.num_unique), chunk, rt.device, trained.bf16)
+        unique_cost = score_rows(model, g, np.arange(g.num_unique), chunk, rt.device, precision)
         out[g.id] = unique_cost[g.inverse]
     return out
