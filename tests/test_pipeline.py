@@ -62,6 +62,19 @@ def test_ensemble_never_worse_than_the_worse_member(tiny_paths: Paths) -> None:
         assert rec["member_valid_scores"]["noisy"] == pytest.approx(singles[0])
 
 
+def test_all_trains_the_ensemble_members_and_what_is_asked(tmp_path: Path) -> None:
+    from tpurank.errors import TpurankError
+    from tpurank.pipeline import models_to_train, plan
+
+    assert models_to_train(["lgbm", "gnn"], []) == ["lgbm", "gnn"]
+    assert models_to_train(["gnn", "lgbm"], ["baseline"]) == ["lgbm", "gnn", "baseline"]
+    assert models_to_train(["gnn"], []) == ["gnn"]
+    with pytest.raises(TpurankError, match="unknown model"):
+        models_to_train(["xgb"], [])
+    names = [s.name for s in plan(Paths(tmp_path, tmp_path), ["gnn"], [], 1)]
+    assert "train gnn" in names and "features" not in names and "train baseline" not in names
+
+
 def _tpurank(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "tpurank", *args], capture_output=True, text=True, env=env, cwd=ROOT
@@ -82,8 +95,10 @@ def test_all_end_to_end_on_tiny(tiny_root: Path, tmp_path: Path) -> None:
         line.split(",")[0] for line in (tiny_root / "sample_submission.csv").read_text().splitlines()[1:]
     ]
     assert ids == sample
-    for m in ("random", "heuristic", "lgbm", "gnn", "baseline", "ensemble"):
+    for m in ("random", "heuristic", "lgbm", "gnn", "ensemble"):
         assert (out / "submissions" / f"valid_{m}.csv").exists(), m
+    # baseline is not an ensemble member: trained only when asked (--models baseline)
+    assert not (out / "models" / "baseline").exists() and "[all] models: lgbm gnn" in r.stderr
     assert (out / "reports" / "validation.md").exists()
     assert "Validation scores" in r.stdout and "time per step" in r.stdout
     # a second run skips every step whose inputs did not change
