@@ -9,11 +9,10 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from tqdm import tqdm
-
 from tpurank.dataset import classify_path, kind_of
 from tpurank.errors import DataError, TpurankError
 from tpurank.npz import validate_file
+from tpurank.progress import tqdm
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

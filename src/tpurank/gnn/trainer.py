@@ -27,7 +27,6 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
-from tqdm import tqdm
 
 from tpurank.atomic import atomic_path
 from tpurank.config import Config, to_dict
@@ -39,6 +38,7 @@ from tpurank.gnn.losses import ranking_loss
 from tpurank.metrics import kendall_tau, order_from_costs, tile_score
 from tpurank.paths import Paths
 from tpurank.prepare.cache import iter_prepared
+from tpurank.progress import tqdm
 from tpurank.provenance import write_sidecar
 
 CHECKPOINT = "model.pt"

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import psutil
-from tqdm import tqdm
 
 from tpurank.atomic import atomic_path
 from tpurank.config import Config
@@ -32,6 +31,7 @@ from tpurank.paths import Paths
 from tpurank.prepare.build import BuildParams, build_file, build_key
 from tpurank.prepare.cache import INDEX_FILE, prepared_path, read_build
 from tpurank.prepare.node_features import RULE_FILE, FeatureRule, column_range, fit_rule
+from tpurank.progress import tqdm
 from tpurank.provenance import write_sidecar
 
 PROVENANCE_FILE = "provenance.json"
