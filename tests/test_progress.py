@@ -40,6 +40,18 @@ def test_log_file_gets_a_line_every_interval(monkeypatch) -> None:
     assert "30/30" in lines[-1]
 
 
+def test_postfix_updates_do_not_print_a_line_each() -> None:
+    """LightGBM's callback sets a postfix every round; tqdm refreshes on each set_postfix."""
+    out = io.StringIO()
+    with tqdm(total=300, desc="rounds", file=out) as bar:
+        for i in range(300):
+            bar.update()
+            bar.set_postfix(score=f"{i / 300:.4f}")
+    lines = out.getvalue().splitlines()
+    assert 1 <= len(lines) <= 3, lines
+    assert "300/300" in lines[-1] and "score=0.9967" in lines[-1]
+
+
 def test_terminal_keeps_the_redrawn_bar() -> None:
     out = Terminal()
     for _ in tqdm(range(50), file=out, mininterval=0):

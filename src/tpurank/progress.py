@@ -8,8 +8,10 @@ apply as usual, e.g. `TQDM_DISABLE=1` for no bars at all. Every tpurank module i
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+import time
 from typing import Any
 
 from tqdm import tqdm as _tqdm
@@ -36,7 +38,15 @@ class tqdm(_tqdm):  # noqa: N801 - a drop-in for tqdm.tqdm
             )
             kwargs.setdefault("ascii", True)
             kwargs.setdefault("ncols", 100)
+        self._last_line_t = -math.inf
         super().__init__(*args, **kwargs)
+
+    def refresh(self, nolock: bool = False, lock_args: Any = None) -> bool | None:
+        # set_postfix and set_description refresh on every call: in line mode at most one line
+        # per interval (update() already waits for it)
+        if self._lines and time.time() - self._last_line_t < self.mininterval:
+            return False
+        return super().refresh(nolock, lock_args)
 
     def display(self, msg: str | None = None, pos: int | None = None) -> bool:
         if not self._lines:
@@ -47,6 +57,7 @@ class tqdm(_tqdm):  # noqa: N801 - a drop-in for tqdm.tqdm
         if line:
             self.fp.write(line + "\n")
             self.fp.flush()
+            self._last_line_t = time.time()
         return True
 
     def close(self) -> None:
