@@ -106,7 +106,7 @@ def test_autocast_and_scaler_follow_the_precision() -> None:
 def test_scaled_step_equals_the_plain_step() -> None:
     """train_step with an active gradient scaler (torch's CPU scaler) unscales before clipping and
     stepping: the update equals the unscaled one."""
-    from tests.test_gnn import prepared_graph, small_cfg
+    from test_gnn import prepared_graph, small_cfg
 
     graphs = [from_prepared(prepared_graph("layout", seed=s)) for s in range(2)]
     rows = [np.arange(10), np.arange(10)]
@@ -127,7 +127,7 @@ def test_precision_is_saved_and_reused_at_prediction(
     tiny_paths: Paths, tmp_path, monkeypatch, capsys
 ) -> None:
     """Training records its device and precision in model.pt and model.json; prediction reads it back."""
-    from tests.test_gnn import small_cfg
+    from test_gnn import small_cfg
 
     paths = Paths(data=tiny_paths.data, out=tmp_path)
     collection = "layout:xla:default"

@@ -52,6 +52,15 @@ def test_postfix_updates_do_not_print_a_line_each() -> None:
     assert "300/300" in lines[-1] and "score=0.9967" in lines[-1]
 
 
+def test_a_disabled_bar_accepts_every_call() -> None:
+    out = io.StringIO()
+    with tqdm(total=3, file=out, disable=True) as bar:
+        bar.update()
+        bar.set_postfix(loss="0.1")
+        bar.set_description("x")
+    assert out.getvalue() == ""
+
+
 def test_terminal_keeps_the_redrawn_bar() -> None:
     out = Terminal()
     for _ in tqdm(range(50), file=out, mininterval=0):

@@ -44,6 +44,8 @@ class tqdm(_tqdm):  # noqa: N801 - a drop-in for tqdm.tqdm
     def refresh(self, nolock: bool = False, lock_args: Any = None) -> bool | None:
         # set_postfix and set_description refresh on every call: in line mode at most one line
         # per interval (update() already waits for it)
+        if self.disable:  # a disabled bar has no settings at all
+            return None
         if self._lines and time.time() - self._last_line_t < self.mininterval:
             return False
         return super().refresh(nolock, lock_args)
