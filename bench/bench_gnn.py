@@ -47,6 +47,7 @@ from tpurank.config import Config
 from tpurank.dataset import kind_of
 from tpurank.gnn import model as gnn, official
 from tpurank.gnn.data import sample_rows
+from tpurank.gnn import device as devices
 from tpurank.gnn.trainer import load_split, make_optimizer, micro_batches, setup_runtime, train_step
 from tpurank.paths import Paths
 
@@ -61,6 +62,8 @@ graphs = [g for g in load_split(paths, collection, "train", progress=False) if g
 torch.manual_seed(0)
 model = spec.build(spec.model_args(cfg, graphs[0].kind, graphs[0].node_feat.shape[1])).to(rt.device)
 opt = make_optimizer(model, r)
+precision = devices.pick_precision(rt.device, r.bf16)  # as training runs
+scaler = devices.grad_scaler(precision)
 rng = np.random.default_rng(0)
 b = min(r.graphs_per_batch, len(graphs))
 configs, t0 = 0, None
@@ -71,7 +74,7 @@ for step in range(steps + 2):
     chosen = [graphs[i] for i in pick]
     rows = [sample_rows(g, r.configs_per_graph, rng) for g in chosen]
     batches = micro_batches(chosen, rows, r.max_batch_nodes)
-    train_step(model, opt, batches, r, rt.device)
+    train_step(model, opt, batches, r, rt.device, precision, scaler)
     if step >= 2:
         configs += sum(int(b.mask.sum()) for b in batches)
 if rt.device.type == "cuda":

@@ -183,8 +183,8 @@ def test_configs_do_not_interact_without_attention(kind: str) -> None:
     g = from_prepared(prepared_graph(kind, seed=2))
     rows = np.arange(6)
     for m in (models(kind)[0], models(kind)[2]):
-        together = score_rows(m, g, rows, chunk=6, device=torch.device("cpu"), bf16=False)
-        alone = score_rows(m, g, rows, chunk=1, device=torch.device("cpu"), bf16=False)
+        together = score_rows(m, g, rows, chunk=6, device=torch.device("cpu"), precision="fp32")
+        alone = score_rows(m, g, rows, chunk=1, device=torch.device("cpu"), precision="fp32")
         np.testing.assert_allclose(together, alone, atol=1e-5)
 
 
@@ -214,7 +214,7 @@ def test_graph_without_edges_is_scored(kind: str) -> None:
     g = from_prepared(replace(prepared_graph(kind, seed=4), edge_index=np.zeros((0, 2), np.int32)))
     assert g.edge_index.shape == (2, 0)
     for m in models(kind):
-        cost = score_rows(m, g, np.arange(5), chunk=5, device=torch.device("cpu"), bf16=False)
+        cost = score_rows(m, g, np.arange(5), chunk=5, device=torch.device("cpu"), precision="fp32")
         assert np.isfinite(cost).all() and np.ptp(cost) > 0
 
 
@@ -313,11 +313,11 @@ def test_train_predict_checkpoint_roundtrip(tiny_paths: Paths, tmp_path) -> None
     for g in valid:
         assert preds[g.id].shape == (len(g.inverse),)
         again = score_rows(
-            reloaded, g, np.arange(g.num_unique), cfg.gnn.predict_chunk, torch.device("cpu"), False
+            reloaded, g, np.arange(g.num_unique), cfg.gnn.predict_chunk, torch.device("cpu"), "fp32"
         )
         np.testing.assert_array_equal(preds[g.id], again[g.inverse])  # reloads to identical scores
         if best_step == 4:  # the last weights are the best ones: the in-memory model scores the same
-            mine = score_rows(model.eval(), g, np.arange(g.num_unique), 256, torch.device("cpu"), False)
+            mine = score_rows(model.eval(), g, np.arange(g.num_unique), 256, torch.device("cpu"), "fp32")
             np.testing.assert_allclose(preds[g.id], mine[g.inverse], atol=1e-6)
 
     # a second run with the same config and data is skipped; new prepared data or config retrains

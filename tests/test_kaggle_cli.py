@@ -43,7 +43,9 @@ def test_build_code_dataset_offline(tmp_path: Path) -> None:
         cwd=ROOT,
     )
     assert r.returncode == 0, r.stderr[-2000:]
-    wheels = sorted(p.name for p in (dest / "wheels").glob("*.whl"))
+    # at the top level: `kaggle datasets create` skips subfolders unless --dir-mode is given
+    wheels = sorted(p.name for p in dest.glob("*.whl"))
     assert len(wheels) == 1 and wheels[0].startswith("tpurank-")
+    assert [p for p in dest.iterdir() if p.is_dir()] == []
     meta = json.loads((dest / "dataset-metadata.json").read_text())
     assert meta["id"].endswith("/tpurank-code")

@@ -128,7 +128,11 @@ def test_predict_train_validate_end_to_end(out_paths, capsys):
         overall = sidecar["scores"][model]["overall"]
         assert f"| {model} | " in report and f"{overall:.4f}" in report
     assert sidecar["scores"]["heuristic"]["overall"] == pytest.approx(side["scores"]["overall"])
-    assert "*best public (spec)* | 0.9750" in report
+    assert "*best public (spec, real data)* | 0.9750" in report
+    # tiny synthetic data: said in the title and next to the numbers
+    assert report.startswith("# Validation report: SYNTHETIC data ('tiny' scale)")
+    assert "**SYNTHETIC DATA**" in report and sidecar["synthetic_scale"] == "tiny"
+    assert f"model {sidecar['rank_plot_model']}](plots/rank_scatter.png)" in report
     for name in ("collection_scores", "tau_distribution", "rank_scatter", "tile_slowdown"):
         png = out_paths.reports / "plots" / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -145,3 +149,33 @@ def test_stage_errors_are_one_line(out_paths, sample_root, tmp_path, capsys):
     assert len(err) == 2
     assert "no valid_<model>.csv" in err[0]
     assert "884 have no file" in err[1] and "--partial" in err[1]
+
+
+def test_plots_say_synthetic_name_the_model_and_keep_references_inside(tmp_path, monkeypatch):
+    """Every figure's title carries the tag; reference lines lie inside the axes, labelled as real data."""
+    from tpurank import plots
+
+    figs = {}
+    monkeypatch.setattr(plots, "_save", lambda fig, out: figs.setdefault(out.name, fig) and out)
+    tag = "SYNTHETIC data (tiny): not Kaggle scores"
+    cols = ["tile:xla", "layout:xla:default", "overall"]
+    scores = {"gnn": {"tile:xla": 0.2, "layout:xla:default": -0.1, "overall": 0.05}}
+    plots.collection_scores(
+        scores, {"tile:xla": 0.975, "layout:xla:default": 0.46}, cols, tmp_path / "a.png", tag
+    )
+    plots.tau_distribution({"layout:xla:default": {"gnn": [0.1, 0.2]}}, tmp_path / "b.png", tag)
+    ranks = np.arange(5.0)
+    plots.rank_scatter([("g", ranks, ranks)], tmp_path / "c.png", "lgbm", tag)
+    plots.tile_slowdown({"gnn": [1.0, 1.2]}, tmp_path / "d.png", tag)
+    for name, fig in figs.items():
+        texts = [fig._suptitle.get_text() if fig._suptitle else ""] + [ax.get_title() for ax in fig.axes]
+        assert any(tag in t for t in texts), (name, texts)
+    assert any("model lgbm" in figs["c.png"]._suptitle.get_text() for _ in [0])
+    ax = figs["a.png"].axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "best public (real TpuGraphs data)" in legend
+    (lines,) = [c for c in ax.collections if c.get_label() == "best public (real TpuGraphs data)"]
+    lo, hi = ax.get_ylim()
+    x0, x1 = ax.get_xlim()
+    for seg in lines.get_segments():
+        assert lo < seg[0][1] < hi and x0 < seg[0][0] and seg[1][0] < x1

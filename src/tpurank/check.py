@@ -9,12 +9,11 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from tqdm import tqdm
-
 from tpurank.cli import jobs_arg
 from tpurank.dataset import classify_path, kind_of
 from tpurank.errors import DataError, TpurankError
 from tpurank.npz import validate_file
+from tpurank.progress import tqdm
 from tpurank.workers import die_with_parent
 
 

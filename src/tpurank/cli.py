@@ -35,7 +35,12 @@ STAGES: dict[str, tuple[str, str]] = {
     "check-submission": ("tpurank.submission_check", "validate a submission CSV, listing every problem"),
     "submit": ("tpurank.submit", "submit the checked CSV to Kaggle with the kaggle package"),
     "all": ("tpurank.pipeline", "run the whole pipeline end to end"),
-    "build-code-dataset": ("tpurank.kaggle_code", "package the code for the Kaggle notebook"),
+    "build-code-dataset": ("tpurank.kaggle_code", "package the code for the Kaggle notebooks"),
+    "build-models-dataset": (
+        "tpurank.models_dataset",
+        "pack trained models for the Kaggle inference notebook",
+    ),
+    "infer": ("tpurank.infer", "test submission from a models dataset: prepare test, predict, no training"),
 }
 
 

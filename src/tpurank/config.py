@@ -116,7 +116,7 @@ class GnnConfig:
     # configs per valid graph scored for early stopping where no official subset is cached (official: 1000)
     eval_max_configs: int = value(1000, min=1)
     predict_chunk: int = value(256, min=1)  # configs scored per forward pass at validation/prediction
-    bf16: bool = True  # bf16 autocast on CUDA (training and prediction alike); CPU always runs float32
+    bf16: bool = True  # mixed precision on CUDA: bf16 where supported, else fp16 + grad scaler; CPU: fp32
     # nodes per training pass; bigger steps run in micro-batches (~3 GB)
     max_batch_nodes: int = value(8_000, min=1)
 
@@ -140,7 +140,7 @@ class BaselineConfig:
     eval_max_configs: int = value(1000, min=1)
     # configs per pass (the baseline holds C copies of every node's features)
     predict_chunk: int = value(64, min=1)
-    bf16: bool = True  # bf16 autocast on CUDA only
+    bf16: bool = True  # as gnn.bf16: mixed precision on CUDA only
     max_batch_nodes: int = value(8_000, min=1)  # nodes per training pass; bigger steps run as micro-batches
 
 

@@ -30,7 +30,7 @@ from tpurank.provenance import data_fingerprint
 from tpurank.synth.tree import PLAN_FILE as SYNTH_MARKER
 
 DEMO_SCALE = "demo"  # the synthetic fallback: finishes within 15 minutes on 2 cores
-LEARNED_MODELS = ("lgbm", "gnn", "baseline")  # trained, in this order
+LEARNED_MODELS = ("lgbm", "gnn", "baseline")  # the order they are trained in
 BASELINE_RANKERS = ("random", "heuristic")  # no training; always in the report
 SUBMITTED_MODEL = "ensemble"
 
@@ -59,7 +59,13 @@ BANNER = """
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--models", nargs="+", default=list(LEARNED_MODELS), help="learned models to train")
+    p.add_argument(
+        "--models",
+        nargs="+",
+        default=[],
+        choices=LEARNED_MODELS,
+        help="learned models to train besides those the ensemble uses (config ensemble.models), e.g. baseline",
+    )
     p.add_argument("--force", action="store_true", help="rerun every step even if its inputs did not change")
     p.add_argument(
         "--jobs", type=cli.jobs_arg, default=0, help="worker processes for prepare (0 = config / all cores)"
@@ -252,6 +258,17 @@ def output_folders(args: argparse.Namespace) -> list[Path]:
     return [args.paths.reports]
 
 
+def models_to_train(ensemble_models: list[str], extra: list[str]) -> list[str]:
+    """The ensemble's members plus the ones asked for, in training order."""
+    wanted = set(ensemble_models) | set(extra)
+    unknown = sorted(wanted - set(LEARNED_MODELS))
+    if unknown:
+        raise TpurankError(
+            f"config ensemble.models: unknown model(s) {', '.join(unknown)} (known: {', '.join(LEARNED_MODELS)})"
+        )
+    return [m for m in LEARNED_MODELS if m in wanted]
+
+
 def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     data_root, scale = resolve_data(args)
@@ -263,6 +280,11 @@ def run(args: argparse.Namespace) -> int:
         )
         args.set = [*SMALL_SYNTHETIC_BUDGET, *args.set]
         args.cfg = load_config(args.config_file, args.set)
+    args.models = models_to_train(args.cfg.ensemble.models, args.models)
+    print(
+        f"[all] models: {' '.join(args.models)} (ensemble: {' '.join(args.cfg.ensemble.models)})",
+        file=sys.stderr,
+    )
     common = cli.common_argv(args, data_dir=str(data_root))
     jobs = args.jobs or args.cfg.prepare.jobs
     subset = [c for c in COLLECTIONS if c in args.collections]

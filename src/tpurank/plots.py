@@ -1,6 +1,8 @@
 """The PNG figures of the validation report (matplotlib, headless Agg backend).
 
-Each function takes plain numbers and writes one file atomically; none reads data itself.
+Each function takes plain numbers and writes one file atomically; none reads data itself. `tag`
+(e.g. "SYNTHETIC data (tiny)") is added to every title so a figure cut out of the report still
+says what data it shows.
 """
 
 from __future__ import annotations
@@ -20,6 +22,13 @@ from tpurank.atomic import atomic_path  # noqa: E402
 DPI = 110  # small files, still readable on a laptop screen
 
 
+REFERENCE_LABEL = "best public (real TpuGraphs data)"
+
+
+def _title(text: str, tag: str) -> str:
+    return f"{text}\n{tag}" if tag else text
+
+
 def _save(fig: plt.Figure, out: Path) -> Path:
     with atomic_path(out, suffix=".png") as tmp:
         fig.savefig(tmp, dpi=DPI, bbox_inches="tight", format="png")
@@ -32,14 +41,19 @@ def collection_scores(
     reference: Mapping[str, float],
     columns: Sequence[str],
     out: Path,
+    tag: str = "",
 ) -> Path:
-    """Grouped bars: one group per collection (and overall), one bar per model; reference ticks.
+    """Grouped bars: one group per collection (and overall), one bar per model; reference marks.
+
+    The reference marks are horizontal lines across each group, inside the axes (the y range
+    includes them), labelled as real-data results.
 
     Args:
         scores: model -> {column: score or None}.
-        reference: column -> the best public validation score (drawn as a black tick).
+        reference: column -> the best public validation score on the real data (a black line).
         columns: the groups, in order.
         out: the PNG path.
+        tag: added to the title (e.g. SYNTHETIC data).
     """
     models = list(scores)
     x = np.arange(len(columns))
@@ -49,17 +63,26 @@ def collection_scores(
         vals = [scores[m].get(c) for c in columns]
         ys = [np.nan if v is None else v for v in vals]
         ax.bar(x - 0.4 + width * (i + 0.5), ys, width, label=m)
-    ref = [reference.get(c, np.nan) for c in columns]
-    ax.scatter(x, ref, marker="_", s=900, color="black", label="best public (spec)", zorder=3)
+    ref = np.array([reference.get(c, np.nan) for c in columns], dtype=float)
+    shown = np.isfinite(ref)
+    ax.hlines(
+        ref[shown], x[shown] - 0.42, x[shown] + 0.42, colors="black", lw=2, label=REFERENCE_LABEL, zorder=3
+    )
+    ax.set_xlim(-0.6, len(columns) - 0.4)
+    values = [v for m in models for v in scores[m].values() if v is not None and np.isfinite(v)]
+    values += list(ref[shown])
+    lo, hi = min([0.0, *values]), max([0.0, *values])
+    pad = 0.08 * max(hi - lo, 0.1)
+    ax.set_ylim(lo - pad, hi + pad)
     ax.set_xticks(x, [c.replace("layout:", "") for c in columns])
     ax.set_ylabel("score (tau for layout, 2 - slowdown for tile)")
     ax.axhline(0, color="grey", lw=0.5)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_title("validation score per collection")
+    ax.set_title(_title("validation score per collection", tag))
     return _save(fig, out)
 
 
-def tau_distribution(taus: Mapping[str, Mapping[str, Sequence[float]]], out: Path) -> Path:
+def tau_distribution(taus: Mapping[str, Mapping[str, Sequence[float]]], out: Path, tag: str = "") -> Path:
     """Box plots of per-graph Kendall tau: one panel per layout collection, one box per model.
 
     Args:
@@ -77,15 +100,20 @@ def tau_distribution(taus: Mapping[str, Mapping[str, Sequence[float]]], out: Pat
         ax.set_ylim(-1.05, 1.05)
         ax.set_title(c.replace("layout:", ""), fontsize=9)
     axes[0][0].set_ylabel("Kendall tau per graph")
+    fig.suptitle(_title("Kendall tau per graph", tag), fontsize=10, y=1.1)
     return _save(fig, out)
 
 
-def rank_scatter(examples: Sequence[tuple[str, np.ndarray, np.ndarray]], out: Path) -> Path:
+def rank_scatter(
+    examples: Sequence[tuple[str, np.ndarray, np.ndarray]], out: Path, model: str, tag: str = ""
+) -> Path:
     """Predicted rank against true rank for a few graphs (a perfect ranking is the diagonal).
 
     Args:
         examples: (title, predicted rank, true rank) per graph; ranks 0 = fastest.
         out: the PNG path.
+        model: the model whose ranks these are (named in the title).
+        tag: added to the title.
     """
     n = max(1, len(examples))
     fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 3.2), squeeze=False)
@@ -98,10 +126,11 @@ def rank_scatter(examples: Sequence[tuple[str, np.ndarray, np.ndarray]], out: Pa
     axes[0][0].set_ylabel("predicted rank")
     if not examples:
         axes[0][0].text(0.5, 0.5, "no layout graphs", ha="center", transform=axes[0][0].transAxes)
+    fig.suptitle(_title(f"predicted vs true rank: model {model}", tag), fontsize=10, y=1.13)
     return _save(fig, out)
 
 
-def tile_slowdown(slowdowns: Mapping[str, Sequence[float]], out: Path) -> Path:
+def tile_slowdown(slowdowns: Mapping[str, Sequence[float]], out: Path, tag: str = "") -> Path:
     """Histogram of tile slowdown@5 (best of the top 5 / best overall; 1.0 = perfect) per model."""
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     finite = [v for vals in slowdowns.values() for v in vals if math.isfinite(v)]
@@ -112,5 +141,5 @@ def tile_slowdown(slowdowns: Mapping[str, Sequence[float]], out: Path) -> Path:
     ax.set_xlabel("slowdown@5 (tile score = 2 - slowdown)")
     ax.set_ylabel("graphs")
     ax.legend(fontsize=8)
-    ax.set_title("tile: slowdown of the best of the top 5")
+    ax.set_title(_title("tile: slowdown of the best of the top 5", tag))
     return _save(fig, out)

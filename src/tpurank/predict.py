@@ -22,8 +22,6 @@ import sys
 import time
 from pathlib import Path
 
-from tqdm import tqdm
-
 from tpurank.config import Config, to_dict
 from tpurank.dataset import COLLECTIONS, check_collection
 from tpurank.errors import DataError, TpurankError
@@ -31,6 +29,7 @@ from tpurank.metrics import summarize
 from tpurank.models import MODEL_NAMES, get_model
 from tpurank.paths import Paths
 from tpurank.predictions import load_predictions, save_predictions
+from tpurank.progress import tqdm
 from tpurank.provenance import data_fingerprint, write_sidecar
 from tpurank.score import score_parsed, scores_json
 from tpurank.submission import ExpectedGraph, expected_for_split, missing_files, top_configs, write_submission

@@ -25,7 +25,7 @@ from tpurank.errors import DataError, TpurankError
 from tpurank.metrics import graph_metrics, normalized_runtime, overall_score, summarize
 from tpurank.npz import read_header
 from tpurank.paths import Paths
-from tpurank.submission import ExpectedGraph, check_csv, expected_for_split, parse_id, read_rows
+from tpurank.submission import ExpectedGraph, check_csv, expected_for_split, order_note, parse_id, read_rows
 from tpurank.subsets import load_subsets
 
 
@@ -182,6 +182,10 @@ def run(args: argparse.Namespace) -> int:
     if left_out:
         print(f"note: the CSV has no rows for {', '.join(left_out)}: not scored", file=sys.stderr)
     rows, summary = score_csv(args.submission, args.paths, args.split, args.official_subsets)
+    expected, _ = expected_for_csv(args.paths, args.split, args.submission)
+    reference = f"the {args.split} files under {args.paths.npz}"
+    if note := order_note(read_rows(args.submission)[0], expected, str(args.submission), reference):
+        print(note, file=sys.stderr)
     print(format_table(summary))
     undefined = sum(int(s["undefined"]) for s in summary.values())
     if undefined:

@@ -255,7 +255,7 @@ def validate_rows(
 
     Args:
         rows: from read_rows.
-        expected: from expected_for_split (order matters).
+        expected: from expected_for_split (rows may come in any order).
         where: the CSV's name for the messages.
         reference: what the expected IDs come from, for 'unknown ID' messages.
         absent: IDs of the reference left out of `expected` because their file is absent
@@ -268,7 +268,6 @@ def validate_rows(
     by_id = {e.id: e for e in expected}
     first_line: dict[str, int] = {}
     parsed: dict[str, list[int]] = {}
-    seen_order: list[str] = []
     for r in rows:
         if r.id in first_line:
             problems.append(f"{where}:{r.line}: duplicate ID {r.id} (first on line {first_line[r.id]})")
@@ -281,7 +280,6 @@ def validate_rows(
                 why = f"in {reference} but its file is absent, so a partial submission leaves it out"
             problems.append(f"{where}:{r.line}: unknown ID {r.id!r} ({why})")
             continue
-        seen_order.append(r.id)
         idx, bad = parse_indices(r.top)
         row_problems = [bad] if bad else check_indices(exp.collection, idx, exp.num_configs)
         problems.extend(f"{where}:{r.line}: {r.id}: {p}" for p in row_problems)
@@ -290,14 +288,20 @@ def validate_rows(
     for e in expected:
         if e.id not in first_line:
             problems.append(f"{where}: missing ID {e.id}")
-    position = {e.id: i for i, e in enumerate(expected)}
-    for a, b in zip(seen_order, seen_order[1:], strict=False):
-        if position[b] < position[a]:
-            problems.append(
-                f"{where}:{first_line[b]}: rows out of order: {b} comes after {a} (expected the order of {reference})"
-            )
-            break
     return problems, parsed
+
+
+def order_note(rows: list[Row], expected: list[ExpectedGraph], where: str, reference: str) -> str | None:
+    """A note when the known rows are not in the expected order (never a problem: Kaggle matches by ID)."""
+    position = {e.id: i for i, e in enumerate(expected)}
+    seen = [r.id for r in rows if r.id in position]
+    for a, b in zip(seen, seen[1:], strict=False):
+        if position[b] < position[a]:
+            return (
+                f"{where}: note: rows are not in the order of {reference} (first: {b} after {a}); "
+                "Kaggle matches rows by ID, so the order does not matter"
+            )
+    return None
 
 
 def check_csv(

@@ -1,7 +1,8 @@
 """`tpurank check-submission CSV`: validate any submission CSV, one line per problem, exit 1 if any.
 
 The same checks the writer applies before it writes (tpurank.submission): header, every expected
-ID exactly once and in order, no unknown IDs, integer indices in range, tile lists of 5 (all when
+ID exactly once (in any order: Kaggle matches rows by
+ID; a different order is reported as a note), no unknown IDs, integer indices in range, tile lists of 5 (all when
 fewer configs), layout lists a full permutation of the file's configs.
 """
 
@@ -12,7 +13,14 @@ import sys
 from pathlib import Path
 
 from tpurank.paths import Paths
-from tpurank.submission import check_csv, expected_for_split, missing_files, sample_ids_without_file
+from tpurank.submission import (
+    check_csv,
+    expected_for_split,
+    missing_files,
+    order_note,
+    read_rows,
+    sample_ids_without_file,
+)
 
 
 def reference_name(paths: Paths, split: str) -> str:
@@ -60,6 +68,9 @@ def run(args: argparse.Namespace) -> int:
     problems, parsed = check_csv(args.csv, expected, reference_name(paths, args.split), absent)
     for line in problems:
         print(line)
+    note = order_note(read_rows(args.csv)[0], expected, str(args.csv), reference_name(paths, args.split))
+    if note:
+        print(note, file=sys.stderr)
     unknown = missing_files(expected)
     note = f"; {len(unknown)} IDs without a data file: index ranges not checked for them" if unknown else ""
     print(

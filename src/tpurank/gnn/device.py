@@ -1,13 +1,109 @@
-"""Where a GNN runs: device, rank and world size, and the one autocast context of training and
-prediction (CUDA + bf16 autocast; DDP under torchrun, gloo on CPU and nccl on GPU)."""
+"""Which device and numeric precision the GNNs run with, and the process group under torchrun.
+
+CUDA only when the installed torch ships kernels for the GPU's compute capability (a P100, sm_60,
+is not supported by recent builds: torch would fail at the first kernel), else the CPU with a
+one-line warning. Mixed precision (config `bf16 = true`) is bf16 autocast where the GPU supports
+bf16 (Ampere and newer), fp16 autocast with a gradient scaler elsewhere (T4, V100); the CPU runs
+fp32. The choice is printed, saved in the checkpoint, and reused at prediction time.
+Under `torchrun --nproc_per_node=N` each process takes its local rank's GPU (nccl) or the CPU (gloo).
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import sys
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+
+PRECISIONS = ("bf16", "fp16", "fp32")
+_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def cuda_arch_supported(capability: tuple[int, int], arch_list: list[str]) -> bool:
+    """Whether a torch build compiled for `arch_list` (torch.cuda.get_arch_list()) runs on `capability`.
+
+    A cubin `sm_XY` runs on devices of the same major version X with minor >= Y; PTX `compute_XY`
+    is compiled at load time for any device of capability >= XY.
+    """
+    major, minor = capability
+    for arch in arch_list:
+        m = re.fullmatch(r"(sm|compute)_(\d+)(\d)[a-z]?", arch)
+        if not m:
+            continue
+        a_major, a_minor = int(m.group(2)), int(m.group(3))
+        if m.group(1) == "sm" and a_major == major and a_minor <= minor:
+            return True
+        if m.group(1) == "compute" and (a_major, a_minor) <= (major, minor):
+            return True
+    return False
+
+
+def usable_cuda(index: int = 0) -> tuple[bool, str]:
+    """(whether CUDA device `index` can be used, why not) with the installed torch."""
+    if not torch.cuda.is_available():
+        return False, "no CUDA device"
+    capability = tuple(torch.cuda.get_device_capability(index))
+    archs = list(torch.cuda.get_arch_list())
+    if cuda_arch_supported(capability, archs):  # type: ignore[arg-type]
+        return True, ""
+    name = f"sm_{capability[0]}{capability[1]}"
+    return False, (
+        f"the GPU's compute capability {capability[0]}.{capability[1]} ({name}) is not supported by the "
+        f"installed torch {torch.__version__} (built for {', '.join(archs) or 'no GPU'})"
+    )
+
+
+def pick_device(local_rank: int = 0) -> torch.device:
+    """CUDA device `local_rank` when usable, else the CPU (with a one-line warning when a GPU is unusable)."""
+    ok, why = usable_cuda(local_rank)
+    if ok:
+        return torch.device("cuda", local_rank)
+    if torch.cuda.is_available():
+        print(f"WARNING: running on the CPU: {why}", file=sys.stderr)
+    return torch.device("cpu")
+
+
+def pick_precision(device: torch.device, mixed: bool) -> str:
+    """bf16 / fp16 / fp32 for `device` when mixed precision is wanted (config `bf16`)."""
+    if device.type != "cuda" or not mixed:
+        return "fp32"
+    return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+
+
+def prediction_precision(device: torch.device, trained: str) -> str:
+    """The precision the model was trained in when `device` runs it, else fp32 (with a one-line warning)."""
+    if trained == "fp32":
+        return "fp32"
+    runs = device.type == "cuda" and (trained == "fp16" or torch.cuda.is_bf16_supported())
+    if runs:
+        return trained
+    print(
+        f"WARNING: the model was trained in {trained}, which {device} does not run; predicting in fp32",
+        file=sys.stderr,
+    )
+    return "fp32"
+
+
+def autocast(device: torch.device, precision: str) -> torch.autocast:
+    """The one autocast context of training and prediction (off for fp32 and on the CPU)."""
+    enabled = precision in _DTYPES and device.type == "cuda"
+    return torch.autocast(device.type, dtype=_DTYPES.get(precision, torch.bfloat16), enabled=enabled)
+
+
+def grad_scaler(precision: str) -> torch.amp.GradScaler:
+    """A gradient scaler, active for fp16 only (bf16 has fp32's exponent range and needs none)."""
+    return torch.amp.GradScaler("cuda", enabled=precision == "fp16")
+
+
+def describe(device: torch.device, precision: str) -> str:
+    if device.type != "cuda":
+        return f"device cpu, {precision}"
+    name = torch.cuda.get_device_name(device)
+    major, minor = torch.cuda.get_device_capability(device)
+    return f"device {device} ({name}, sm_{major}{minor}), {precision}"
 
 
 @dataclass
@@ -24,20 +120,14 @@ class Runtime:
 
 
 def setup_runtime() -> Runtime:
-    """CUDA when present (one GPU per local rank), else CPU; joins the process group under torchrun."""
+    """A CUDA device the installed torch supports (one per local rank), else the CPU; joins the
+    process group under torchrun."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local = int(os.environ.get("LOCAL_RANK", "0"))
-    if torch.cuda.is_available():
+    device = pick_device(local)
+    if device.type == "cuda":
         torch.cuda.set_device(local)
-        device = torch.device("cuda", local)
-    else:
-        device = torch.device("cpu")
     if world > 1 and not dist.is_initialized():
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
     rank = dist.get_rank() if world > 1 else 0
     return Runtime(device=device, rank=rank, world=world)
-
-
-def autocast(device: torch.device, bf16: bool) -> torch.autocast:
-    """The one autocast context of training and prediction: bf16 on CUDA when enabled, else off."""
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16 and device.type == "cuda")

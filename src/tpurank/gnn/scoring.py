@@ -18,7 +18,12 @@ PASS_NODE_BUDGET = 2_000_000  # configs x nodes per scoring pass: (C, N, 64) flo
 
 @torch.no_grad()
 def score_rows(
-    model: nn.Module, g: GraphData, rows: np.ndarray, chunk: int, device: torch.device, bf16: bool
+    model: nn.Module,
+    g: GraphData,
+    rows: np.ndarray,
+    chunk: int,
+    device: torch.device,
+    precision: str = "fp32",
 ) -> np.ndarray:
     """Costs of the given unique-config rows of one graph, `chunk` configs per forward pass.
 
@@ -28,13 +33,13 @@ def score_rows(
         rows: indices into its unique configs.
         chunk: configs per pass (bounds memory; lowered further on big graphs by PASS_NODE_BUDGET).
         device: where the model is.
-        bf16: autocast flag of the model's recipe.
+        precision: bf16, fp16 or fp32 (device.py), as the model was trained.
     """
     out = np.empty(len(rows), dtype=np.float64)
     chunk = max(1, min(chunk, PASS_NODE_BUDGET // max(1, len(g.opcode))))
     for start in range(0, len(rows), chunk):
         part = rows[start : start + chunk]
-        with autocast(device, bf16):
+        with autocast(device, precision):
             cost = model(make_batch([g], [part]).to(device))
         out[start : start + len(part)] = cost.float()[0, : len(part)].cpu().numpy()
     return out
@@ -46,7 +51,9 @@ def graph_score(kind: str, cost: np.ndarray, runtime: np.ndarray) -> float:
     return tile_score(order, runtime) if kind == "tile" else kendall_tau(order, runtime)
 
 
-def evaluate(model: nn.Module, graphs: list[GraphData], recipe: Recipe, device: torch.device) -> float:
+def evaluate(
+    model: nn.Module, graphs: list[GraphData], recipe: Recipe, device: torch.device, precision: str = "fp32"
+) -> float:
     """Mean validation metric over graphs with something to rank (NaN graphs left out), on the
     original config lists (at most `eval_max_configs` per graph), duplicates included, each config
     against its own measurement: the competition's score, as the validation report computes it.
@@ -54,8 +61,9 @@ def evaluate(model: nn.Module, graphs: list[GraphData], recipe: Recipe, device: 
     Args:
         model: the ranker (switched to eval mode here, restored after).
         graphs: validation graphs.
-        recipe: gives eval_max_configs, predict_chunk and bf16.
+        recipe: gives eval_max_configs and predict_chunk.
         device: where the model is.
+        precision: bf16, fp16 or fp32 (as training runs).
     """
     was_training = model.training
     model.eval()
@@ -65,7 +73,7 @@ def evaluate(model: nn.Module, graphs: list[GraphData], recipe: Recipe, device: 
             continue
         configs = eval_configs(g, recipe.eval_max_configs)
         rows, back = np.unique(g.inverse[configs], return_inverse=True)  # score each unique config once
-        cost = score_rows(model, g, rows, recipe.predict_chunk, device, recipe.bf16)[back]
+        cost = score_rows(model, g, rows, recipe.predict_chunk, device, precision)[back]
         s = graph_score(g.kind, cost, g.config_runtime[configs])
         if not math.isnan(s):
             scores.append(s)

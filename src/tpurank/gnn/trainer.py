@@ -1,5 +1,5 @@
 """Training loop shared by the GNN rankers: sampling, losses, AdamW/Adam, cosine schedule, early
-stopping on the validation metric, resumable checkpoints, and DDP.
+stopping on the validation metric, resumable checkpoints, CUDA + mixed precision (device.py) and DDP.
 
 Training length is a budget (`Recipe.max_steps` optimizer steps, `Recipe.time_budget_min`
 minutes), not epochs: collections differ 80-fold in size, so an epoch means nothing across them.
@@ -26,11 +26,11 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
-from tqdm import tqdm
 
 from tpurank.config import Config, to_dict
 from tpurank.dataset import check_collection, kind_of
 from tpurank.errors import TpurankError
+from tpurank.gnn import device as devices
 from tpurank.gnn.checkpoints import (
     load_checkpoint,
     load_model,
@@ -45,6 +45,7 @@ from tpurank.gnn.recipe import ModelSpec, Recipe
 from tpurank.gnn.scoring import evaluate, score_rows
 from tpurank.paths import Paths
 from tpurank.prepare.cache import iter_prepared
+from tpurank.progress import tqdm
 from tpurank.provenance import write_sidecar
 
 __all__ = [
@@ -139,6 +140,8 @@ def train_step(
     batches: Batch | list[Batch],
     r: Recipe,
     device: torch.device,
+    precision: str = "fp32",
+    scaler: torch.amp.GradScaler | None = None,
 ) -> float:
     """One optimisation step over the micro-batches of one step (moved to `device`); returns the loss.
 
@@ -149,8 +152,10 @@ def train_step(
         model: the ranker (DDP-wrapped or not), in train mode.
         opt: its optimizer.
         batches: the sampled configs of this step's graphs (see `micro_batches`).
-        r: loss, margin, clipping and bf16 settings.
+        r: loss, margin and clipping settings.
         device: where the model is.
+        precision: bf16, fp16 or fp32 autocast (device.py).
+        scaler: the fp16 gradient scaler (None or disabled: plain backward).
     """
     batches = [batches] if isinstance(batches, Batch) else batches
     total_graphs = sum(b.num_graphs for b in batches)
@@ -163,12 +168,18 @@ def train_step(
             model.no_sync() if isinstance(model, nn.parallel.DistributedDataParallel) and not last else None
         )
         with sync or contextlib.nullcontext():
-            with autocast(device, r.bf16):
+            with autocast(device, precision):
                 cost = model(batch)
             loss = ranking_loss(r.loss, cost.float(), batch.runtime, batch.mask, r.margin, batch.weight)
             share = batch.num_graphs / total_graphs
-            (loss * share).backward()
+            (scaler.scale(loss * share) if scaler is not None else loss * share).backward()
         total += float(loss.detach()) * share
+    if scaler is not None and scaler.is_enabled():
+        scaler.unscale_(opt)  # clip the true gradients
+        _clip(model, r)
+        scaler.step(opt)  # skips the step when a gradient overflowed
+        scaler.update()
+        return total
     _clip(model, r)
     opt.step()
     return total
@@ -295,6 +306,10 @@ def fit(
     args = spec.model_args(cfg, kind, int(train[0].node_feat.shape[1]))
     model = spec.build(args).to(rt.device)
     opt = make_optimizer(model, r)
+    precision = devices.pick_precision(rt.device, r.bf16)
+    scaler = devices.grad_scaler(precision)
+    if rt.main and progress:
+        print(f"[{spec.name}] {collection}: {devices.describe(rt.device, precision)}")
     every = eval_interval(train, r, rt.world)
     sched = (
         torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=r.max_steps)
@@ -335,6 +350,8 @@ def fit(
             "history": history,
             "complete": complete,
             "data": data_key,
+            "device": str(rt.device),
+            "precision": precision,
         }
         if resumable:
             state.update(optimizer=opt.state_dict(), scheduler=sched.state_dict())
@@ -353,7 +370,7 @@ def fit(
         graphs = [train[i] for i in _step_graphs(order, pos, rt, r.graphs_per_batch)]
         rows = [sample_rows(g, r.configs_per_graph, rng) for g in graphs]
         batches = micro_batches(graphs, rows, r.max_batch_nodes)
-        losses.append(train_step(model, opt, batches, r, rt.device))
+        losses.append(train_step(model, opt, batches, r, rt.device, precision, scaler))
         sched.step()
         step += 1
         configs_seen += sum(int(b.mask.sum()) for b in batches)
@@ -363,7 +380,7 @@ def fit(
         if step % every and step < r.max_steps and not late:
             continue
         seconds = time.perf_counter() - t0
-        score = evaluate(unwrap(model), valid, r, rt.device) if rt.main else 0.0
+        score = evaluate(unwrap(model), valid, r, rt.device, precision) if rt.main else 0.0
         if math.isnan(score):  # no rankable valid graph: fall back to the training loss
             score = -float(np.mean(losses))
         if rt.world > 1:
@@ -406,7 +423,10 @@ def fit(
         ckpt = load_checkpoint(final) if final.exists() else state_of(complete=False)
         ckpt.update(complete=True, summary=summary)
         save_checkpoint(final, ckpt)
-        write_sidecar(out / SIDECAR, cfg, paths.data, model=spec.name, collection=collection, **summary)
+        write_sidecar(
+            out / SIDECAR, cfg, paths.data, model=spec.name, collection=collection,
+            device=str(rt.device), precision=precision, **summary,
+        )  # fmt: skip
         resume.unlink(missing_ok=True)
     if rt.world > 1:
         dist.barrier()
@@ -440,6 +460,11 @@ def predict_collection(
     chunk = spec.recipe(cfg, kind_of(collection)).predict_chunk
     rt = setup_runtime()
     model.to(rt.device)
+    # checkpoints from before the precision was saved: bf16 on CUDA when the recipe allowed it
+    trained_precision = ckpt.get("precision") or ("bf16" if trained.bf16 else "fp32")
+    precision = devices.prediction_precision(rt.device, trained_precision)
+    if progress:
+        print(f"[{spec.name}] predict {collection}: {devices.describe(rt.device, precision)}")
     graphs = graphs if graphs is not None else load_split(paths, collection, split, progress)
     want = ckpt["model_args"]["node_feat_dim"]
     out: dict[str, np.ndarray] = {}
@@ -451,6 +476,6 @@ def predict_collection(
                 f"{g.id}: {g.node_feat.shape[1]} node features but the model was trained on {want}; "
                 "re-run prepare and train together"
             )
-        unique_cost = score_rows(model, g, np.arange(g.num_unique), chunk, rt.device, trained.bf16)
+        unique_cost = score_rows(model, g, np.arange(g.num_unique), chunk, rt.device, precision)
         out[g.id] = unique_cost[g.inverse]
     return out

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import lightgbm as lgb
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from tpurank.atomic import atomic_path, write_json, write_text
 from tpurank.config import Config, to_dict
@@ -29,6 +28,7 @@ from tpurank.errors import DataError, TpurankError
 from tpurank.lgbm.queries import label_gain, query_labels, split_queries
 from tpurank.metrics import kendall_tau, mean_score, order_from_costs, tile_score
 from tpurank.paths import Paths
+from tpurank.progress import tqdm
 from tpurank.provenance import write_sidecar
 from tpurank.tabular import io as tab_io
 

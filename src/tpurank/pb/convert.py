@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError
-from tqdm import tqdm
 
 from tpurank.errors import DataError
 from tpurank.npz import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM, LayoutGraph, TileGraph
@@ -27,6 +26,7 @@ from tpurank.pb.configs import (
 from tpurank.pb.graph import ModuleError, encode_module
 from tpurank.pb.node_features import DEFAULT_LAYOUT_PAD
 from tpurank.pb.schema import ModuleTuningData, TuningData
+from tpurank.progress import tqdm
 
 KINDS = ("layout", "tile")
 

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import psutil
-from tqdm import tqdm
 
 from tpurank.atomic import atomic_path
 from tpurank.cli import jobs_arg
@@ -34,6 +33,7 @@ from tpurank.prepare.build import BuildParams, build_file, build_key
 from tpurank.prepare.cache import CACHE_SUFFIX, INDEX_FILE, prepared_path, read_build
 from tpurank.prepare.inputs import broken_links, without_configs
 from tpurank.prepare.node_features import RULE_FILE, FeatureRule, column_range, fit_rule
+from tpurank.progress import tqdm
 from tpurank.provenance import write_sidecar
 from tpurank.subsets import load_subsets
 from tpurank.workers import die_with_parent

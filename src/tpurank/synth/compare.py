@@ -12,11 +12,11 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from tpurank.dataset import discover, require_npz_root
 from tpurank.npz import load_graph
 from tpurank.paths import NPZ_SUBDIR
+from tpurank.progress import tqdm
 from tpurank.synth.hlo import OP
 
 VALUES = range(-1, 6)

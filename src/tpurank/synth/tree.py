@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from tpurank.atomic import write_json, write_text
 from tpurank.config import Config
@@ -26,6 +25,7 @@ from tpurank.dataset import COLLECTIONS, SPLITS, check_collection, collection_di
 from tpurank.errors import DataError, TpurankError
 from tpurank.npz import LAYOUT_KEYS, LayoutGraph, TileGraph, member_shapes, read_header, save_graph
 from tpurank.paths import NPZ_SUBDIR, SAMPLE_SUBMISSION
+from tpurank.progress import tqdm
 from tpurank.provenance import write_sidecar
 from tpurank.synth import configs as cfgs
 from tpurank.synth.cost_model import measure, tile_cost

@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from tqdm import tqdm
 
 from tpurank.atomic import atomic_path
 from tpurank.config import Config, to_dict
@@ -28,6 +27,7 @@ from tpurank.dataset import COLLECTIONS, SPLITS, kind_of
 from tpurank.errors import TpurankError
 from tpurank.paths import Paths
 from tpurank.prepare.cache import PreparedGraph, load_prepared, prepared_path, read_index
+from tpurank.progress import tqdm
 from tpurank.provenance import write_sidecar
 from tpurank.tabular import io
 from tpurank.tabular.layout import layout_features

@@ -1,0 +1,51 @@
+"""Every module imports from the installed environment, and every pin in requirements.txt holds there."""
+
+from __future__ import annotations
+
+import pkgutil
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import tpurank
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _modules() -> list[str]:
+    return sorted(
+        m.name for m in pkgutil.walk_packages(tpurank.__path__, "tpurank.") if "__main__" not in m.name
+    )
+
+
+def test_every_module_imports_in_a_fresh_interpreter() -> None:
+    """One fresh interpreter imports every tpurank module and the kaggle client the stages load lazily
+    (kaggle 2.2.4 imports `six` without declaring it: this fails when six is not installed)."""
+    mods = [*_modules(), "kaggle", "kaggle.api.kaggle_api_extended", "kagglesdk"]
+    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\nprint('ok')"
+    r = subprocess.run([sys.executable, "-c", code, *mods], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1] == "ok"
+    assert len(mods) > 40
+
+
+def test_installed_versions_match_the_pins() -> None:
+    pins = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        m = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
+        if m:
+            pins[m.group(1)] = m.group(2)
+    assert "six" in pins and "kagglesdk" in pins
+    # a local build tag (torch 2.13.0+cpu or +cu126) satisfies the pin
+    wrong = {
+        name: (want, metadata.version(name))
+        for name, want in pins.items()
+        if metadata.version(name).split("+")[0] != want
+    }
+    assert not wrong, f"installed versions differ from requirements.txt: {wrong}"
+    # what the kaggle client declares it needs is pinned too
+    needs = {re.split(r"[<>=!;\[ ]", r)[0].lower() for r in metadata.requires("kaggle") or []}
+    unpinned = sorted(n for n in needs if n.replace("_", "-") not in {p.lower() for p in pins})
+    assert not unpinned, f"kaggle's dependencies without a pin: {unpinned}"
