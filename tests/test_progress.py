@@ -75,3 +75,19 @@ def test_every_module_uses_the_line_aware_tqdm() -> None:
         if f.name != "progress.py" and re.search(r"^\s*from tqdm import|^\s*import tqdm", f.read_text(), re.M)
     ]
     assert direct == []
+
+
+def test_a_message_written_while_a_bar_is_open_leaves_no_carriage_return() -> None:
+    """tqdm.write() clears open bars with "\\r"; in line mode there is nothing to clear (the GNN
+    trainer writes a line per validation while its step bar is open)."""
+    import io
+
+    from tpurank.progress import tqdm
+
+    out = io.StringIO()
+    bar = tqdm(total=10, desc="steps", file=out)
+    bar.update(3)
+    tqdm.write("validation line", file=out)
+    bar.update(7)
+    bar.close()
+    assert "\r" not in out.getvalue() and "validation line\n" in out.getvalue()

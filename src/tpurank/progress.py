@@ -62,6 +62,11 @@ class tqdm(_tqdm):  # noqa: N801 - a drop-in for tqdm.tqdm
             self._last_line_t = time.time()
         return True
 
+    def clear(self, nolock: bool = False) -> None:
+        # tqdm.write() clears every open bar first ("\r"): nothing to clear in line mode
+        if not self._lines:
+            super().clear(nolock)
+
     def close(self) -> None:
         if not self._lines:
             return super().close()

@@ -43,6 +43,7 @@ from tpurank.gnn.device import Runtime, autocast, setup_runtime
 from tpurank.gnn.losses import ranking_loss
 from tpurank.gnn.recipe import ModelSpec, Recipe
 from tpurank.gnn.scoring import evaluate, score_rows
+from tpurank.memory import release_free_memory
 from tpurank.paths import Paths
 from tpurank.prepare.cache import iter_prepared
 from tpurank.progress import tqdm
@@ -372,6 +373,8 @@ def fit(
         batches = micro_batches(graphs, rows, r.max_batch_nodes)
         losses.append(train_step(model, opt, batches, r, rt.device, precision, scaler))
         sched.step()
+        if rt.device.type == "cpu":
+            release_free_memory()  # the heap's holes would keep growing (tpurank.memory)
         step += 1
         configs_seen += sum(int(b.mask.sum()) for b in batches)
         bar.update()
