@@ -372,6 +372,11 @@ def main() -> int:
         "--gnn-steps", type=int, default=10, help="steps of the default-config GNN slice (0: skip)"
     )
     p.add_argument(
+        "--prepare-only",
+        action="store_true",
+        help="only: prepare into a fresh folder between two decompression passes (its time ratio, less noise)",
+    )
+    p.add_argument(
         "--demo-cap",
         action="store_true",
         help="only: LightGBM on demo valid with the default feature cap vs none",
