@@ -321,6 +321,51 @@ def demo_cap_check(work: Path, caps: list[int]) -> dict:
     return out
 
 
+def features_lgbm_default(a: argparse.Namespace, collections: list[str]) -> int:
+    """`features` + `train --model lgbm` at the DEFAULT config on these collections, measured per
+    collection; the five-collection total is PROJECTED (labelled) from the seconds per train row
+    of the layout collections measured, for the layout collections not measured."""
+    out = a.work / "lgbm-default"
+    common = ["--data-dir", str(a.data), "--out-dir", str(out), "--work-dir", str(out)]
+    run_measured(
+        "prepare",
+        ["prepare", "--no-progress", "--collections", *collections, *common],
+        a.work / "ld-prepare.log",
+    )
+    per: dict = {}
+    for c in collections:
+        f = run_measured(
+            f"features {c}", ["features", "--collections", c, *common], a.work / f"ld-features-{c}.log"
+        )
+        t = run_measured(
+            f"train lgbm {c}",
+            ["train", "--model", "lgbm", "--collections", c, *common],
+            a.work / f"ld-lgbm-{c}.log",
+        )
+        meta = Paths(a.data, out, out).tabular / c.replace(":", "/") / "train.json"
+        rows = json.loads(meta.read_text())["rows"] if meta.exists() else 0
+        per[c] = {"features": f, "train_lgbm": t, "train_rows": rows, "seconds": f["seconds"] + t["seconds"]}
+    measured = sum(v["seconds"] for v in per.values())
+    layout = [v for c, v in per.items() if c.startswith("layout")]
+    rate = sum(v["seconds"] for v in layout) / max(1, sum(v["train_rows"] for v in layout))  # s per train row
+    # unmeasured layout collections: their train graphs x the default cap (1000 rows each, the upper bound)
+    from tpurank.synth.scales import REAL_COUNTS
+
+    cap = Config().features.max_configs_per_graph
+    rest = {c: REAL_COUNTS[c][0] * cap for c in COLLECTIONS if c not in per and c.startswith("layout")}
+    projected = measured + rate * sum(rest.values())
+    print(f"measured: {measured / 60:.1f} min for {', '.join(per)}")
+    print(f"PROJECTION for all five: {projected / 60:.1f} min ({rate * 1000:.2f} s per 1000 layout train rows, "
+          f"{', '.join(f'{c} <= {n} rows' for c, n in rest.items())})")  # fmt: skip
+    ok = projected <= MAX_FEATURES_LGBM_MIN * 60
+    print(f"[{'PASS' if ok else 'FAIL'}] features + train lgbm, default config, all five <= 60 min "
+          f"({'projected' if rest else 'measured'}): {projected / 60:.1f} min")  # fmt: skip
+    result = {"per_collection": per, "measured_seconds": measured, "projected_seconds_all_five": projected,
+              "projection_rows": rest, "seconds_per_layout_row": rate, "pass": ok}  # fmt: skip
+    (ROOT / "bench" / "results_scale_lgbm_default.json").write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
 def prepare_only(a: argparse.Namespace, collections: list[str]) -> int:
     """prepare (default jobs, fresh output) between two decompression passes of the same files."""
     files = [gf.path for gf in discover(a.data / "npz_all/npz", collections)]
@@ -372,6 +417,11 @@ def main() -> int:
         "--gnn-steps", type=int, default=10, help="steps of the default-config GNN slice (0: skip)"
     )
     p.add_argument(
+        "--features-lgbm-default",
+        action="store_true",
+        help="only: features + train lgbm at the default config per collection, projected to all five",
+    )
+    p.add_argument(
         "--prepare-only",
         action="store_true",
         help="only: prepare into a fresh folder between two decompression passes (its time ratio, less noise)",
@@ -386,6 +436,8 @@ def main() -> int:
     a.work.mkdir(parents=True, exist_ok=True)
     if a.prepare_only:
         return prepare_only(a, collections)
+    if a.features_lgbm_default:
+        return features_lgbm_default(a, collections)
     if a.demo_cap:
         caps = [Config().features.max_configs_per_graph, load_config(a.config).features.max_configs_per_graph]
         scores = demo_cap_check(a.work, sorted(set(caps), reverse=True))

@@ -420,3 +420,20 @@ def test_validation_uses_the_official_subset(tiny_paths: Paths) -> None:
     assert len(eval_configs(g, 1000)) == len(g.inverse)  # no subset in the cache: every config
     g.eval_rows = np.array([3, 1, 2])
     np.testing.assert_array_equal(eval_configs(g, 1000), [3, 1, 2])
+
+
+def test_checkpointed_layers_give_the_same_loss_and_gradients() -> None:
+    g = from_prepared(prepared_graph("layout", seed=2, n=30))
+    batch = make_batch([g], [np.arange(10)])
+    grads, losses = [], []
+    for ck in (False, True):
+        torch.manual_seed(0)
+        m = GnnRanker("layout", FEAT, hidden=16, layers=3, checkpoint_layers=ck).train()
+        loss = ranking_loss("listmle", m(batch), batch.runtime, batch.mask, 0.1, batch.weight)
+        loss.backward()
+        losses.append(loss.item())
+        grads.append({k: p.grad.clone() for k, p in m.named_parameters() if p.grad is not None})
+    assert losses[0] == pytest.approx(losses[1], rel=1e-6)
+    assert grads[0].keys() == grads[1].keys()
+    for k in grads[0]:
+        assert torch.allclose(grads[0][k], grads[1][k], atol=1e-6), k

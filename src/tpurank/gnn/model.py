@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 from torch_geometric.nn import global_add_pool, global_max_pool, global_mean_pool
 
 from tpurank.config import Config
@@ -51,6 +52,8 @@ class GnnRanker(nn.Module):
         dropout: dropout inside layers and the head.
         cross_config_attention: attend across the configs of one graph before scoring.
         heads: attention heads.
+        checkpoint_layers: recompute each message-passing layer's activations in the backward pass
+            instead of keeping them (layout: (configs, nodes, hidden) per layer), at ~1/3 more compute.
     """
 
     def __init__(
@@ -65,9 +68,11 @@ class GnnRanker(nn.Module):
         dropout: float = 0.0,
         cross_config_attention: bool = False,
         heads: int = 4,
+        checkpoint_layers: bool = False,
     ) -> None:
         super().__init__()
         self.kind = kind
+        self.checkpoint_layers = checkpoint_layers
         self.opcode = nn.Embedding(OPCODE_VOCAB, opcode_dim)
         self.node_in = mlp([node_feat_dim + opcode_dim, hidden, hidden])
         self.layers = nn.ModuleList(BiSAGE(hidden, dropout, aggr) for _ in range(layers))
@@ -97,8 +102,12 @@ class GnnRanker(nn.Module):
         c = batch.configs.shape[0]
         e = self.config_in(batch.configs).to(h.dtype)  # (C, K, H)
         x = h.unsqueeze(0).expand(c, -1, -1).index_add(1, batch.config_nodes, e)  # (C, N, H), no graph copy
+        recompute = self.checkpoint_layers and self.training and torch.is_grad_enabled()
         for layer in self.layers:
-            x = layer(x, batch.edge_index)
+            if recompute:  # same numbers, a fraction of the memory (see the constructor)
+                x = checkpoint(layer, x, batch.edge_index, use_reentrant=False)
+            else:
+                x = layer(x, batch.edge_index)
         b = batch.num_graphs
         pooled = global_mean_pool(x, batch.node_graph, size=b)  # (C, B, H)
         at_configs = global_mean_pool(x[:, batch.config_nodes], batch.config_graph, size=b)
@@ -132,6 +141,7 @@ def model_args(cfg: Config, kind: str, node_feat_dim: int) -> dict[str, Any]:
         "dropout": s.dropout,
         "cross_config_attention": s.cross_config_attention,
         "heads": s.heads,
+        "checkpoint_layers": s.checkpoint_layers,
     }
 
 
