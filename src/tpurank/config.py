@@ -120,7 +120,7 @@ class GnnConfig:
     # nodes per training pass; bigger steps run in micro-batches (~3 GB)
     max_batch_nodes: int = value(8_000, min=1)
     # recompute each layer's activations in backward (layout): the same numbers; on the full-scale xla
-    # collection a step peaks at 2.6 GB instead of 4.2 GB, for ~20% more time per step (README "Scale")
+    # collection training peaks at 2.8 GB instead of 4.4 GB, for one more forward pass (README "Scale")
     checkpoint_layers: bool = True
 
 

@@ -2,11 +2,10 @@
 
 A training step allocates tensors of a different size for every graph (configs x nodes x width).
 glibc serves most of them from its heap, and the holes they leave are rarely reused, so on the CPU
-resident memory kept growing: 3.9 GB after 30 steps on the full-scale xla collection, where one
-step needs 1.7 GB. `malloc_trim` after each step hands the free pages of those holes back
-(README "Scale"); fixing glibc's mmap threshold instead kept memory lower but made steps up to
-twice as slow. Elsewhere (no glibc, or CUDA, whose caching allocator reuses its blocks) nothing
-is done.
+resident memory kept growing: 4.94 GB after 30 CPU-budget steps on the full-scale xla collection,
+2.70 GB with `malloc_trim` after each step (`bench/bench_gnn_memory.py`, README "Scale"). Fixing
+glibc's mmap threshold instead also kept memory down but made steps much slower. Elsewhere (no
+glibc, or CUDA, whose caching allocator reuses its blocks) nothing is done.
 """
 
 from __future__ import annotations

@@ -1,0 +1,92 @@
+"""Where GNN training's resident memory goes on the CPU (issue 12: the 4 GB target).
+
+Trains one collection from an existing prepared cache for a few steps, in this process, while a
+thread samples the resident set every 50 ms, and prints the peak per phase (loading, building
+micro-batches, the training step, validation) and the wall time. Run it with and without each
+memory measure to see what it is worth:
+
+    .venv/bin/python bench/bench_gnn_memory.py --data DIR --work WORK_DIR [--steps 30] [--set gnn.KEY=VALUE ...]
+        [--no-trim]                      # no malloc_trim after each CPU step (tpurank.memory)
+        --set gnn.checkpoint_layers=false
+
+WORK_DIR is a --work-dir whose features/prepared holds the collection (e.g. bench_scale's
+<work>/work). Results are printed, not saved: each variant is one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from tpurank.config import load_config  # noqa: E402
+from tpurank.gnn import model as gnn_model  # noqa: E402
+from tpurank.gnn import trainer  # noqa: E402
+from tpurank.paths import Paths  # noqa: E402
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--work", type=Path, required=True, help="the --work-dir holding features/prepared")
+    p.add_argument("--collection", default="layout:xla:random")
+    p.add_argument("--config", type=Path, help="TOML config (default: the defaults)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--no-trim", action="store_true", help="skip malloc_trim after each CPU step")
+    a = p.parse_args()
+
+    phase, peaks = ["start"], {}
+    proc = psutil.Process()
+
+    def watch() -> None:
+        while True:
+            rss = proc.memory_info().rss / 1e9
+            peaks[phase[0]] = max(peaks.get(phase[0], 0.0), rss)
+            time.sleep(0.05)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+    def tagged(name: str, fn):
+        def run(*args, **kwargs):
+            phase[0] = name
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                phase[0] = "loop"
+
+        return run
+
+    trainer.train_step = tagged("train step", trainer.train_step)
+    trainer.evaluate = tagged("validation", trainer.evaluate)
+    trainer.micro_batches = tagged("micro-batches", trainer.micro_batches)
+    if a.no_trim:
+        trainer.release_free_memory = lambda: False
+    overrides = [f"gnn.max_steps={a.steps}", f"gnn.eval_every={max(1, a.steps // 2)}", *a.set]
+    cfg = load_config(a.config, overrides).for_collection(a.collection)
+    out = Path("/tmp") / f"bench-gnn-memory-{time.time_ns()}"
+    paths = Paths(a.data, out, a.work)
+    t = time.perf_counter()
+    phase[0] = "load"
+    train = trainer.load_split(paths, a.collection, "train", False)
+    valid = trainer.load_split(paths, a.collection, "valid", False)
+    trainer.fit(gnn_model.SPEC, paths, cfg, a.collection, train, valid, trainer.setup_runtime(), False)
+    seconds = time.perf_counter() - t
+    time.sleep(0.2)
+    print(f"{a.collection}, {a.steps} steps, {' '.join(a.set) or 'config as given'}"
+          f"{', no trim' if a.no_trim else ''}: {seconds:.1f} s")  # fmt: skip
+    for name, gb in peaks.items():
+        print(f"  peak RSS during {name:<14} {gb:5.2f} GB")
+    print(f"  peak RSS overall             {max(peaks.values()):5.2f} GB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
