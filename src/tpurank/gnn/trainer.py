@@ -16,7 +16,6 @@ validates, decides early stopping for all, and writes the files.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from dataclasses import asdict
@@ -38,11 +37,11 @@ from tpurank.gnn.checkpoints import (
     save_checkpoint,
     unwrap,
 )
-from tpurank.gnn.data import Batch, GraphData, from_prepared, make_batch, sample_rows
-from tpurank.gnn.device import Runtime, autocast, setup_runtime
-from tpurank.gnn.losses import ranking_loss
+from tpurank.gnn.data import GraphData, from_prepared, sample_rows
+from tpurank.gnn.device import Runtime, setup_runtime
 from tpurank.gnn.recipe import ModelSpec, Recipe
 from tpurank.gnn.scoring import evaluate, score_rows
+from tpurank.gnn.step import make_optimizer, micro_batches, train_step
 from tpurank.memory import release_free_memory
 from tpurank.paths import Paths
 from tpurank.prepare.cache import iter_prepared
@@ -93,97 +92,6 @@ def load_split(paths: Paths, collection: str, split: str, progress: bool = True)
 
 
 # -------------------------------------------------------------------------------------------- training
-
-
-def make_optimizer(model: nn.Module, r: Recipe) -> torch.optim.Optimizer:
-    if r.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=r.lr)
-    return torch.optim.AdamW(model.parameters(), lr=r.lr, weight_decay=r.weight_decay)
-
-
-def _clip(model: nn.Module, r: Recipe) -> None:
-    if r.clip_norm <= 0:
-        return
-    if r.clip_per_tensor:
-        for p in model.parameters():
-            if p.grad is not None:
-                torch.nn.utils.clip_grad_norm_([p], r.clip_norm)
-    else:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), r.clip_norm)
-
-
-def micro_batches(graphs: list[GraphData], rows: list[np.ndarray], max_nodes: int) -> list[Batch]:
-    """One step's graphs as batches of at most `max_nodes` nodes each (a bigger graph goes alone).
-
-    Memory grows with configs x nodes, so a step that samples several big graphs is run as
-    micro-batches whose gradients add up to those of the whole step.
-
-    Args:
-        graphs: this step's graphs.
-        rows: their sampled unique-config rows.
-        max_nodes: node budget per micro-batch (0 = no limit).
-    """
-    groups: list[list[int]] = [[]]
-    nodes = 0
-    for i, g in enumerate(graphs):
-        n = len(g.opcode)
-        if groups[-1] and max_nodes > 0 and nodes + n > max_nodes:
-            groups.append([])
-            nodes = 0
-        groups[-1].append(i)
-        nodes += n
-    return [make_batch([graphs[i] for i in grp], [rows[i] for i in grp]) for grp in groups]
-
-
-def train_step(
-    model: nn.Module,
-    opt: torch.optim.Optimizer,
-    batches: Batch | list[Batch],
-    r: Recipe,
-    device: torch.device,
-    precision: str = "fp32",
-    scaler: torch.amp.GradScaler | None = None,
-) -> float:
-    """One optimisation step over the micro-batches of one step (moved to `device`); returns the loss.
-
-    Each micro-batch's loss (a mean over its graphs) is weighted by its share of the step's graphs,
-    so the gradient equals that of one batch holding all of them.
-
-    Args:
-        model: the ranker (DDP-wrapped or not), in train mode.
-        opt: its optimizer.
-        batches: the sampled configs of this step's graphs (see `micro_batches`).
-        r: loss, margin and clipping settings.
-        device: where the model is.
-        precision: bf16, fp16 or fp32 autocast (device.py).
-        scaler: the fp16 gradient scaler (None or disabled: plain backward).
-    """
-    batches = [batches] if isinstance(batches, Batch) else batches
-    total_graphs = sum(b.num_graphs for b in batches)
-    opt.zero_grad(set_to_none=True)
-    total = 0.0
-    for i, batch in enumerate(batches):
-        batch = batch.to(device)
-        last = i == len(batches) - 1
-        sync = (
-            model.no_sync() if isinstance(model, nn.parallel.DistributedDataParallel) and not last else None
-        )
-        with sync or contextlib.nullcontext():
-            with autocast(device, precision):
-                cost = model(batch)
-            loss = ranking_loss(r.loss, cost.float(), batch.runtime, batch.mask, r.margin, batch.weight)
-            share = batch.num_graphs / total_graphs
-            (scaler.scale(loss * share) if scaler is not None else loss * share).backward()
-        total += float(loss.detach()) * share
-    if scaler is not None and scaler.is_enabled():
-        scaler.unscale_(opt)  # clip the true gradients
-        _clip(model, r)
-        scaler.step(opt)  # skips the step when a gradient overflowed
-        scaler.update()
-        return total
-    _clip(model, r)
-    opt.step()
-    return total
 
 
 def _step_graphs(order: np.ndarray, step: int, rt: Runtime, per_rank: int) -> list[int]:
