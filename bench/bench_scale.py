@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from tpurank import cli  # noqa: E402
 from tpurank.config import Config, load_config  # noqa: E402
-from tpurank.dataset import COLLECTIONS, discover  # noqa: E402
+from tpurank.dataset import COLLECTIONS, collection_dir, discover  # noqa: E402
 from tpurank.paths import Paths  # noqa: E402
 from tpurank.pipeline import plan  # noqa: E402
 
@@ -219,7 +219,7 @@ def stage_counts(paths: Paths, collections: list[str]) -> dict:
     rows = 0
     for c in collections:
         for s in ("train", "valid", "test"):
-            meta = paths.tabular / c.replace(":", "/") / f"{s}.json"
+            meta = paths.tabular / collection_dir(c) / f"{s}.json"
             if meta.exists():
                 rows += int(json.loads(meta.read_text()).get("rows", 0))
     out["feature_rows"] = rows
@@ -342,7 +342,7 @@ def features_lgbm_default(a: argparse.Namespace, collections: list[str]) -> int:
             ["train", "--model", "lgbm", "--collections", c, *common],
             a.work / f"ld-lgbm-{c}.log",
         )
-        meta = Paths(a.data, out, out).tabular / c.replace(":", "/") / "train.json"
+        meta = Paths(a.data, out, out).tabular / collection_dir(c) / "train.json"
         rows = json.loads(meta.read_text())["rows"] if meta.exists() else 0
         per[c] = {"features": f, "train_lgbm": t, "train_rows": rows, "seconds": f["seconds"] + t["seconds"]}
     measured = sum(v["seconds"] for v in per.values())
@@ -457,7 +457,7 @@ def main() -> int:
                      "memory_gb": round(psutil.virtual_memory().total / GB, 1), "stages": []}  # fmt: skip
 
     if not (a.data / "npz_all/npz").is_dir() or any(
-        not (a.data / "npz_all/npz" / c.replace(":", "/")).is_dir() for c in collections
+        not (a.data / "npz_all/npz" / collection_dir(c)).is_dir() for c in collections
     ):
         print(f"generating the full-scale synthetic dataset in {a.data} ...", flush=True)
         gen = run_measured("synth --scale full", ["synth", "--scale", "full", "--out", str(a.data),

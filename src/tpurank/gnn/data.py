@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 import torch
 
-from tpurank.prepare.cache import PreparedGraph
+from tpurank.prepare.cache import PreparedGraph, no_rows
 
 
 @dataclass
@@ -50,7 +50,7 @@ class GraphData:
     inverse: np.ndarray
     config_runtime: np.ndarray
     is_test: bool
-    eval_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    eval_rows: np.ndarray = field(default_factory=no_rows)
 
     @property
     def num_unique(self) -> int:

@@ -17,7 +17,7 @@ import numpy as np
 from tpurank.dataset import GraphFile
 from tpurank.errors import DataError
 from tpurank.npz import NODE_FEAT_DIM, TileGraph, load_graph
-from tpurank.prepare.cache import CACHE_FORMAT, SUMMARY_OPCODE, PreparedGraph, save_prepared
+from tpurank.prepare.cache import CACHE_FORMAT, SUMMARY_OPCODE, PreparedGraph, no_rows, save_prepared
 from tpurank.prepare.dedup import dedup_layout, dedup_tile
 from tpurank.prepare.node_features import FeatureRule
 from tpurank.prepare.prune import prune
@@ -130,7 +130,7 @@ def build_graph(
 
 def _checked_rows(gf: GraphFile, rows: np.ndarray | None, configs: int) -> np.ndarray:
     if rows is None:
-        return np.zeros(0, dtype=np.int64)
+        return no_rows()
     rows = np.asarray(rows, dtype=np.int64)
     if rows.size and (rows.min() < 0 or rows.max() >= configs):
         raise DataError(

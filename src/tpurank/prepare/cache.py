@@ -22,7 +22,7 @@ import pandas as pd
 from tpurank.atomic import atomic_path
 from tpurank.dataset import collection_dir
 from tpurank.errors import DataError, TpurankError
-from tpurank.prepare.node_features import transform
+from tpurank.prepare.node_features import model_features
 from tpurank.prepare.store import ConfigStore, read_arrays, read_meta, write_store
 
 SUMMARY_OPCODE = 121  # one past the real opcode vocabulary (0..120): a collapsed run of pruned nodes
@@ -35,7 +35,8 @@ _BOOL_FIELDS = ("is_test",)
 _DERIVED = ("node_feat", "configs")  # not in the arrays blob: recomputed, or stored in chunks
 
 
-def _no_rows() -> np.ndarray:
+def no_rows() -> np.ndarray:
+    """An empty int64 index array (a graph without an official validation subset)."""
     return np.zeros(0, dtype=np.int64)
 
 
@@ -66,7 +67,7 @@ class PreparedGraph:
     inverse: np.ndarray  # int32 (c,)
     config_runtime: np.ndarray  # float64 (c,) each original config's measured runtime (tile: normalized)
     is_test: bool
-    eval_rows: np.ndarray = field(default_factory=_no_rows)  # official validation subset (original indices)
+    eval_rows: np.ndarray = field(default_factory=no_rows)  # official validation subset (original indices)
 
     @property
     def kind(self) -> str:
@@ -138,9 +139,8 @@ def save_prepared(
         "info": info or {},
         "keep": keep,
     }
-    configs = g.configs if isinstance(g.configs, np.ndarray) else np.asarray(g.configs)
     with atomic_path(path, suffix=CACHE_SUFFIX) as tmp:
-        write_store(tmp, meta, arrays, configs, row_order=order)
+        write_store(tmp, meta, arrays, np.asarray(g.configs), row_order=order)
 
 
 def load_prepared(path: str | Path) -> PreparedGraph:
@@ -155,12 +155,12 @@ def load_prepared(path: str | Path) -> PreparedGraph:
         raise DataError(
             path, f"prepared cache format {meta.get('format')}, expected {CACHE_FORMAT}; rerun prepare"
         )
-    missing = [n for n in _ARRAY_FIELDS if n not in arrays and n != "eval_rows"]
+    missing = [n for n in _ARRAY_FIELDS if n not in arrays]
     if missing:
         raise DataError(path, f"not a prepared cache file (missing {', '.join(missing)})")
     keep = meta.get("keep")
     if keep is not None:
-        arrays["node_feat"] = np.ascontiguousarray(transform(arrays["node_feat_raw"])[:, keep])
+        arrays["node_feat"] = model_features(arrays["node_feat_raw"], keep)
     values: dict[str, Any] = {n: meta[n] for n in (*_STR_FIELDS, *_BOOL_FIELDS)}
     values.update(arrays)
     values["configs"] = ConfigStore(path, meta["configs"])

@@ -45,6 +45,11 @@ def transform(raw: np.ndarray) -> np.ndarray:
     return out.astype(np.float32, copy=False)
 
 
+def model_features(raw: np.ndarray, keep: list[int]) -> np.ndarray:
+    """The model-ready features: `transform` of raw (n, 140), columns `keep` (contiguous)."""
+    return np.ascontiguousarray(transform(raw)[:, keep])
+
+
 @dataclass
 class FeatureRule:
     """Which transformed columns a model sees; fitted on train files only.
@@ -61,7 +66,7 @@ class FeatureRule:
 
     def apply(self, raw: np.ndarray) -> np.ndarray:
         """Model-ready features (n, len(keep)) from raw (n, 140)."""
-        return np.ascontiguousarray(transform(raw)[:, self.keep])
+        return model_features(raw, self.keep)
 
     @property
     def digest(self) -> str:
