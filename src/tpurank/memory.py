@@ -4,7 +4,7 @@ A training step allocates tensors of a different size for every graph (configs x
 glibc serves most of them from its heap, and the holes they leave are rarely reused, so on the CPU
 resident memory kept growing: 4.94 GB after 30 CPU-budget steps on the full-scale xla collection,
 2.70 GB with `malloc_trim` after each step (`bench/bench_gnn_memory.py`, README "Scale"). Fixing
-glibc's mmap threshold instead also kept memory down but made steps much slower. Elsewhere (no
+glibc's mmap threshold instead also kept memory down but, in a trial, slowed steps down more. Elsewhere (no
 glibc, or CUDA, whose caching allocator reuses its blocks) nothing is done.
 """
 

@@ -13,9 +13,7 @@ from tpurank.gnn.device import autocast
 from tpurank.gnn.recipe import Recipe
 from tpurank.metrics import kendall_tau, order_from_costs, tile_score
 
-PASS_NODE_BUDGET = (
-    500_000  # configs x nodes per scoring pass: (C, N, 64) float32 states stay ~128 MB (peak ~1 GB)
-)
+PASS_NODE_BUDGET = 500_000  # configs x nodes per scoring pass: (C, N, 64) float32 states stay ~128 MB
 
 
 @torch.no_grad()

@@ -27,12 +27,15 @@ from tpurank.synth.hlo import ConfigurableNode, HloGraph
 SLOTS = 6
 P_DEFAULT_RANDOM = 0.2  # share of tensors left at the compiler default in random configs
 # random configs: each tensor prefers a few layouts (candidate i of a per-file shuffle has weight
-# RANDOM_SKEW**i), as in the real random files, where a tensor's most common layout is ~58% of rows
+# RANDOM_SKEW**i), as in the real random files, where a few layouts dominate each tensor
 RANDOM_SKEW = 0.3
 # default search: groups changed per child, geometric with mean 1 + this share of the groups
-# (the real default files differ from a tensor's most common layout in ~20% of rows)
+# (the real default files vary more tensors per config than single-tensor mutations give)
 MUTATE_SHARE = 0.04
-TIED_SHARE = (0.05, 0.35)  # tied tensor groups per tensor (real: nlp 66 / 2,544, xla 19-37 / 114-186)
+TIED_SHARE = (
+    0.05,
+    0.35,
+)  # tied tensor groups per tensor (real sample: 0.03-0.30 distinct columns per tensor)
 SPELL_OUT = (0.6, 0.95)  # default search: share of tensors whose default layout is written out (per file)
 SEARCH_TEMPERATURE = 0.006  # keep a child with prob exp(-slowdown/T): +1% slower is kept 19% of the time
 ELITE = 48  # parents of the default search are drawn from this many fastest configs
@@ -103,8 +106,8 @@ class LayoutSpace:
     """The explicit layout candidates of every tensor of every configurable node of a graph.
 
     Tensors are tied in groups that always take the same layout, as the compiler propagates one
-    decision to many tensors: in the real files 2,544 tensor columns of an nlp graph hold only 66
-    distinct sequences over its configs (xla: 114-186 columns, 19-37 distinct). A group holds
+    decision to many tensors: in the real sample, a file's distinct column sequences are 0.03-0.30
+    of its tensor columns (`synth --compare-real`, "distinct tensor columns"). A group holds
     tensors of one rank (one candidate set); a per-file share in TIED_SHARE sets how many groups.
     """
 
