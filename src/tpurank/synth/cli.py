@@ -28,6 +28,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "else a fresh --scale tree in a temporary folder)",
     )
 
+    p.add_argument(
+        "--difficulty-seeds",
+        type=int,
+        default=5,
+        metavar="N",
+        help="--compare-real: also rank the real train/valid pairs and N synthetic counterparts of "
+        "the same sizes with the random, heuristic and lgbm rankers (0: skip; default: 5)",
+    )
+
 
 def output_folders(args: argparse.Namespace) -> list[Path]:
     """The data root synth writes, locked while it runs (tpurank.lock)."""
@@ -40,6 +49,11 @@ def run(args: argparse.Namespace) -> int:
         from tpurank.synth.compare import compare
 
         print(compare(Path(args.compare_real), Path(args.out) if args.out else None, args.scale, seed))
+        if args.difficulty_seeds:
+            from tpurank.synth.difficulty import difficulty_rows, difficulty_table
+
+            print()
+            print(difficulty_table(difficulty_rows(Path(args.compare_real), args.difficulty_seeds)))
         return 0
     from tpurank.synth.tree import generate
 

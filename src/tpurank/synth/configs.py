@@ -237,7 +237,10 @@ def default_search_configs(
     pending_cfg, pending_cost = [elite_cfg], [elite_cost]
     for _ in range(WARMUP_ROUNDS if space.n else 0):  # unrecorded: the search first walks away
         kids = space.mutate(rng, elite_cfg[rng.integers(len(elite_cfg), size=64)])
-        pool_cfg, pool_cost = np.concatenate([elite_cfg, kids]), np.concatenate([elite_cost, model.cost(kids)])
+        pool_cfg, pool_cost = (
+            np.concatenate([elite_cfg, kids]),
+            np.concatenate([elite_cost, model.cost(kids)]),
+        )
         order = np.argsort(pool_cost, kind="stable")[:ELITE]
         elite_cfg, elite_cost = pool_cfg[order], pool_cost[order]
     best = min(best, float(elite_cost.min()))

@@ -77,3 +77,36 @@ def tile_counterpart(nodes: int, configs: int, path: Path, seed: int) -> Path:
         ),
     )
     return path
+
+
+TILE_VALID_EVERY = 3  # tile kernels: every third (sorted by name) is a valid kernel, the rest train
+
+
+def real_tile_root(pb: Path, out: Path) -> list[tuple[str, int, int]]:
+    """Write the kernels of a raw TuningData (`pb/op_tuning_data.pb`) as tile train/valid files.
+
+    Returns:
+        (split, nodes, configs) per kernel, in the order written (for `synthetic_tile_root`).
+    """
+    import warnings
+
+    from tpurank.pb.convert import read_pb, tile_graphs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graphs = tile_graphs(pb, read_pb(pb, "tile")[1])
+    sizes = []
+    for i, (stem, g) in enumerate(sorted(graphs.items())):
+        split = "valid" if i % TILE_VALID_EVERY == TILE_VALID_EVERY - 1 else "train"
+        path = out / NPZ_SUBDIR / "tile" / "xla" / split / f"{stem}.npz"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_graph(path, g)
+        sizes.append((split, len(g.node_opcode), len(g.config_runtime)))
+    return sizes
+
+
+def synthetic_tile_root(sizes: list[tuple[str, int, int]], out: Path, seed: int) -> None:
+    """Synthetic kernels of the given (split, nodes, configs) under `out`."""
+    for i, (split, nodes, configs) in enumerate(sizes):
+        path = out / NPZ_SUBDIR / "tile" / "xla" / split / f"kernel{i:02d}.npz"
+        tile_counterpart(nodes, configs, path, seed * 1000 + i)

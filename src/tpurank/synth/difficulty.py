@@ -86,9 +86,86 @@ def ranker_taus(root: Path, collection: str, cfg: Config | None = None) -> list[
             rt = g.config_runtime
             rec: dict = {"stem": g.stem, "configs": len(rt), **runtime_stats(rt)}
             rec["tau_random"] = float(
-                np.nanmean([kendall_tau(order_from_costs(random_costs(g, s)), rt) for s in range(RANDOM_SEEDS)])
+                np.nanmean(
+                    [kendall_tau(order_from_costs(random_costs(g, s)), rt) for s in range(RANDOM_SEEDS)]
+                )
             )
             rec["tau_heuristic"] = kendall_tau(order_from_costs(heuristic_costs(g)), rt)
             rec["tau_lgbm"] = kendall_tau(order_from_costs(lgbm_costs[g.id]), rt)
             rows.append(rec)
         return rows
+
+
+LAYOUT_PAIR = ("layout:xla:default", "train/unet3d.npz", "valid/unet_3d.4x4.bf16.npz")
+TILE_PB = "pb/op_tuning_data.pb"
+COLUMNS = ("spread", "cv", "distinct", "tau_random", "tau_heuristic", "tau_lgbm")
+MAX_GAP = 0.1  # the synthetic tau should be within this of the real one (issue 15)
+
+
+def _layout_side(sample_root: Path, seed: int | None) -> list[dict]:
+    """The real pair (seed None) or its synthetic counterpart of one seed, scored."""
+    from tpurank.synth.counterpart import layout_counterpart
+
+    collection, train, valid = LAYOUT_PAIR
+    real_dir = sample_root / "npz_all" / "npz" / "layout" / "xla" / "default"
+    if seed is None:
+        return ranker_taus(sample_root, collection)
+    with tempfile.TemporaryDirectory(prefix="tpurank-counterpart-") as tmp:
+        for rel in (train, valid):
+            layout_counterpart(real_dir / rel, Path(tmp), collection, rel.split("/")[0], seed)
+        return ranker_taus(Path(tmp), collection)
+
+
+def _tile_side(sample_root: Path, seed: int | None) -> list[dict]:
+    """The real kernels of the tile protobuf (seed None) or synthetic kernels of their sizes."""
+    from tpurank.synth.counterpart import real_tile_root, synthetic_tile_root
+
+    with tempfile.TemporaryDirectory(prefix="tpurank-tile-") as tmp:
+        sizes = real_tile_root(sample_root / TILE_PB, Path(tmp))
+        if seed is None:
+            return ranker_taus(Path(tmp), "tile:xla")
+    with tempfile.TemporaryDirectory(prefix="tpurank-tile-") as tmp:
+        synthetic_tile_root(sizes, Path(tmp), seed)
+        return ranker_taus(Path(tmp), "tile:xla")
+
+
+def difficulty_rows(sample_root: Path, seeds: int = 5) -> list[dict]:
+    """Real vs synthetic (`seeds` counterparts) difficulty of the layout pair and the tile kernels.
+
+    Returns:
+        One dict per (task, side): task, side, graphs, and per column the mean over valid graphs
+        (and over seeds), with `<column>_sd` the spread across seeds for the synthetic side.
+    """
+    out = []
+    for task, side_fn in (("layout xla default", _layout_side), ("tile (pb kernels)", _tile_side)):
+        real = side_fn(sample_root, None)
+        out.append({"task": task, "side": "real", "graphs": len(real), **_means(real)})
+        per_seed = [_means(side_fn(sample_root, s)) for s in range(seeds)]
+        rec = {"task": task, "side": f"synthetic ({seeds} seeds)", "graphs": len(real)}
+        for c in COLUMNS:
+            v = np.array([p[c] for p in per_seed])
+            rec[c], rec[f"{c}_sd"] = float(np.nanmean(v)), float(np.nanstd(v))
+        out.append(rec)
+    return out
+
+
+def _means(rows: list[dict]) -> dict[str, float]:
+    return {c: float(np.nanmean([r[c] for r in rows])) for c in COLUMNS}
+
+
+def difficulty_table(rows: list[dict]) -> str:
+    """Markdown table of `difficulty_rows`, with a line per tau more than MAX_GAP from the real one."""
+    head = "| task | data | valid graphs | runtime max/min | CV | distinct runtimes | tau random | tau heuristic | tau lgbm |"
+    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        cells = [f"{r[c]:.3f}" + (f" ± {r[c + '_sd']:.3f}" if c + "_sd" in r else "") for c in COLUMNS]
+        lines.append(f"| {r['task']} | {r['side']} | {r['graphs']} | " + " | ".join(cells) + " |")
+    gaps = []
+    for real, syn in zip(rows[::2], rows[1::2], strict=True):
+        for c in COLUMNS[3:]:
+            gap = syn[c] - real[c]
+            if abs(gap) > MAX_GAP:
+                gaps.append(f"{real['task']}: {c} differs by {gap:+.3f} (more than {MAX_GAP})")
+    lines.append("")
+    lines.append("; ".join(gaps) if gaps else f"every synthetic tau is within {MAX_GAP} of the real one")
+    return "\n".join(lines)

@@ -302,7 +302,11 @@ class Builder:
                 break
             walked.append((x, perm))
             node = self.nodes[x]
-            if node.perm and node.operands and node.operands[0] not in _free_ids(self.nodes, node.operands[:1]):
+            if (
+                node.perm
+                and node.operands
+                and node.operands[0] not in _free_ids(self.nodes, node.operands[:1])
+            ):
                 perm = tuple(node.perm[d] for d in perm)
                 x = node.operands[0]
                 continue
@@ -328,7 +332,9 @@ class Builder:
         for nd in self.nodes:
             if nd.op in CONFIGURABLE_OPS or len(nd.operands) < 2:
                 continue
-            srcs = {self._find_source(o)[0] for o in nd.operands if _is_stream(self.nodes, o, nd.shape)} - {-1}
+            srcs = {self._find_source(o)[0] for o in nd.operands if _is_stream(self.nodes, o, nd.shape)} - {
+                -1
+            }
             if len(srcs) > 1:
                 first, *rest = sorted(srcs)
                 out += [(first, r, _bytes(nd.shape, ETYPE_BYTES[nd.etype])) for r in rest]
