@@ -90,6 +90,15 @@ def default_pair(rank: int) -> tuple[int, int]:
     return (rank - 1 if rank >= 1 else NONE, rank - 2 if rank >= 2 else NONE)
 
 
+def mxu_kernel_pair(rank: int, contract: int) -> tuple[int, int]:
+    """The compiler's layout of a weight parameter: the contracted dim minor (as the MXU reads it),
+    then the other of the two last dims (the output features)."""
+    if rank < 2:
+        return default_pair(rank)
+    other = rank - 1 if contract != rank - 1 else rank - 2
+    return contract, other
+
+
 class LayoutCostModel:
     """Noise-free runtime of layout configurations of one graph, vectorised over configs.
 
@@ -123,6 +132,8 @@ class LayoutCostModel:
                 self.tables[t][j] = pad_table(shape, c.etype_bytes)
                 self.defaults[t][j] = default_pair(len(shape))
                 self.bytes[t][j] = float(np.prod(shape, dtype=f)) * c.etype_bytes if shape else 0.0
+            if c.k_shape and c.k_src < 0:  # a weight parameter: the compiler lays it out for the MXU
+                self.defaults["k"][j] = mxu_kernel_pair(len(c.k_shape), c.contract_k)
         self.has_src = self.src >= 0
         self.has_k_src = self.k_src >= 0
         self.out_feature = np.array([len(c.out_shape) - 1 for c in nodes], dtype=np.int64)
@@ -203,9 +214,7 @@ class LayoutCostModel:
         bo, bi, bk = self.bytes["out"], self.bytes["in"], self.bytes["k"]
 
         orient = np.where(in_a == self.contract_in, 1.0, MXU_INPUT_PENALTY)
-        # the compiler lays out a weight parameter it is left free to choose for the MXU
-        k_free = ~k_set & ~self.has_k_src
-        orient *= np.where((k_a == self.contract_k) | (bk == 0) | k_free, 1.0, MXU_KERNEL_PENALTY)
+        orient *= np.where((k_a == self.contract_k) | (bk == 0), 1.0, MXU_KERNEL_PENALTY)
         compute = self.flops / PEAK_FLOPS_PER_NS * (p_in * p_k) ** COMPUTE_PAD_EXP * orient
         memory = (bi * p_in + bk * p_k + bo * p_out) / BYTES_PER_NS
         # the MXU writes results feature-minor when it streams the input contraction-minor (and
@@ -283,7 +292,9 @@ def program_noise(cost: np.ndarray) -> np.ndarray:
     leaves out, is repeatable, and cannot be learned from the configs. Hashed from the cost's
     bits (splitmix64), not drawn from a generator, so streamed files get it chunk by chunk.
     """
-    bits = np.round(np.asarray(cost, dtype=np.float64), 6).view(np.uint64)
+    # quantised to 1e-8 relative: equal programs whose sums were added in another order agree
+    bits = np.rint(np.log(np.maximum(np.asarray(cost, dtype=np.float64), 1e-300)) * 1e8).astype(np.int64)
+    bits = bits.view(np.uint64)
     with np.errstate(over="ignore"):
         z = bits + np.uint64(0x9E3779B97F4A7C15)
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
