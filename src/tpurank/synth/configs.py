@@ -42,7 +42,10 @@ ELITE = 48  # parents of the default search are drawn from this many fastest con
 # default search: rounds of unrecorded search before the first recorded child, so the recorded
 # configs sit around a good region rather than on a path that improves with every change made
 # from the default (real default files: runtime does not fall with the number of changed nodes)
-WARMUP_ROUNDS = 400
+WARMUP_ROUNDS = 20
+PARENTS = 256  # default search after the warm-up: parents drawn from this many kept configs
+WARMUP_SHARE = 0.15  # warm-up children change more groups (bigger steps)
+WARMUP_KIDS = 256  # children per warm-up round (big rounds: fewer, vectorised steps)
 MAX_RESERVOIR = 256  # earlier rows kept for re-emitting duplicates (bounded memory)
 
 
@@ -155,15 +158,18 @@ class LayoutSpace:
             self._set(out, keep, g, cand[pick[keep]])
         return out
 
-    def mutate(self, rng: np.random.Generator, parents: np.ndarray) -> np.ndarray:
-        """Children that change a few groups of each parent (to another layout or back to default).
+    def mutate(
+        self, rng: np.random.Generator, parents: np.ndarray, share: float = MUTATE_SHARE
+    ) -> np.ndarray:
+        """Children that change a few groups of each parent (to another layout or back to default):
+        geometric, with mean 1 + `share` of the groups.
 
         Vectorised per group: every (child, group) change drawn at once, then applied group by group.
         """
         children = parents.copy()
         if not self.groups:
             return children
-        changes = rng.geometric(1.0 / (1.0 + MUTATE_SHARE * len(self.groups)), size=len(children))
+        changes = rng.geometric(1.0 / (1.0 + share * len(self.groups)), size=len(children))
         rows = np.repeat(np.arange(len(children)), changes)
         groups = rng.integers(len(self.groups), size=len(rows))
         reset = rng.random(len(rows)) < 0.25
@@ -236,7 +242,7 @@ def default_search_configs(
     reservoir = _Reservoir(rng)
     pending_cfg, pending_cost = [elite_cfg], [elite_cost]
     for _ in range(WARMUP_ROUNDS if space.n else 0):  # unrecorded: the search first walks away
-        kids = space.mutate(rng, elite_cfg[rng.integers(len(elite_cfg), size=64)])
+        kids = space.mutate(rng, elite_cfg[rng.integers(len(elite_cfg), size=WARMUP_KIDS)], WARMUP_SHARE)
         pool_cfg, pool_cost = (
             np.concatenate([elite_cfg, kids]),
             np.concatenate([elite_cost, model.cost(kids)]),
@@ -257,16 +263,19 @@ def default_search_configs(
                 pending_cost.append(cost[keep])
                 have += int(keep.sum())
             best = min(best, float(cost.min()))
-            pool_cfg = np.concatenate([elite_cfg, kids])
-            pool_cost = np.concatenate([elite_cost, cost])
-            order = np.argsort(pool_cost, kind="stable")[:ELITE]
-            elite_cfg, elite_cost = pool_cfg[order], pool_cost[order]
+            # kept children join the parents (a random subset stays): a sampler around the good
+            # region, not a descent, so late rows are no faster than early ones (as in the real files)
+            elite_cfg = np.concatenate([elite_cfg, kids[keep]])
+            elite_cfg = elite_cfg[rng.permutation(len(elite_cfg))[:PARENTS]]
         cfg, cost = np.concatenate(pending_cfg), np.concatenate(pending_cost)
         out_cfg, out_cost = cfg[:k], cost[:k]
         pending_cfg, pending_cost, have = [cfg[k:]], [cost[k:]], len(cfg) - k
         out_cfg, out_cost = reservoir.mix(out_cfg, out_cost, 1.0 - unique_share, keep_first=done == 0)
         done += k
-        yield spell_out(model, out_cfg, spell), out_cost
+        # recorded in no particular order: the real default files show no trend along the file
+        first = 1 if done == k else 0  # the compiler's default stays row 0
+        order = np.concatenate([np.arange(first), first + rng.permutation(k - first)])
+        yield spell_out(model, out_cfg[order], spell), out_cost[order]
 
 
 class _Reservoir:

@@ -32,7 +32,9 @@ def _dup_share(path: Path) -> float:
     return 1.0 - unique / max(1, g.num_configs)
 
 
-def layout_counterpart(real: Path, out: Path, collection: str, split: str, seed: int) -> Path:
+def layout_counterpart(
+    real: Path, out: Path, collection: str, split: str, seed: int, siblings: bool = True
+) -> Path:
     """Write a synthetic counterpart of one real layout file.
 
     Args:
@@ -41,13 +43,17 @@ def layout_counterpart(real: Path, out: Path, collection: str, split: str, seed:
         collection: the real file's collection ("layout:xla:default", ...).
         split: its split.
         seed: random seed (the graph and configs are a pure function of it and the file's sizes).
+        siblings: draw the graph from a generator seeded by `seed` alone, so the counterparts of
+            one seed are one model at other sizes (the real pair, unet3d and unet_3d.4x4.bf16, are
+            one architecture); False: an unrelated graph per file.
     """
     shapes = member_shapes(real)
     nodes = shapes["node_feat"][0][0]
     configurable, configs = shapes["node_config_feat"][0][1], shapes["node_config_feat"][0][0]
     family = collection.split(":")[1]
     rng = np.random.default_rng([seed, nodes, configurable, configs])
-    graph = layout_graph(rng, family, nodes, configurable)
+    g_rng = np.random.default_rng([seed, 99]) if siblings else rng
+    graph = layout_graph(g_rng, family, nodes, configurable)
     dup = _dup_share(real)
     if collection.endswith(":default"):
         dup = min(0.95, dup * DEFAULT_DUP_SCALE)
