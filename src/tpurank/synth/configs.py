@@ -42,7 +42,7 @@ ELITE = 48  # parents of the default search are drawn from this many fastest con
 # default search: rounds of unrecorded search before the first recorded child, so the recorded
 # configs sit around a good region rather than on a path that improves with every change made
 # from the default (real default files: runtime does not fall with the number of changed nodes)
-WARMUP_ROUNDS = 20
+WARMUP_ROUNDS = 8
 PARENTS = 256  # default search after the warm-up: parents drawn from this many kept configs
 WARMUP_SHARE = 0.15  # warm-up children change more groups (bigger steps)
 WARMUP_KIDS = 256  # children per warm-up round (big rounds: fewer, vectorised steps)

@@ -141,6 +141,11 @@ class LayoutCostModel:
         # consumers of each producer's output (input or kernel operand): (consumer, producer) pairs
         self.feed_in = np.flatnonzero(self.has_src)
         self.feed_k = np.flatnonzero(self.has_k_src)
+        self._feeds = [
+            (consumers, ok, _onehot(src[consumers], self.n))
+            for consumers, src, ok in ((self.feed_in, self.src, 0), (self.feed_k, self.k_src, 1))
+            if len(consumers)
+        ]
         self.ranks = [
             np.array([len(getattr(c, f)) for c in nodes], dtype=np.int64)
             for f in ("out_shape", "in_shape", "k_shape")
@@ -259,10 +264,9 @@ class LayoutCostModel:
     def _fused(self, in_ok: np.ndarray, k_ok: np.ndarray) -> np.ndarray:
         """(configs, n): whether some consumer reads the node's output without a copy."""
         fused = np.zeros(in_ok.shape, dtype=bool)
-        for consumers, src, ok in ((self.feed_in, self.src, in_ok), (self.feed_k, self.k_src, k_ok)):
-            if len(consumers):
-                hits = ok[:, consumers].astype(np.float64) @ _onehot(src[consumers], self.n)
-                fused |= hits > 0
+        for consumers, which, onehot in self._feeds:
+            ok = (in_ok, k_ok)[which]
+            fused |= (ok[:, consumers].astype(np.float64) @ onehot) > 0
         return fused
 
     def _default_ab(self, t: str) -> tuple[np.ndarray, np.ndarray]:
