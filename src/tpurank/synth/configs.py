@@ -6,10 +6,14 @@ their two most-minor dimensions, as the real conv files do; unused slots are -1,
 slots are all -1 keeps the compiler's default.
 
 - `random` collections draw every tensor's layout independently (wide runtime spread).
-- `default` collections run a local search from the compiler's default: children change one to
-  three tensors of a parent chosen among the fastest seen, and are kept with a probability that
-  falls off exponentially with their slowdown against the best, so fast configs are oversampled
-  and runtimes stay within a few percent. Most tensors then spell out the layout the compiler
+- `default` collections run a local search from the compiler's default: an unrecorded warm-up
+  descends from it for WARMUP_ROUNDS rounds, then children change one to three tensors of a
+  parent drawn from the configs kept so far, and are kept with a probability that falls off
+  exponentially with their slowdown against the best, so fast configs are oversampled and
+  runtimes stay within a few percent. Rows are written in no particular order (row 0 stays the
+  default): in the real default files runtime shows no trend along the file (Kendall tau of row
+  index vs runtime -0.002 and 0.056 on the two xla default files), while a recorded descent made
+  "fewer changes than the default" a strong (wrong) signal, and the heuristic ranker's tau -0.4. Most tensors then spell out the layout the compiler
   would pick (as in the real default files, where few tensors are all -1).
 - Duplicates: rows are re-emitted from earlier ones, to be measured again with fresh noise.
 """

@@ -7,8 +7,10 @@ Layout collections. A configurable node (convolution, dot, reshape) has three te
 input and kernel. Each tensor's layout is a minor-to-major order; what matters on a TPU is the
 minor dimension (mapped to the 128 vector lanes) and the second-minor one (8 sublanes, 16 for
 bf16, which packs two values per sublane). A config value of -1 means "compiler default": the
-default output layout is row-major, a default input takes whatever layout its producer wrote, and
-a default kernel keeps the parameter's row-major layout.
+default output layout is row-major, a default input takes whatever layout its producer wrote
+(renamed through any transposes between them), a default weight kernel is laid out for the MXU
+(contracted dimension minor), and a default activation kernel (attention dots) takes its
+producer's layout like an input.
 
 - Padding waste: a tensor of shape S in layout (a, b) occupies
   `ceil(S[a]/128)*128/S[a] * ceil(S[b]/8)*8/S[b]` times its real bytes; every memory cost below
@@ -16,17 +18,25 @@ a default kernel keeps the parameter's row-major layout.
 - Compute (conv, dot): `flops / PEAK` times `(pad_in * pad_kernel) ** 0.35` times 1.3 when the input's
   minor dimension is not the contracted one (the MXU then needs a transpose on the fly) and 1.15
   for the kernel; the op runs as a roofline `max(compute, memory) + 0.2 * min(compute, memory)`.
+  The MXU writes its result feature-minor when it reads the input contraction-minor (and the
+  other way round): an output layout against that pairing adds RESULT_TRANSPOSE passes over the
+  output (an interaction of the node's own input and output layouts, which per-tensor counts miss).
 - Reshape: free (a bitcast) when both its layouts are the row-major defaults, else a physical copy
   of its bytes in both layouts.
 - Forced copies: an explicitly chosen input layout that differs from what the producing
-  configurable node wrote (through layout-keeping elementwise ops) costs a copy of the tensor in
-  both layouts; a non-default kernel layout costs a copy of the weights; an output that reaches
+  configurable node wrote (through layout-keeping elementwise ops and transposes, which rename
+  the dimensions: a transpose is a free bitcast exactly when the consumer reads the renamed
+  layout, so the producer's literal layout costs a copy there) costs a copy of the tensor in
+  both layouts; the same holds for an activation kernel and its producer; a non-default kernel layout costs a copy of the weights; an output that reaches
   the program result in a non-default layout costs a copy back. Copies grow with tensor bytes, so
   neighbouring configurable nodes interact: a producer's output layout should match what its
   consumer wants. Where two branches from different configurable nodes meet in one op (a
   residual add), differing output layouts cost a copy of one branch.
 - The elementwise ops computed only from a configurable node's output run in its layout: their
   memory traffic is scaled by that layout's padding (to the power 0.7: fusion hides part of it).
+  The chain fuses into a consumer that reads the producer's layout as written (no copy between
+  them), leaving FUSED_SHARE of its traffic; a forced copy breaks that fusion, so a
+  producer/consumer mismatch costs more the longer the chain between them (no feature counts it).
 - Everything else in the graph costs a fixed, layout-independent time.
 
 Tile collection. The kernel's output (shape S) is cut into tiles t; runtime is
@@ -34,8 +44,13 @@ Tile collection. The kernel's output (shape S) is cut into tiles t; runtime is
 whose double-buffered working set overflows the 16 MiB of on-chip vector memory spill: each
 doubling beyond it adds the tile's time once more.
 
-Measurements: each runtime is multiplied by `exp(N(0, NOISE_SIGMA))`, so identical configurations
-measured twice differ by up to ~0.4%, as in the real data.
+Measurements: each runtime is the modelled cost times `exp(PROGRAM_SIGMA * z + N(0, NOISE_SIGMA))`.
+`z` (`program_noise`) is a repeatable deviation per compiled program (hashed from the cost: equal
+costs, equal deviation), standing for what the model leaves out; it cannot be learned from the
+configs and sets how hard the ranking is (PROGRAM_SIGMA = 0.1% puts the random, heuristic and lgbm
+taus of `synth --compare-real` within 0.1 of the real sample's on the xla default pair). The
+jitter is what re-measuring adds: real duplicate configs differ by ~1e-5 (at most 8e-5), and so
+do the synthetic ones. Runtimes are integer ns, so close runtimes tie as in the real files.
 """
 
 from __future__ import annotations
