@@ -124,3 +124,16 @@ def test_difficulty_table_on_the_real_sample(sample_root: Path) -> None:
         assert all(np.isfinite(r[c]) for c in COLUMNS), r
     table = difficulty_table(rows).splitlines()
     assert table[0].startswith("| task | data |") and len(table) == 2 + 4 + 2
+
+
+def test_difficulty_needs_the_real_pair(tmp_path: Path, capsys) -> None:
+    from tpurank.cli import main
+
+    (tmp_path / "npz_all/npz/tile/xla/train").mkdir(parents=True)
+    assert main(["synth", "--compare-real", str(tmp_path), "--difficulty-seeds", "-1"]) == 1
+    assert "must be 0 or more" in capsys.readouterr().err
+    # the statistics table needs only some npz files; the difficulty table needs the xla pair
+    from tpurank.synth.difficulty import difficulty_rows
+
+    with pytest.raises(Exception, match="unet3d.npz: missing"):
+        difficulty_rows(tmp_path, seeds=1)

@@ -48,6 +48,9 @@ def run(args: argparse.Namespace) -> int:
     if args.compare_real:
         from tpurank.synth.compare import compare
 
+        if args.difficulty_seeds < 0:
+            raise TpurankError(f"--difficulty-seeds must be 0 or more, got {args.difficulty_seeds}")
+
         print(compare(Path(args.compare_real), Path(args.out) if args.out else None, args.scale, seed))
         if args.difficulty_seeds:
             from tpurank.synth.difficulty import difficulty_rows, difficulty_table

@@ -25,6 +25,7 @@ import numpy as np
 
 from tpurank.baselines import heuristic_costs, random_costs
 from tpurank.config import Config
+from tpurank.errors import TpurankError
 from tpurank.metrics import kendall_tau, order_from_costs
 from tpurank.paths import Paths
 from tpurank.prepare.cache import PreparedGraph, iter_prepared
@@ -136,6 +137,15 @@ def difficulty_rows(sample_root: Path, seeds: int = 5) -> list[dict]:
         One dict per (task, side): task, side, graphs, and per column the mean over valid graphs
         (and over seeds), with `<column>_sd` the spread across seeds for the synthetic side.
     """
+    if seeds < 0:
+        raise TpurankError(f"--difficulty-seeds must be 0 or more, got {seeds}")
+    real_dir = sample_root / "npz_all" / "npz" / "layout" / "xla" / "default"
+    for need in (real_dir / LAYOUT_PAIR[1], real_dir / LAYOUT_PAIR[2], sample_root / TILE_PB):
+        if not need.is_file():
+            raise TpurankError(
+                f"{need}: missing; the difficulty comparison needs the real sample's xla default "
+                "train/valid pair and its tile protobuf (--difficulty-seeds 0 skips it)"
+            )
     out = []
     for task, side_fn in (("layout xla default", _layout_side), ("tile (pb kernels)", _tile_side)):
         real = side_fn(sample_root, None)
