@@ -258,19 +258,23 @@ def default_search_configs(
     while done < total:
         k = min(chunk, total - done)
         while have < k:
-            parents = elite_cfg[rng.integers(len(elite_cfg), size=max(64, k))]
-            kids = space.mutate(rng, parents) if space.n else parents
+            pick = rng.integers(len(elite_cfg), size=max(64, k))
+            kids = space.mutate(rng, elite_cfg[pick]) if space.n else elite_cfg[pick]
             cost = model.cost(kids)
-            keep = rng.random(len(kids)) < np.exp(-(cost / best - 1.0) / SEARCH_TEMPERATURE)
+            # Metropolis: a child is kept with prob exp(-(its slowdown against its parent) / T):
+            # the kept configs follow exp(-slowdown against the best / T) around the good region,
+            # not a descent, so late rows are no faster than early ones (as in the real files)
+            keep = rng.random(len(kids)) < np.exp(-(cost - elite_cost[pick]) / best / SEARCH_TEMPERATURE)
             if keep.any():
                 pending_cfg.append(kids[keep])
                 pending_cost.append(cost[keep])
                 have += int(keep.sum())
             best = min(best, float(cost.min()))
-            # kept children join the parents (a random subset stays): a sampler around the good
-            # region, not a descent, so late rows are no faster than early ones (as in the real files)
+            # kept children join the parents (a random subset of PARENTS stays)
             elite_cfg = np.concatenate([elite_cfg, kids[keep]])
-            elite_cfg = elite_cfg[rng.permutation(len(elite_cfg))[:PARENTS]]
+            elite_cost = np.concatenate([elite_cost, cost[keep]])
+            stay = rng.permutation(len(elite_cfg))[:PARENTS]
+            elite_cfg, elite_cost = elite_cfg[stay], elite_cost[stay]
         cfg, cost = np.concatenate(pending_cfg), np.concatenate(pending_cost)
         out_cfg, out_cost = cfg[:k], cost[:k]
         pending_cfg, pending_cost, have = [cfg[k:]], [cost[k:]], len(cfg) - k

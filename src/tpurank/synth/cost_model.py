@@ -195,9 +195,12 @@ class LayoutCostModel:
         src_a, src_b = self._propagate(out_a, out_b, self.src, self.src_dim, self.has_src, "in")
         in_a = np.where(in_set, in_a, src_a)
         in_b = np.where(in_set, in_b, src_b)
-        ks_a, ks_b = self._propagate(out_a, out_b, self.k_src, self.k_dim, self.has_k_src, "k")
-        k_a = np.where(k_set | ~self.has_k_src, k_a, ks_a)  # an activation kernel: likewise
-        k_b = np.where(k_set | ~self.has_k_src, k_b, ks_b)
+        if self.has_k_src.any():  # an activation kernel: likewise
+            ks_a, ks_b = self._propagate(out_a, out_b, self.k_src, self.k_dim, self.has_k_src, "k")
+            k_a = np.where(k_set | ~self.has_k_src, k_a, ks_a)
+            k_b = np.where(k_set | ~self.has_k_src, k_b, ks_b)
+        else:
+            ks_a, ks_b = k_a, k_b
         return {
             "out_a": out_a, "out_b": out_b, "in_a": in_a, "in_b": in_b, "k_a": k_a, "k_b": k_b,
             "src_a": src_a, "src_b": src_b, "ks_a": ks_a, "ks_b": ks_b, "in_set": in_set, "k_set": k_set,
