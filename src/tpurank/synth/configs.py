@@ -8,9 +8,10 @@ slots are all -1 keeps the compiler's default.
 - `random` collections draw every tensor's layout independently (wide runtime spread).
 - `default` collections run a local search from the compiler's default: an unrecorded warm-up
   descends from it for WARMUP_ROUNDS rounds, then children change one to three tensors of a
-  parent drawn from the configs kept so far, and are kept with a probability that falls off
-  exponentially with their slowdown against the best, so fast configs are oversampled and
-  runtimes stay within a few percent. Rows are written in no particular order (row 0 stays the
+  parent drawn from the configs kept so far, and are kept with probability
+  exp(-(slowdown against the parent) / T) (Metropolis), so the kept configs follow
+  exp(-(slowdown against the best) / T): fast configs are oversampled and runtimes stay within a
+  few percent. Rows are written in no particular order (row 0 stays the
   default): in the real default files runtime shows no trend along the file (Kendall tau of row
   index vs runtime -0.002 and 0.056 on the two xla default files), while a recorded descent made
   "fewer changes than the default" a strong (wrong) signal, and the heuristic ranker's tau -0.4. Most tensors then spell out the layout the compiler
@@ -41,8 +42,8 @@ TIED_SHARE = (
     0.35,
 )  # tied tensor groups per tensor (real sample: 0.03-0.30 distinct columns per tensor)
 SPELL_OUT = (0.85, 0.97)  # default search: share of tensors whose default layout is written out (per file)
-SEARCH_TEMPERATURE = 0.006  # keep a child with prob exp(-slowdown/T): +1% slower is kept 19% of the time
-ELITE = 48  # parents of the default search are drawn from this many fastest configs
+SEARCH_TEMPERATURE = 0.006  # keep a child w.p. exp(-slowdown vs its parent / T): +1% kept 19%
+ELITE = 48  # warm-up of the default search: parents are drawn from this many fastest configs
 # default search: rounds of unrecorded search before the first recorded child, so the recorded
 # configs sit around a good region rather than on a path that improves with every change made
 # from the default (real default files: runtime does not fall with the number of changed nodes)
