@@ -21,6 +21,7 @@ slots are all -1 keeps the compiler's default.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Iterator
 
@@ -255,6 +256,7 @@ def default_search_configs(
         order = np.argsort(pool_cost, kind="stable")[:ELITE]
         elite_cfg, elite_cost = pool_cfg[order], pool_cost[order]
     best = min(best, float(elite_cost.min()))
+    seen = {_row_key(pending_cfg[0][0])}  # configs recorded so far (duplicates come from the reservoir)
     have, done = 1, 0
     while done < total:
         k = min(chunk, total - done)
@@ -266,6 +268,7 @@ def default_search_configs(
             # the kept configs follow exp(-slowdown against the best / T) around the good region,
             # not a descent, so late rows are no faster than early ones (as in the real files)
             keep = rng.random(len(kids)) < np.exp(-(cost - elite_cost[pick]) / best / SEARCH_TEMPERATURE)
+            keep = _novel(kids, keep, seen)
             if keep.any():
                 pending_cfg.append(kids[keep])
                 pending_cost.append(cost[keep])
@@ -285,6 +288,23 @@ def default_search_configs(
         first = 1 if done == k else 0  # the compiler's default stays row 0
         order = np.concatenate([np.arange(first), first + rng.permutation(k - first)])
         yield spell_out(model, out_cfg[order], spell), out_cost[order]
+
+
+def _row_key(row: np.ndarray) -> bytes:
+    return hashlib.blake2b(row.tobytes(), digest_size=8).digest()
+
+
+def _novel(kids: np.ndarray, keep: np.ndarray, seen: set[bytes]) -> np.ndarray:
+    """`keep` restricted to configs not recorded before (recording them), unless none is new: in
+    a small space the search may only revisit, and a revisit is then kept as before."""
+    idx = np.flatnonzero(keep)
+    new = np.zeros(len(keep), dtype=bool)
+    for i in idx:
+        key = _row_key(kids[i])
+        if key not in seen:
+            seen.add(key)
+            new[i] = True
+    return new if new.any() else keep
 
 
 class _Reservoir:
