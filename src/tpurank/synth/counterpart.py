@@ -2,8 +2,8 @@
 
 A real layout file becomes a synthetic graph of its family with the same node count, (about) the
 same number of configurable nodes and exactly as many configs, sampled the way its collection
-samples them (a search around the compiler default, or random layouts), with the real file's
-share of duplicate configs. A real tile kernel becomes a synthetic kernel with the same node and
+samples them (a search around the compiler default, or random layouts), asked for the real
+file's share of duplicate configs (the default search only approximates it). A real tile kernel becomes a synthetic kernel with the same node and
 config counts.
 """
 
