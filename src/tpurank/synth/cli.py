@@ -28,6 +28,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "else a fresh --scale tree in a temporary folder)",
     )
 
+    p.add_argument(
+        "--difficulty-seeds",
+        type=int,
+        default=5,
+        metavar="N",
+        help="--compare-real: also rank the real train/valid pairs and N synthetic counterparts of "
+        "the same sizes with the random, heuristic and lgbm rankers (0: skip; default: 5)",
+    )
+
 
 def output_folders(args: argparse.Namespace) -> list[Path]:
     """The data root synth writes, locked while it runs (tpurank.lock)."""
@@ -39,7 +48,15 @@ def run(args: argparse.Namespace) -> int:
     if args.compare_real:
         from tpurank.synth.compare import compare
 
+        if args.difficulty_seeds < 0:
+            raise TpurankError(f"--difficulty-seeds must be 0 or more, got {args.difficulty_seeds}")
+
         print(compare(Path(args.compare_real), Path(args.out) if args.out else None, args.scale, seed))
+        if args.difficulty_seeds:
+            from tpurank.synth.difficulty import difficulty_rows, difficulty_table
+
+            print()
+            print(difficulty_table(difficulty_rows(Path(args.compare_real), args.difficulty_seeds)))
         return 0
     from tpurank.synth.tree import generate
 

@@ -85,7 +85,11 @@ class ConfigurableNode:
         flops: multiply-adds x 2 of the op (0 for reshape).
         contract_in, contract_k: the input / kernel dimension the MXU contracts over (conv: features).
         src: index (among configurable nodes) whose output reaches this node's input through
-            layout-preserving ops, or -1 when it comes from a parameter (default layout).
+            layout-preserving ops and transposes, or -1 when it comes from a parameter (default layout).
+        src_perm: input dim d is dim src_perm[d] of the producer's output (not the identity when
+            a transpose lies between them: a layout propagates through it with its dims renamed).
+        k_src, k_perm: the same for the kernel operand when it is an activation (attention dots),
+            else -1 (a parameter: its layout is chosen freely, see the cost model).
         chain: elementwise ops applied to this node's output before the next consumer (they run
             in whatever layout the output has).
         to_root: the output (after its chain) also feeds the program's result, which wants the
@@ -103,6 +107,9 @@ class ConfigurableNode:
     contract_k: int
     src: int = -1
     chain: int = 0
+    src_perm: tuple[int, ...] = ()
+    k_src: int = -1
+    k_perm: tuple[int, ...] = ()
     to_root: bool = False
     etype_bytes: int = 4
 
@@ -134,6 +141,7 @@ class _Node:
     etype: str
     operands: list[int]
     feats: dict[int, float] = field(default_factory=dict)
+    perm: tuple[int, ...] = ()  # transposes: output dim d is operand dim perm[d]
 
 
 class Builder:
@@ -148,7 +156,7 @@ class Builder:
         self.splits: list[int] = [0]
         self.other_cost_ns = 0.0
         self._cfg_index: dict[int, int] = {}
-        self._src_memo: dict[int, int] = {}
+        self._src_memo: dict[int, tuple[int, tuple[int, ...]]] = {}
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -240,6 +248,15 @@ class Builder:
         )
         return node
 
+    def transpose(self, x: int, perm: tuple[int, ...]) -> int:
+        """x with its dims permuted (output dim d = input dim perm[d]); not configurable, but a
+        layout propagates through it (a transpose is a free bitcast when the layouts line up)."""
+        shape = self.nodes[x].shape
+        feats = {COL_DIMENSIONS0 + i: float(p) for i, p in enumerate(perm) if p}
+        node = self.add("transpose", tuple(shape[p] for p in perm), [x], feats=feats)
+        self.nodes[node].perm = tuple(perm)
+        return node
+
     def reshape(self, x: int, shape: tuple[int, ...]) -> int:
         """x reshaped to `shape` (same element count); configurable."""
         assert np.prod(shape) == np.prod(self.nodes[x].shape), (shape, self.nodes[x].shape)
@@ -248,7 +265,9 @@ class Builder:
         return node
 
     def _configurable(self, node, kind, out, inp, k, flops, contract_in, contract_k) -> None:
-        src = self._find_source(self.nodes[node].operands[0])
+        operands = self.nodes[node].operands
+        src, src_perm = self._find_source(operands[0])
+        k_src, k_perm = self._find_source(operands[1]) if len(operands) > 1 else (-1, ())
         self._cfg_index[node] = len(self.configurable)
         self.configurable.append(
             ConfigurableNode(
@@ -262,27 +281,49 @@ class Builder:
                 contract_k,
                 src,
                 etype_bytes=ETYPE_BYTES[self.etype],
+                src_perm=src_perm,
+                k_src=k_src,
+                k_perm=k_perm,
             )
         )
 
-    def _find_source(self, x: int) -> int:
-        """The configurable node whose output reaches x through shape-keeping elementwise ops
-        (following each op's first stream operand), or -1; memoised along the walk."""
-        shape, walked = self.nodes[x].shape, []
+    def _find_source(self, x: int) -> tuple[int, tuple[int, ...]]:
+        """(configurable node whose output reaches x through shape-keeping elementwise ops and
+        transposes, following each op's first stream operand, or -1; the dim map from x to it:
+        x's dim d is the source's dim perm[d]). Memoised along the walk."""
+        start, rank = x, len(self.nodes[x].shape)
+        perm, walked = tuple(range(rank)), []  # perm: start's dims -> the current node's dims
         while True:
-            if x in self._cfg_index or x in self._src_memo:
-                found = self._cfg_index.get(x, self._src_memo.get(x, -1))
+            if x in self._cfg_index:
+                found, to_src = self._cfg_index[x], tuple(range(rank))
                 break
-            walked.append(x)
+            if x in self._src_memo:
+                found, to_src = self._src_memo[x]
+                break
+            walked.append((x, perm))
             node = self.nodes[x]
-            same = [o for o in node.operands if _is_stream(self.nodes, o, shape)]
+            if (
+                node.perm
+                and node.operands
+                and node.operands[0] not in _free_ids(self.nodes, node.operands[:1])
+            ):
+                perm = tuple(node.perm[d] for d in perm)
+                x = node.operands[0]
+                continue
+            same = [o for o in node.operands if _is_stream(self.nodes, o, node.shape)]
             if node.op == OP["parameter"] or not same:
-                found = -1
+                found, to_src = -1, ()
                 break
             x = same[0]
-        for w in walked:
-            self._src_memo[w] = found
-        return found
+        for w, p in walked:  # w's dim e = start's dim d with p[d] == e; that is source dim to_src[perm[d]]
+            if found < 0:
+                self._src_memo[w] = (-1, ())
+                continue
+            inv = [0] * len(p)
+            for d, e in enumerate(p):
+                inv[e] = d
+            self._src_memo[w] = (found, tuple(to_src[perm[inv[e]]] for e in range(len(p))))
+        return self._src_memo[start] if start in self._src_memo else (found, tuple(to_src[d] for d in perm))
 
     def _merges(self) -> list[tuple[int, int, float]]:
         """(source a, source b, bytes) for every op combining the outputs of two different
@@ -291,7 +332,9 @@ class Builder:
         for nd in self.nodes:
             if nd.op in CONFIGURABLE_OPS or len(nd.operands) < 2:
                 continue
-            srcs = {self._find_source(o) for o in nd.operands if _is_stream(self.nodes, o, nd.shape)} - {-1}
+            srcs = {self._find_source(o)[0] for o in nd.operands if _is_stream(self.nodes, o, nd.shape)} - {
+                -1
+            }
             if len(srcs) > 1:
                 first, *rest = sorted(srcs)
                 out += [(first, r, _bytes(nd.shape, ETYPE_BYTES[nd.etype])) for r in rest]
@@ -373,6 +416,10 @@ def _is_stream(nodes: list[_Node], o: int, shape: tuple[int, ...]) -> bool:
 
 
 _FREE_OPERANDS = (OP["constant"], OP["broadcast"], OP["parameter"], OP["iota"])
+
+
+def _free_ids(nodes: list[_Node], ids: list[int]) -> set[int]:
+    return {o for o in ids if nodes[o].op in _FREE_OPERANDS}
 
 
 def _follow_chain(
@@ -509,9 +556,7 @@ def nlp_graph(rng: np.random.Generator, nodes: int, configurable: int) -> HloGra
     att = (batch, seq, seq)
     for i in range(layers):
         q, k, v = b.dot(x, hidden), b.dot(x, hidden), b.dot(x, hidden)
-        kt = b.add(
-            "transpose", (batch, hidden, seq), [k], feats={COL_DIMENSIONS0 + 1: 2, COL_DIMENSIONS0 + 2: 1}
-        )
+        kt = b.transpose(k, (0, 2, 1))
         s = b.batched_dot(q, kt, att, 2, 1)
         m = b.add("reduce", (batch, seq), [s, b.add("constant", ())], feats={COL_DIMENSIONS0: 2})
         mb = b.add("broadcast", att, [m], feats={COL_DIMENSIONS0: 0, COL_DIMENSIONS0 + 1: 1})
