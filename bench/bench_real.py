@@ -264,6 +264,31 @@ def table(res: dict, models: list[str]) -> str:
     return "\n".join(lines)
 
 
+def merge(layout: Path, tile: Path, out: Path | None) -> int:
+    """Write one results file from the layout half of `layout` and the tile half of `tile` (runs of
+    `--only layout` and `--only tile`, e.g. side by side), refused unless seeds, budget, config
+    overrides and models agree."""
+    a, b = (json.loads(Path(f).read_text()) for f in (layout, tile))
+    if "layout" not in a or "tile" not in b:
+        raise SystemExit(f"bench_real --merge: {layout} must hold a layout half and {tile} a tile half")
+    differ = [k for k in ("seeds", "budget", "sets", "models") if a.get(k) != b.get(k)]
+    if differ:
+        raise SystemExit(f"bench_real --merge: the two runs differ in {', '.join(differ)}")
+    res = {**a, "tile": b["tile"], "tile_folds": b["tile_folds"], "seconds": a["seconds"] + b["seconds"]}
+    res["command"] = (
+        f"{a['command']} ; {b['command']} ; bench/bench_real.py --merge {layout.name} {tile.name}"
+    )
+    res["commit"] = (
+        a["commit"] if a.get("commit") == b.get("commit") else f"{a.get('commit')} / {b.get('commit')}"
+    )
+    res["table"] = table(res, res["models"])
+    out = out or RESULTS
+    print(f"{res['table']}\n\nmean ± std [min, max] over seeds {res['seeds']}")
+    out.write_text(json.dumps(res, indent=2) + "\n")
+    print(f"saved {out}")
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
@@ -282,11 +307,23 @@ def main() -> int:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="config override for every run"
     )
     p.add_argument("--work", type=Path, default=ROOT / "data" / "bench" / "real")
-    p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument(
+        "--out", type=Path, help="results file (default bench/results_real.json; with --only X: _X.json)"
+    )
+    p.add_argument(
+        "--merge",
+        nargs=2,
+        type=Path,
+        metavar=("LAYOUT.json", "TILE.json"),
+        help="only: one table from the layout half of one results file and the tile half of another",
+    )
     a = p.parse_args()
+    if a.merge:
+        return merge(*a.merge, a.out)
     if reason := rd.missing_sample():
         print(f"bench_real: skipped: {reason}")
         return 0
+    a.out = a.out or (RESULTS.with_name(f"{RESULTS.stem}_{a.only}.json") if a.only else RESULTS)
     a.seeds = a.seeds or ([0, 1] if a.quick else [0, 1, 2])
     a.tile_folds = a.tile_folds or (3 if a.quick else 5)
     budget = BUDGETS["quick" if a.quick else "full"]
@@ -314,19 +351,6 @@ def main() -> int:
         res["tile"] = tile_bench(a, sets, cfg)
     res["seconds"] = round(time.perf_counter() - t0, 1)
     res["threads"] = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "TORCH_NUM_THREADS")}
-    if a.only:  # keep the other half from an earlier run with the same seeds, budget and models
-        other = "tile" if a.only == "layout" else "layout"
-        prev = json.loads(a.out.read_text()) if a.out.exists() else {}
-        if other in prev and all(
-            prev.get(k) == res[k] for k in ("seeds", "budget", "sets", "models", "tile_folds")
-        ):
-            res[other] = prev[other]
-            res["command"] = (
-                f"{prev['command']} ; {res['command']}"
-                if other == "layout"
-                else f"{res['command']} ; {prev['command']}"
-            )
-            res["seconds"] += prev.get("seconds", 0)
     res["table"] = table(res, a.models)
     print(f"\n{res['table']}\n\nmean ± std [min, max] over seeds {a.seeds}; {res['seconds'] / 60:.1f} min")
     a.out.write_text(json.dumps(res, indent=2) + "\n")
