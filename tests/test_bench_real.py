@@ -3,6 +3,7 @@ benchmark itself is not run here (minutes of training)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -128,3 +129,26 @@ def test_summary_and_format_of_seed_spreads() -> None:
     assert bench_real.fmt(s) == "0.2000 ± 0.0816 [0.1000, 0.3000]"
     assert bench_real.fmt(bench_real.summary([0.5, 0.5])) == "0.5000 (x2, no spread)"
     assert bench_real.summary([]) is None and bench_real.fmt(None) == "-"
+
+
+def test_merge_joins_a_layout_and_a_tile_half(tmp_path: Path) -> None:
+    common = {"seeds": [0, 1], "budget": {"gnn": 3}, "sets": ["x=1"], "models": ["random"], "commit": "abc"}
+    layout = {**common, "command": "L", "seconds": 2.0, "tile_folds": 5,
+              "layout": {"per_seed": {"all": {"random": [0.1, 0.3]}, "subset": {"random": [0.2, 0.2]}},
+                         "circular_ensemble": {"all": [], "subset": []}}}  # fmt: skip
+    tile = {**common, "command": "T", "seconds": 3.0, "tile_folds": 3,
+            "tile": {"per_seed": {"random": [0.9, 0.8]}, "circular_ensemble": []}}  # fmt: skip
+    (tmp_path / "l.json").write_text(json.dumps(layout))
+    (tmp_path / "t.json").write_text(json.dumps(tile))
+    out = tmp_path / "merged.json"
+    assert bench_real.merge(tmp_path / "l.json", tmp_path / "t.json", out) == 0
+    res = json.loads(out.read_text())
+    assert res["tile_folds"] == 3 and res["seconds"] == 5.0 and res["command"].startswith("L ; T ; ")
+    assert (
+        "| random | 0.2000 ± 0.1000 [0.1000, 0.3000] | 0.2000 (x2, no spread) | 0.8500 ± 0.0500"
+        in res["table"]
+    )
+    tile["budget"] = {"gnn": 4}
+    (tmp_path / "t.json").write_text(json.dumps(tile))
+    with pytest.raises(SystemExit, match="differ in budget"):
+        bench_real.merge(tmp_path / "l.json", tmp_path / "t.json", out)
