@@ -13,11 +13,14 @@ graphs sit in its `test/` split, so no model trains or selects a checkpoint on t
 lengths are step budgets (no time budget, no early stopping on held-out data). Models: random,
 heuristic, lgbm, gnn, baseline (the official GraphSAGE) and the ensemble of `ensemble.models`
 with EQUAL weights (a rank average: with one scored layout graph, weights fitted on it and scored
-on it would be circular; that circular figure is printed too, labelled, as an upper bound).
-Each learned model runs with every seed of `--seeds`; the table shows mean, std and min..max.
+on it would be circular; that circular figure is printed too, labelled, as an upper bound; on
+tile a third row fits each fold's weights on the other folds' kernels). Each model runs with every
+seed of `--seeds`; the table shows mean, std and min..max.
 
     .venv/bin/python bench/bench_real.py              # seeds 0 1 2, 5 tile folds
     .venv/bin/python bench/bench_real.py --quick      # seeds 0 1, 3 tile folds, shorter training
+    .venv/bin/python bench/bench_real.py --only layout      # one half: bench/results_real_layout.json
+    .venv/bin/python bench/bench_real.py --merge bench/results_real_layout.json bench/results_real_tile.json
 Saves bench/results_real.json (or --out). Exits 0 with the reason when ../shared is absent.
 """
 
