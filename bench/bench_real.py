@@ -323,7 +323,7 @@ def main() -> int:
     a = p.parse_args()
     if a.merge:
         return merge(*a.merge, a.out)
-    if reason := rd.missing_sample():
+    if reason := rd.missing_sample(rd.SHARED):
         print(f"bench_real: skipped: {reason}")
         return 0
     a.out = a.out or (RESULTS.with_name(f"{RESULTS.stem}_{a.only}.json") if a.only else RESULTS)

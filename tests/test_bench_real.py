@@ -152,3 +152,12 @@ def test_merge_joins_a_layout_and_a_tile_half(tmp_path: Path) -> None:
     (tmp_path / "t.json").write_text(json.dumps(tile))
     with pytest.raises(SystemExit, match="differ in budget"):
         bench_real.merge(tmp_path / "l.json", tmp_path / "t.json", out)
+
+
+def test_bench_exits_0_with_the_reason_without_the_sample(monkeypatch, capsys, tmp_path: Path) -> None:
+    monkeypatch.setattr(rd, "SHARED", tmp_path)
+    monkeypatch.setattr(sys, "argv", ["bench_real.py", "--work", str(tmp_path / "w")])
+    assert bench_real.main() == 0
+    out = capsys.readouterr().out
+    assert out.startswith("bench_real: skipped: real sample files not found") and str(tmp_path) in out
+    assert not (tmp_path / "w").exists()  # nothing run, nothing written
