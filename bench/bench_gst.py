@@ -117,6 +117,7 @@ def child(args: argparse.Namespace) -> None:
             "nodes": len(g.opcode),
             "edges": int(g.edge_index.shape[1]),
             "configurable": len(g.config_nodes),
+            "configs_per_step": min(r.configs_per_graph, g.num_unique),
             "peak_rss_gb_after_load": round(loaded, 2),
             "peak_rss_gb_train": round(train_peak, 2),
             "s_per_step": round(float(np.median(times)), 2),

@@ -104,10 +104,11 @@ def test_history_table_is_updated_and_used() -> None:
     rows = np.arange(8)
     rng = np.random.default_rng(0)
     first = gst.graph_loss(m, state, g, rows, r, CPU, "fp32", rng)
-    assert state.table.writes == 8 and state.table.hits == 0  # one segment written, nothing to read yet
+    # one segment written (8 configs and its mean entry), nothing to read yet
+    assert state.table.writes == 9 and state.table.hits == 0
     for _ in range(12):  # the same configs: every segment gets trained and written
         gst.graph_loss(m, state, g, rows, r, CPU, "fp32", rng)
-    assert len(state.table) == 4 * 8 and state.table.hits > 0
+    assert len(state.table) == 4 * (8 + 1) and state.table.hits > 0
     # with every other segment in the table and no dropout, a step sees the whole graph: the loss of
     # unchanged weights equals the segment-wise scoring of the whole graph
     m.zero_grad()

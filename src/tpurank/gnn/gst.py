@@ -8,10 +8,14 @@ its segments divided by the node counts, which `head_from_sums` turns into costs
 
 A training step, per graph: `segments_per_step` segments run forward and backward; every other
 segment's sums come from the historical table (gnn/history.py), written whenever a segment was
-last trained under a config that agrees with this one on that segment's configurable nodes. Stale
-embedding dropout leaves each historical entry out with probability `stale_dropout` (a missing
-entry is left out too): the means then run over the segments kept, and the per-node cost sum is
-scaled up by all nodes / nodes kept. The fresh sums are written back. Scoring (validation,
+last trained under a config that agrees with this one on that segment's configurable nodes; where
+a config has no such entry, the segment's mean entry over the configs of its last training stands
+in. Stale embedding dropout leaves each other segment out with probability `stale_dropout` (a
+segment never trained yet is left out too): the means then run over the segments kept, and the
+per-node cost sum is scaled up by all nodes / nodes kept. The decision is one per segment, shared
+by the configs of the step: the configs are ranked against each other, and a segment counted for
+one config but not for another would shift their costs apart for no reason of theirs (per-config
+dropout made the ListMLE loss diverge on the demo data). The fresh sums are written back. Scoring (validation,
 prediction) computes every segment fresh, one at a time, so memory is bounded by the segment size.
 Fine-tuning: after training, the best weights' backbone is frozen and only the prediction head
 (fuse, attention, head) trains for `finetune_steps` steps on fresh, non-stale sums of all segments.
@@ -109,12 +113,14 @@ class GstState:
             seg = self._segments[g.id] = split_graph(g, self.recipe.segment_nodes)
         return seg
 
-    def keys(self, g: GraphData, full: Batch) -> np.ndarray:
-        """(C, S) table keys of every segment of `g` under the batch's C configs."""
+    def keys(self, g: GraphData, full: Batch) -> tuple[np.ndarray, np.ndarray]:
+        """(C, S) table keys of every segment of `g` under the batch's C configs, and (S,) the keys
+        of each segment's mean entry."""
         configs = full.configs.numpy()
-        return np.stack(
-            [segment_keys(g.id, (s.start, s.stop), configs[:, s.config_cols]) for s in self.segments(g)], 1
-        )
+        segs = self.segments(g)
+        own = np.stack([segment_keys(g.id, (s.start, s.stop), configs[:, s.config_cols]) for s in segs], 1)
+        mean = segment_keys(f"{g.id}/mean", (0, 0), np.arange(len(segs))[:, None])
+        return own, mean
 
 
 def _counts(segments: list[Segment]) -> tuple[np.ndarray, np.ndarray]:
@@ -152,7 +158,7 @@ def graph_loss(
     segs = state.segments(g)
     pick = np.sort(rng.choice(len(segs), size=min(r.segments_per_step, len(segs)), replace=False))
     others = np.setdiff1d(np.arange(len(segs)), pick)
-    keys = state.keys(g, full)  # (C, S)
+    keys, mean_keys = state.keys(g, full)  # (C, S), (S,)
     n_seg, k_seg = _counts(segs)
     fresh_batch = segment_batch(full, [segs[i] for i in pick]).to(device)
     with autocast(device, precision):
@@ -162,11 +168,13 @@ def graph_loss(
     cfg_nodes = torch.full((len(rows),), float(k_seg[pick].sum()))
     if len(others):
         stale, found = state.table.get(keys[:, others])  # (C, O, D), (C, O)
-        keep = found & (rng.random(found.shape) >= r.stale_dropout)
+        mean, trained = state.table.get(mean_keys[others])  # (O, D), (O,)
+        stale = torch.where(torch.from_numpy(found).unsqueeze(-1), stale, mean.unsqueeze(0))
+        keep = trained & (rng.random(len(others)) >= r.stale_dropout)  # one decision per segment
         kept = torch.from_numpy(keep.astype(np.float32))
-        total = total + (stale * kept.unsqueeze(-1)).sum(1).to(device)
-        nodes = nodes + kept @ torch.from_numpy(n_seg[others])
-        cfg_nodes = cfg_nodes + kept @ torch.from_numpy(k_seg[others])
+        total = total + (stale * kept[None, :, None]).sum(1).to(device)
+        nodes = nodes + float(kept @ torch.from_numpy(n_seg[others]))
+        cfg_nodes = cfg_nodes + float(kept @ torch.from_numpy(k_seg[others]))
     full = full.to(device)
     with autocast(device, precision):
         cost = head_from_sums(
@@ -181,6 +189,7 @@ def graph_loss(
     (loss * scale).backward()
     if update:
         state.table.put(keys[:, pick], fresh.detach())
+        state.table.put(mean_keys[pick], fresh.detach().mean(0))
     return float(loss.detach())
 
 
