@@ -9,8 +9,9 @@ its segments divided by the node counts, which `head_from_sums` turns into costs
 A training step, per graph: `segments_per_step` segments run forward and backward; every other
 segment's sums come from the historical table (gnn/history.py), written whenever a segment was
 last trained under a config that agrees with this one on that segment's configurable nodes; where
-a config has no such entry, the segment's mean entry over the configs of its last training stands
-in. Stale embedding dropout leaves each other segment out with probability `stale_dropout` (a
+any config of the step has no such entry, the segment's mean entry over the configs of its last
+training stands in for all of them (stale config-specific entries for some configs and none for
+others made the loss spike on demo data). Stale embedding dropout leaves each other segment out with probability `stale_dropout` (a
 segment never trained yet is left out too): the means then run over the segments kept, and the
 per-node cost sum is scaled up by all nodes / nodes kept. The decision is one per segment, shared
 by the configs of the step: the configs are ranked against each other, and a segment counted for
@@ -169,7 +170,8 @@ def graph_loss(
     if len(others):
         stale, found = state.table.get(keys[:, others])  # (C, O, D), (C, O)
         mean, trained = state.table.get(mean_keys[others])  # (O, D), (O,)
-        stale = torch.where(torch.from_numpy(found).unsqueeze(-1), stale, mean.unsqueeze(0))
+        # a segment's own entries only where every config of the step has one (else its mean for all)
+        stale = torch.where(torch.from_numpy(found.all(0))[None, :, None], stale, mean.unsqueeze(0))
         keep = trained & (rng.random(len(others)) >= r.stale_dropout)  # one decision per segment
         kept = torch.from_numpy(keep.astype(np.float32))
         total = total + (stale * kept[None, :, None]).sum(1).to(device)

@@ -7,8 +7,10 @@ entry for all of a graph's configs. (The official GST code keys by graph, config
 scalar per key, over every config of the collection: 500M slots.) The key is a 64-bit BLAKE2b hash
 of the graph ID, the segment's bounds and those config values.
 
-Memory is bounded: at most `budget_mb` of float16 values plus the index, in a ring of slots where
-a new key takes the oldest written slot (first in, first out). An evicted or never-written key is
+Values are float32: a segment's sums are large (hundreds of nodes) while configs differ in them by
+little: float16 (an 11-bit mantissa) would round much of that difference away. Memory is bounded:
+at most `budget_mb` of values plus the index, in a ring of slots where a new key takes the oldest
+written slot (first in, first out). An evicted or never-written key is
 simply missing, and a missing embedding is left out as stale embedding dropout leaves one out.
 """
 
@@ -23,7 +25,7 @@ ENTRY_OVERHEAD = 160  # bytes of index per entry besides its values: dict slot, 
 
 
 class HistoryTable:
-    """Historical embeddings, float16, at most `budget_mb` MiB (see the module docstring).
+    """Historical embeddings, float32, at most `budget_mb` MiB (see the module docstring).
 
     Args:
         dim: values per entry.
@@ -32,9 +34,9 @@ class HistoryTable:
 
     def __init__(self, dim: int, budget_mb: float) -> None:
         self.dim = dim
-        self.capacity = max(1, int(budget_mb * 2**20) // (2 * dim + ENTRY_OVERHEAD))
+        self.capacity = max(1, int(budget_mb * 2**20) // (4 * dim + ENTRY_OVERHEAD))
         # torch.empty touches no page: resident memory grows with the slots written, up to the bound
-        self.values = torch.empty((self.capacity, dim), dtype=torch.float16)
+        self.values = torch.empty((self.capacity, dim), dtype=torch.float32)
         self.slot_key = np.zeros(self.capacity, dtype=np.int64)
         self.slot_of: dict[int, int] = {}
         self.next = 0
@@ -49,7 +51,7 @@ class HistoryTable:
     @property
     def nbytes(self) -> int:
         """The most bytes the table can hold (its bound)."""
-        return self.capacity * (2 * self.dim + ENTRY_OVERHEAD)
+        return self.capacity * (4 * self.dim + ENTRY_OVERHEAD)
 
     def get(self, keys: np.ndarray) -> tuple[torch.Tensor, np.ndarray]:
         """(values (..., dim) float32, zero where missing; found (...) bool) for int64 keys of any shape."""
@@ -58,7 +60,7 @@ class HistoryTable:
         found = slots >= 0
         out = torch.zeros((len(flat), self.dim), dtype=torch.float32)
         if found.any():
-            out[torch.from_numpy(found)] = self.values[torch.from_numpy(slots[found])].float()
+            out[torch.from_numpy(found)] = self.values[torch.from_numpy(slots[found])]
         self.lookups += len(flat)
         self.hits += int(found.sum())
         return out.reshape(*keys.shape, self.dim), found.reshape(keys.shape)
@@ -66,7 +68,7 @@ class HistoryTable:
     def put(self, keys: np.ndarray, values: torch.Tensor) -> None:
         """Store `values` (..., dim) under `keys` (...); a key seen twice in one call keeps the last."""
         flat = keys.reshape(-1)
-        vals = values.detach().reshape(len(flat), self.dim).to("cpu", torch.float16)
+        vals = values.detach().reshape(len(flat), self.dim).to("cpu", torch.float32)
         slots = np.empty(len(flat), dtype=np.int64)
         for i, k in enumerate(flat.tolist()):
             slot = self.slot_of.get(k)

@@ -329,11 +329,13 @@ def fit(
     bar.close()
     if segmented is not None and r.finetune_steps > 0 and final.exists():  # GST: fine-tune the head
         unwrap(model).load_state_dict(load_checkpoint(final)["state_dict"])
+        t0 = time.perf_counter()
         tune = gst.finetune_head(
             unwrap(model), segmented, train, r, rt.device, precision, cfg.seed, sample_rows
         )
         score = evaluate(unwrap(model), valid, r, rt.device, precision) if rt.main else 0.0
-        history.append({"step": step, "finetune_loss": float(np.mean(tune)), "valid_score": score})
+        tuned = {"finetune_loss": float(np.mean(tune)), "seconds": round(time.perf_counter() - t0, 3)}
+        history.append({"step": step, "valid_score": score, **tuned})
         if rt.main and score > best:
             best = score
             save_checkpoint(final, state_of(complete=False))
