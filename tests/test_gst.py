@@ -178,3 +178,15 @@ def test_gst_trains_fine_tunes_and_predicts_on_tiny(tiny_paths: Paths, tmp_path)
     assert summary["history_table"]["writes"] > 0 and summary["history_table"]["lookups"] > 0
     preds = predict_collection(gnn_model.SPEC, paths, cfg, collection, "valid", graphs=valid, progress=False)
     assert {g.id for g in valid} == set(preds) and all(np.isfinite(v).all() for v in preds.values())
+
+
+def test_whole_graph_setting_keeps_every_node_in_order() -> None:
+    """prepare.hops=-1 (what GST is for): no node pruned, node order (program order) kept."""
+    from tpurank.prepare.prune import prune
+
+    r = np.random.default_rng(0)
+    edges = r.integers(0, 500, size=(900, 2))
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    p = prune(500, edges, np.array([3, 77]), hops=-1)
+    np.testing.assert_array_equal(p.node_map, np.arange(500))
+    assert len(p.edge_index) == len(edges) and p.num_summary == 0
