@@ -154,6 +154,8 @@ def summary(values: list[float]) -> dict[str, float] | None:
     if not values:
         return None
     a = np.asarray(values, dtype=np.float64)
+    if not len(a):  # e.g. no ensemble when --models leaves out its members
+        return {"mean": float("nan"), "std": float("nan"), "min": float("nan"), "max": float("nan"), "n": 0}
     return {
         "mean": float(a.mean()),
         "std": float(a.std()),

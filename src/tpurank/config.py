@@ -48,7 +48,9 @@ def value(
 
 @dataclass
 class PrepareConfig:
-    hops: int = value(1, min=0)  # k-hop neighbourhood kept around configurable nodes (1st place used 1)
+    # k-hop neighbourhood kept around configurable nodes (1st place used 1); -1 = the whole graph
+    # (no pruning: what Graph Segment Training, gnn.segment_nodes, is for)
+    hops: int = value(1, min=-1)
     collapse_removed: bool = False  # replace each run of pruned nodes by one summary node
     jobs: int = value(0, min=0)  # worker processes; 0 = one per CPU core
 
@@ -122,6 +124,14 @@ class GnnConfig:
     # recompute each layer's activations in backward (layout): the same numbers; on the full-scale xla
     # collection training peaks at 2.8 GB instead of 4.4 GB, for one more forward pass (README "Scale")
     checkpoint_layers: bool = True
+    # Graph Segment Training (layout; README "Graph Segment Training"): cut each graph into contiguous
+    # segments of at most this many nodes; a step backpropagates through `segments_per_step` of them and
+    # takes the others' embeddings from a table of historical ones (0 = off: whole-graph training)
+    segment_nodes: int = value(0, min=0)
+    segments_per_step: int = value(1, min=1)  # segments of each graph trained (with gradients) per step
+    stale_dropout: float = value(0.5, min=0, below=1)  # chance a historical segment embedding is left out
+    finetune_steps: int = value(0, min=0)  # steps training only the prediction head on fresh embeddings
+    history_mb: int = value(1024, min=1)  # memory bound of the historical-embedding table (oldest evicted)
 
 
 @dataclass

@@ -166,6 +166,11 @@ def recipe(cfg: Config, kind: str) -> Recipe:
         predict_chunk=s.predict_chunk,
         bf16=s.bf16,
         max_batch_nodes=s.max_batch_nodes,
+        segment_nodes=s.segment_nodes,
+        segments_per_step=s.segments_per_step,
+        stale_dropout=s.stale_dropout,
+        finetune_steps=s.finetune_steps,
+        history_mb=s.history_mb,
     )
 
 

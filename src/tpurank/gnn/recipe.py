@@ -38,6 +38,12 @@ class Recipe:
     predict_chunk: int
     bf16: bool
     max_batch_nodes: int = 0  # nodes per training forward pass; 0 = the whole step at once
+    # Graph Segment Training (gnn/gst.py; layout only): 0 = off
+    segment_nodes: int = 0
+    segments_per_step: int = 1
+    stale_dropout: float = 0.0
+    finetune_steps: int = 0
+    history_mb: int = 1024
 
 
 @dataclass

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from tpurank.gnn import gst
 from tpurank.gnn.data import GraphData, eval_configs, make_batch
 from tpurank.gnn.device import autocast
 from tpurank.gnn.recipe import Recipe
@@ -24,6 +25,7 @@ def score_rows(
     chunk: int,
     device: torch.device,
     precision: str = "fp32",
+    segment_nodes: int = 0,
 ) -> np.ndarray:
     """Costs of the given unique-config rows of one graph, `chunk` configs per forward pass.
 
@@ -34,7 +36,12 @@ def score_rows(
         chunk: configs per pass (bounds memory; lowered further on big graphs by PASS_NODE_BUDGET).
         device: where the model is.
         precision: bf16, fp16 or fp32 (device.py), as the model was trained.
+        segment_nodes: the model was trained with Graph Segment Training on segments of at most this
+            many nodes (layout; 0 = whole graphs): each segment is then scored on its own (gst.py).
     """
+    if segment_nodes > 0 and g.kind == "layout":
+        chunk = max(1, min(chunk, PASS_NODE_BUDGET // min(segment_nodes, max(1, len(g.opcode)))))
+        return gst.score_rows(model, g, rows, chunk, segment_nodes, device, precision)
     out = np.empty(len(rows), dtype=np.float64)
     chunk = max(1, min(chunk, PASS_NODE_BUDGET // max(1, len(g.opcode))))
     for start in range(0, len(rows), chunk):
@@ -73,7 +80,7 @@ def evaluate(
             continue
         configs = eval_configs(g, recipe.eval_max_configs)
         rows, back = np.unique(g.inverse[configs], return_inverse=True)  # score each unique config once
-        cost = score_rows(model, g, rows, recipe.predict_chunk, device, precision)[back]
+        cost = score_rows(model, g, rows, recipe.predict_chunk, device, precision, recipe.segment_nodes)[back]
         s = graph_score(g.kind, cost, g.config_runtime[configs])
         if not math.isnan(s):
             scores.append(s)

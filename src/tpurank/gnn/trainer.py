@@ -30,6 +30,7 @@ from tpurank.config import Config, to_dict
 from tpurank.dataset import check_collection, kind_of
 from tpurank.errors import TpurankError
 from tpurank.gnn import device as devices
+from tpurank.gnn import gst
 from tpurank.gnn.checkpoints import (
     load_checkpoint,
     load_model,
@@ -215,6 +216,7 @@ def fit(
     args = spec.model_args(cfg, kind, int(train[0].node_feat.shape[1]))
     model = spec.build(args).to(rt.device)
     opt = make_optimizer(model, r)
+    segmented = gst.GstState(r, args["hidden"]) if r.segment_nodes and kind == "layout" else None
     precision = devices.pick_precision(rt.device, r.bf16)
     scaler = devices.grad_scaler(precision)
     if rt.main and progress:
@@ -278,13 +280,17 @@ def fit(
         rng = np.random.default_rng([cfg.seed, step, rt.rank])
         graphs = [train[i] for i in _step_graphs(order, pos, rt, r.graphs_per_batch)]
         rows = [sample_rows(g, r.configs_per_graph, rng) for g in graphs]
-        batches = micro_batches(graphs, rows, r.max_batch_nodes)
-        losses.append(train_step(model, opt, batches, r, rt.device, precision, scaler))
+        if segmented is not None:  # Graph Segment Training (gst.py)
+            args_ = (unwrap(model), opt, segmented, graphs, rows, r, rt.device, precision, scaler, rng)
+            losses.append(gst.train_step(*args_))
+        else:
+            batches = micro_batches(graphs, rows, r.max_batch_nodes)
+            losses.append(train_step(model, opt, batches, r, rt.device, precision, scaler))
         sched.step()
         if rt.device.type == "cpu":
             release_free_memory()  # the heap's holes would keep growing (tpurank.memory)
         step += 1
-        configs_seen += sum(int(b.mask.sum()) for b in batches)
+        configs_seen += sum(len(x) for x in rows)
         bar.update()
         bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", val=f"{best:.4f}" if best > -math.inf else "-")
         late = _out_of_time(r, spent + time.perf_counter() - clock, rt)
@@ -321,6 +327,18 @@ def fit(
                 )
         losses, configs_seen, t0 = [], 0, time.perf_counter()
     bar.close()
+    if segmented is not None and r.finetune_steps > 0 and final.exists():  # GST: fine-tune the head
+        unwrap(model).load_state_dict(load_checkpoint(final)["state_dict"])
+        t0 = time.perf_counter()
+        tune = gst.finetune_head(
+            unwrap(model), segmented, train, r, rt.device, precision, cfg.seed, sample_rows
+        )
+        score = evaluate(unwrap(model), valid, r, rt.device, precision) if rt.main else 0.0
+        tuned = {"finetune_loss": float(np.mean(tune)), "seconds": round(time.perf_counter() - t0, 3)}
+        history.append({"step": step, "valid_score": score, **tuned})
+        if rt.main and score > best:
+            best = score
+            save_checkpoint(final, state_of(complete=False))
 
     summary = {
         "best_valid_score": best,
@@ -330,6 +348,8 @@ def fit(
         "stopped_by": stopped or "max_steps",
         "history": history,
     }
+    if segmented is not None:
+        summary["history_table"] = segmented.table.stats()
     if rt.main:
         ckpt = load_checkpoint(final) if final.exists() else state_of(complete=False)
         ckpt.update(complete=True, summary=summary)
@@ -387,6 +407,7 @@ def predict_collection(
                 f"{g.id}: {g.node_feat.shape[1]} node features but the model was trained on {want}; "
                 "re-run prepare and train together"
             )
-        unique_cost = score_rows(model, g, np.arange(g.num_unique), chunk, rt.device, precision)
+        rows = np.arange(g.num_unique)
+        unique_cost = score_rows(model, g, rows, chunk, rt.device, precision, trained.segment_nodes)
         out[g.id] = unique_cost[g.inverse]
     return out
