@@ -122,6 +122,15 @@ class GnnConfig:
     # recompute each layer's activations in backward (layout): the same numbers; on the full-scale xla
     # collection training peaks at 2.8 GB instead of 4.4 GB, for one more forward pass (README "Scale")
     checkpoint_layers: bool = True
+    # --- the top solutions' recipe (issue 15; README "The recipe of the top solutions, measured")
+    warmup_steps: int = value(0, min=0)  # linear learning-rate warm-up, then the cosine over max_steps
+    # models trained with seeds seed, seed+1, ...; their predictions averaged after per-graph
+    # normalisation (ensemble.normalize); seed k > 0 lives in models/gnn/<collection>/seed-k/
+    seeds: int = value(1, min=1)
+    standardize: bool = False  # node features standardised with train-graph statistics (in the checkpoint)
+    # layout: attention across the configs at every configurable node after every message-passing layer
+    layer_attention: bool = False
+    tile_all_configs: bool = False  # tile: every config of a graph in each step (configs_per_graph ignored)
 
 
 @dataclass

@@ -38,6 +38,7 @@ class Recipe:
     predict_chunk: int
     bf16: bool
     max_batch_nodes: int = 0  # nodes per training forward pass; 0 = the whole step at once
+    warmup_steps: int = 0  # linear learning-rate warm-up before the schedule (gnn/schedule.py)
 
 
 @dataclass
@@ -48,3 +49,5 @@ class ModelSpec:
     build: Callable[[dict[str, Any]], nn.Module]
     model_args: Callable[[Config, str, int], dict[str, Any]]  # (cfg, kind, node_feat_dim) -> kwargs
     recipe: Callable[[Config, str], Recipe]  # (cfg, kind) -> how it is trained and run
+    # called once on a new model with the train graphs before training (e.g. fit feature statistics)
+    fit_train: Callable[[nn.Module, list[Any]], None] | None = None

@@ -40,6 +40,7 @@ from tpurank.gnn.checkpoints import (
 from tpurank.gnn.data import GraphData, from_prepared, sample_rows
 from tpurank.gnn.device import Runtime, setup_runtime
 from tpurank.gnn.recipe import ModelSpec, Recipe
+from tpurank.gnn.schedule import make_scheduler
 from tpurank.gnn.scoring import evaluate, score_rows
 from tpurank.gnn.step import make_optimizer, micro_batches, train_step
 from tpurank.memory import release_free_memory
@@ -213,18 +214,17 @@ def fit(
 
     torch.manual_seed(cfg.seed)
     args = spec.model_args(cfg, kind, int(train[0].node_feat.shape[1]))
-    model = spec.build(args).to(rt.device)
+    model = spec.build(args)
+    if spec.fit_train is not None:
+        spec.fit_train(model, train)  # statistics of the train graphs only (saved in the state dict)
+    model = model.to(rt.device)
     opt = make_optimizer(model, r)
     precision = devices.pick_precision(rt.device, r.bf16)
     scaler = devices.grad_scaler(precision)
     if rt.main and progress:
         print(f"[{spec.name}] {collection}: {devices.describe(rt.device, precision)}")
     every = eval_interval(train, r, rt.world)
-    sched = (
-        torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=r.max_steps)
-        if r.schedule == "cosine"
-        else torch.optim.lr_scheduler.ConstantLR(opt, factor=1.0, total_iters=0)
-    )
+    sched = make_scheduler(opt, r)
     step, spent, best, bad, history = 0, 0.0, -math.inf, 0, []
     data_key = prepared_fingerprint(paths, collection)
     resume = out / RESUME
