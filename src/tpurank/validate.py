@@ -21,6 +21,7 @@ from scipy.stats import rankdata
 from tpurank import plots
 from tpurank.atomic import write_text
 from tpurank.dataset import COLLECTIONS, discover, kind_of
+from tpurank.ensemble import report_lines
 from tpurank.errors import TpurankError
 from tpurank.metrics import rank_from_order, summarize
 from tpurank.models import MODEL_NAMES
@@ -92,8 +93,10 @@ def markdown(
     data_root: Path,
     synthetic: str | None = None,
     rank_model: str = "",
+    ensemble: list[str] | None = None,
 ) -> str:
-    """The report text (`synthetic`: the synthetic scale, None for real data)."""
+    """The report text (`synthetic`: the synthetic scale, None for real data; `ensemble`: the
+    lines of `ensemble.report_lines`, its weights fitted on validation and the cross-fitted score)."""
     head = "| model | " + " | ".join(c.replace("layout:", "") for c in COLUMNS) + " |"
     title = "# Validation report" + (f": SYNTHETIC data ('{synthetic}' scale)" if synthetic else "")
     warning = (
@@ -134,6 +137,8 @@ def markdown(
                 f"| {m} | {c} | {int(s['graphs'])} | {int(s['undefined'])} | {_fmt(s['score'])} | "
                 f"{_fmt(s.get('pair_accuracy'))} | {_fmt(s['slowdown@1'])} | {_fmt(s['slowdown@5'])} |"
             )
+    if ensemble:
+        lines += ["", *ensemble]
     if skipped:
         lines += ["", "## Skipped (invalid CSV)", ""] + [f"- {m}: {why}" for m, why in skipped.items()]
     lines += [
@@ -208,11 +213,14 @@ def run(args: argparse.Namespace) -> int:
     )
     slow = {m: [r["slowdown@5"] for r in rs if r["collection"] == "tile:xla"] for m, rs in rows.items()}
     plots.tile_slowdown(slow, plot_dir / "tile_slowdown.png", tag)
+    ensemble_lines = report_lines(paths) if "ensemble" in rows else []
     per_graph = pd.DataFrame([{"model": m, **r} for m, rs in rows.items() for r in rs])
     write_text(reports / "validation_graphs.csv", per_graph.to_csv(index=False))
     write_text(
         reports / "validation.md",
-        markdown(table, summaries, skipped, args.official_subsets, paths.data, synthetic, best),
+        markdown(
+            table, summaries, skipped, args.official_subsets, paths.data, synthetic, best, ensemble_lines
+        ),
     )
     write_sidecar(
         reports / "validation.json",

@@ -1,0 +1,303 @@
+"""Benchmark on real measurements only (issue 15): every model side by side on the real sample files.
+
+- layout: train on the real `layout:xla:default` train graph `unet3d`, rank the real valid graph
+  `unet_3d.4x4.bf16` that no model saw; Kendall tau on all its 1965 configs and on the official
+  1000-config subset (`eval_indices/xla_default.json`).
+- tile: the 15 real kernels of `pb/op_tuning_data.pb` (754 runs), featurized with `featurize-pb`,
+  scored by grouped k-fold over kernels (no kernel in its own training fold): the competition's
+  tile score `2 - slowdown@5`, averaged over the 15 held-out kernels.
+
+Every stage runs as a user runs it (`python -m tpurank prepare/features/train/predict ...` in a
+subprocess) on a temporary data root of symlinks to the real files (bench/real_data.py): the scored
+graphs sit in its `test/` split, so no model trains or selects a checkpoint on them. Training
+lengths are step budgets (no time budget, no early stopping on held-out data). Models: random,
+heuristic, lgbm, gnn, baseline (the official GraphSAGE) and the ensemble of `ensemble.models`
+with EQUAL weights (a rank average: with one scored layout graph, weights fitted on it and scored
+on it would be circular; that circular figure is printed too, labelled, as an upper bound).
+Each learned model runs with every seed of `--seeds`; the table shows mean, std and min..max.
+
+    .venv/bin/python bench/bench_real.py              # seeds 0 1 2, 5 tile folds
+    .venv/bin/python bench/bench_real.py --quick      # seeds 0 1, 3 tile folds, shorter training
+Saves bench/results_real.json (or --out). Exits 0 with the reason when ../shared is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import real_data as rd  # noqa: E402
+
+from tpurank.config import load_config  # noqa: E402
+from tpurank.ensemble import combine, weight_grid  # noqa: E402
+from tpurank.paths import Paths  # noqa: E402
+from tpurank.predictions import load_predictions  # noqa: E402
+from tpurank.subsets import load_subsets  # noqa: E402
+
+PYTHON = sys.executable
+RESULTS = ROOT / "bench" / "results_real.json"
+RANKERS = ("random", "heuristic")  # no training
+LEARNED = ("lgbm", "gnn", "baseline")
+# step budgets (the same on every machine and load): no early stopping, one validation at the end
+BUDGETS = {
+    "full": {"lgbm": 300, "gnn": 600, "baseline": 600, "tile_gnn": 600, "tile_baseline": 600},
+    "quick": {"lgbm": 100, "gnn": 150, "baseline": 150, "tile_gnn": 200, "tile_baseline": 200},
+}
+
+
+def budget_sets(b: dict[str, int]) -> list[str]:
+    """`--set` overrides of a budget: fixed lengths, validation only at the end (so the kept model
+    is the last one), LightGBM without early stopping."""
+    t = 'collections."tile:xla"'
+    out = [f"lgbm.num_boost_round={b['lgbm']}", f"lgbm.early_stopping_rounds={b['lgbm']}"]
+    for m in ("gnn", "baseline"):
+        out += [f"{m}.max_steps={b[m]}", f"{m}.eval_every={b[m]}", f"{m}.time_budget_min=0"]
+        out += [f"{t}.{m}.max_steps={b['tile_' + m]}", f"{t}.{m}.eval_every={b['tile_' + m]}"]
+    return out
+
+
+def stage(argv: list[str], log: Path) -> float:
+    """Run `python -m tpurank <argv>`, its output to `log`; raise with the log's tail on failure."""
+    t = time.perf_counter()
+    with open(log, "a") as f:
+        f.write(f"$ tpurank {' '.join(argv)}\n")
+        f.flush()
+        rc = subprocess.call([PYTHON, "-m", "tpurank", *argv], stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
+    if rc != 0:
+        tail = log.read_text().splitlines()[-15:]
+        raise SystemExit(f"tpurank {argv[0]} failed (exit {rc}); log {log}:\n" + "\n".join(tail))
+    return time.perf_counter() - t
+
+
+def run_models(
+    root: Path,
+    out: Path,
+    work: Path,
+    collection: str,
+    seed: int,
+    sets: list[str],
+    models: list[str],
+    log: Path,
+) -> dict[str, dict[str, np.ndarray]]:
+    """prepare, features, train and `predict --split test` through the CLI; model -> test costs."""
+    common = [
+        "--data-dir",
+        str(root),
+        "--out-dir",
+        str(out),
+        "--work-dir",
+        str(work),
+        "--set",
+        f"seed={seed}",
+    ]
+    common += [x for s in sets for x in ("--set", s)]
+    only = ["--collections", collection]
+    stage(["prepare", "--no-progress", *only, *common], log)
+    learned = [m for m in models if m in LEARNED]
+    if "lgbm" in learned:
+        stage(["features", *only, *common], log)
+    for m in learned:
+        stage(["train", "--model", m, *only, *common], log)
+    for m in models:
+        stage(["predict", "--model", m, "--split", "test", "--partial", *only, *common], log)
+    paths = Paths(root, out, work)
+    return {m: load_predictions(paths.prediction_file(m, "test")) for m in models}
+
+
+def tile_kernels(work: Path, log: Path) -> list[Path]:
+    """The 15 real kernels of op_tuning_data.pb as tile npz files (featurize-pb, through the CLI)."""
+    folder = work / "tile-kernels"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    stage(["featurize-pb", str(rd.SHARED / rd.TILE_PB), str(folder), "--kind", "tile"], log)
+    return sorted(folder.glob("*.npz"))
+
+
+def with_ensembles(costs: dict[str, dict[str, np.ndarray]], members: list[str], how: str) -> None:
+    """Add the equal-weight ensemble of `members` (those predicted) to one seed's costs."""
+    have = [m for m in members if m in costs]
+    if len(have) >= 2:
+        costs["ensemble"] = rd.equal_weight([costs[m] for m in have], how)
+
+
+def circular_ensemble(
+    costs: dict[str, dict[str, np.ndarray]], members: list[str], how: str, score
+) -> tuple[float, list[float]]:
+    """The ensemble with weights fitted on the scored graphs and scored on them (circular: an upper
+    bound, not a measurement of generalisation). `score(costs) -> float`."""
+    preds = [costs[m] for m in members]
+    ids = sorted(set.intersection(*(set(p) for p in preds)))
+    best, best_w = -np.inf, None
+    for w in weight_grid(len(preds)):
+        s = score({g: combine([p[g] for p in preds], w, how) for g in ids})
+        if s > best + 1e-12:
+            best, best_w = s, w
+    return float(best), [float(x) for x in best_w]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    a = np.asarray(values, dtype=np.float64)
+    return {
+        "mean": float(a.mean()),
+        "std": float(a.std()),
+        "min": float(a.min()),
+        "max": float(a.max()),
+        "n": len(a),
+    }
+
+
+def fmt(s: dict[str, float] | None) -> str:
+    if not s:
+        return "-"
+    if s["n"] == 1 or s["max"] == s["min"]:
+        return f"{s['mean']:.4f}" + (f" (x{s['n']}, no spread)" if s["n"] > 1 else "")
+    return f"{s['mean']:.4f} ± {s['std']:.4f} [{s['min']:.4f}, {s['max']:.4f}]"
+
+
+def layout_bench(a: argparse.Namespace, sets: list[str], cfg) -> dict:
+    log = a.work / "layout.log"
+    root = rd.layout_root(a.work / "layout" / "data", extra_train=a.extra_train)
+    files = rd.scored_graphs(root, rd.LAYOUT)
+    subsets = load_subsets(rd.SHARED / "eval_indices").get(rd.LAYOUT, {})
+    per: dict[str, dict[str, list[float]]] = {"all": {}, "subset": {}}
+    circ: dict[str, list] = {"all": [], "subset": []}
+    for seed in a.seeds:
+        t = time.perf_counter()
+        out = a.work / "layout" / f"seed{seed}"
+        costs = run_models(root, out, a.work / "layout" / "work", rd.LAYOUT, seed, sets, a.models, log)
+        with_ensembles(costs, cfg.ensemble.models, cfg.ensemble.normalize)
+        for kind, sub in (("all", None), ("subset", subsets)):
+            for m, c in costs.items():
+                per[kind].setdefault(m, []).append(rd.mean_of(rd.score_costs(c, files, rd.LAYOUT, sub)))
+            if "ensemble" in costs:
+                members = [m for m in cfg.ensemble.models if m in costs]
+                circ[kind].append(circular_ensemble(costs, members, cfg.ensemble.normalize,
+                    lambda x, sub=sub: rd.mean_of(rd.score_costs(x, files, rd.LAYOUT, sub))))  # fmt: skip
+        print(f"  layout seed {seed}: {time.perf_counter() - t:.0f} s; tau (all configs) "
+              + ", ".join(f"{m} {v[-1]:.4f}" for m, v in per["all"].items()), flush=True)  # fmt: skip
+    return {"per_seed": per, "circular_ensemble": circ, "scored": sorted(files), "log": str(log)}
+
+
+def tile_bench(a: argparse.Namespace, sets: list[str], cfg) -> dict:
+    log = a.work / "tile.log"
+    kernels = tile_kernels(a.work, log)
+    folds = rd.kernel_folds(len(kernels), a.tile_folds, seed=0)
+    per: dict[str, list[float]] = {}
+    circ: list = []
+    for seed in a.seeds:
+        t = time.perf_counter()
+        pooled: dict[str, dict[str, np.ndarray]] = {}
+        files: dict[str, Path] = {}
+        for i, held in enumerate(folds):
+            base = a.work / "tile" / f"fold{i}"
+            root = rd.tile_root(base / "data", kernels, held)
+            files.update(rd.scored_graphs(root, rd.TILE))
+            costs = run_models(root, base / f"seed{seed}", base / "work", rd.TILE, seed, sets, a.models, log)
+            for m, c in costs.items():
+                pooled.setdefault(m, {}).update(c)
+        with_ensembles(pooled, cfg.ensemble.models, cfg.ensemble.normalize)
+        for m, c in pooled.items():
+            per.setdefault(m, []).append(rd.mean_of(rd.score_costs(c, files, rd.TILE)))
+        if "ensemble" in pooled:
+            members = [m for m in cfg.ensemble.models if m in pooled]
+            circ.append(circular_ensemble(pooled, members, cfg.ensemble.normalize,
+                                          lambda x, files=files: rd.mean_of(rd.score_costs(x, files, rd.TILE))))  # fmt: skip
+        print(f"  tile seed {seed}: {time.perf_counter() - t:.0f} s; score "
+              + ", ".join(f"{m} {v[-1]:.4f}" for m, v in per.items()), flush=True)  # fmt: skip
+    return {"per_seed": per, "circular_ensemble": circ, "kernels": [k.name for k in kernels],
+            "folds": [[kernels[j].name for j in f] for f in folds], "log": str(log)}  # fmt: skip
+
+
+def table(res: dict, models: list[str]) -> str:
+    cols = []
+    if "layout" in res:
+        cols += [("xla:default tau, all configs", res["layout"]["per_seed"]["all"]),
+                 ("xla:default tau, official subset", res["layout"]["per_seed"]["subset"])]  # fmt: skip
+    if "tile" in res:
+        cols.append(("tile score, kernel CV", res["tile"]["per_seed"]))
+    lines = ["| model | " + " | ".join(c for c, _ in cols) + " |", "|---|" + "---|" * len(cols)]
+    for m in [*models, "ensemble"]:
+        name = "ensemble (equal weights)" if m == "ensemble" else m
+        lines.append(
+            f"| {name} | " + " | ".join(fmt(summary(v[m]) if m in v else None) for _, v in cols) + " |"
+        )
+    circ = []
+    if "layout" in res:
+        circ += [summary([s for s, _ in res["layout"]["circular_ensemble"][k]]) for k in ("all", "subset")]
+    if "tile" in res:
+        circ.append(summary([s for s, _ in res["tile"]["circular_ensemble"]]))
+    if all(c["n"] for c in circ):
+        lines.append("| *ensemble, weights fitted on the scored graphs (circular)* | "
+                     + " | ".join(fmt(c) for c in circ) + " |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(
+        "--seeds", type=int, nargs="+", default=None, help="seeds of every model (default 0 1 2; quick 0 1)"
+    )
+    p.add_argument("--quick", action="store_true", help="shorter training, seeds 0 1, 3 tile folds")
+    p.add_argument(
+        "--tile-folds", type=int, default=None, help="kernel folds (default 5; quick 3; 15 = leave-one-out)"
+    )
+    p.add_argument("--models", nargs="+", default=[*RANKERS, *LEARNED], choices=[*RANKERS, *LEARNED])
+    p.add_argument("--only", choices=["layout", "tile"], help="run one of the two benchmarks")
+    p.add_argument(
+        "--extra-train", action="store_true", help="also train layout on the xla:random train file"
+    )
+    p.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="config override for every run"
+    )
+    p.add_argument("--work", type=Path, default=ROOT / "data" / "bench" / "real")
+    p.add_argument("--out", type=Path, default=RESULTS)
+    a = p.parse_args()
+    if reason := rd.missing_sample():
+        print(f"bench_real: skipped: {reason}")
+        return 0
+    a.seeds = a.seeds or ([0, 1] if a.quick else [0, 1, 2])
+    a.tile_folds = a.tile_folds or (3 if a.quick else 5)
+    budget = BUDGETS["quick" if a.quick else "full"]
+    sets = [*budget_sets(budget), *a.set]
+    cfg = load_config(None, sets)
+    if a.work.exists():
+        shutil.rmtree(a.work)  # stale models of another budget would be reused
+    a.work.mkdir(parents=True)
+    t0 = time.perf_counter()
+    res: dict = {"command": " ".join(["bench/bench_real.py", *sys.argv[1:]]), "seeds": a.seeds,
+                 "budget": budget, "sets": sets, "tile_folds": a.tile_folds, "models": a.models,
+                 "ensemble": {"members": cfg.ensemble.models, "normalize": cfg.ensemble.normalize,
+                              "weights": "equal (not fitted)"}}  # fmt: skip
+    if a.only != "tile":
+        print(f"layout: train {rd.LAYOUT_TRAIN}, rank {rd.LAYOUT_SCORED} (seeds {a.seeds})", flush=True)
+        res["layout"] = layout_bench(a, sets, cfg)
+    if a.only != "layout":
+        print(
+            f"tile: 15 kernels of {rd.TILE_PB}, {a.tile_folds}-fold over kernels (seeds {a.seeds})",
+            flush=True,
+        )
+        res["tile"] = tile_bench(a, sets, cfg)
+    res["seconds"] = round(time.perf_counter() - t0, 1)
+    res["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                   cwd=ROOT).stdout.strip()  # fmt: skip
+    res["threads"] = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "TORCH_NUM_THREADS")}
+    res["table"] = table(res, a.models)
+    print(f"\n{res['table']}\n\nmean ± std [min, max] over seeds {a.seeds}; {res['seconds'] / 60:.1f} min")
+    a.out.write_text(json.dumps(res, indent=2) + "\n")
+    print(f"saved {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

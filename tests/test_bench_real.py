@@ -1,0 +1,102 @@
+"""Issue 15: the cheap pieces of bench/bench_real.py (its data roots, kernel folds, scoring); the
+benchmark itself is not run here (minutes of training)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tpurank.config import load_config
+from tpurank.dataset import discover
+from tpurank.paths import NPZ_SUBDIR
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import bench_real  # noqa: E402
+import real_data as rd  # noqa: E402
+
+
+@pytest.mark.parametrize("folds", [2, 3, 5, 15])
+def test_kernel_folds_hold_out_every_kernel_once(folds: int) -> None:
+    held = rd.kernel_folds(15, folds)
+    assert len(held) == folds
+    flat = np.concatenate(held)
+    assert sorted(flat.tolist()) == list(range(15))  # each kernel held out exactly once
+    assert {len(h) for h in held} <= {15 // folds, -(-15 // folds)}  # balanced
+    assert all(len(h) == 1 for h in rd.kernel_folds(15, 15))  # leave-one-kernel-out
+    for bad in (1, 16):
+        with pytest.raises(ValueError, match="folds must be in 2..15"):
+            rd.kernel_folds(15, bad)
+
+
+def test_tile_root_never_trains_on_a_held_out_kernel(tmp_path: Path) -> None:
+    kernels = []
+    for i in range(7):
+        k = tmp_path / "kernels" / f"k{i}.npz"
+        k.parent.mkdir(exist_ok=True)
+        k.write_bytes(b"x")
+        kernels.append(k)
+    for held in rd.kernel_folds(7, 3):
+        root = rd.tile_root(tmp_path / "root", kernels, held)  # rebuilt in place for every fold
+        npz = root / NPZ_SUBDIR / "tile/xla"
+        names = {s: sorted(p.name for p in (npz / s).glob("*.npz")) for s in ("train", "valid", "test")}
+        assert names["test"] == sorted(f"k{i}.npz" for i in held)
+        assert names["train"] == sorted(f"k{i}.npz" for i in range(7) if i not in held)
+        assert names["valid"] == [rd.FIT_PREFIX + n for n in names["train"]]  # selection on train graphs only
+        assert all((npz / "test" / n).resolve() == kernels[int(n[1])].resolve() for n in names["test"])
+
+
+def test_missing_sample_names_what_is_absent(tmp_path: Path) -> None:
+    reason = rd.missing_sample(tmp_path)
+    assert reason is not None and str(tmp_path / rd.TILE_PB) in reason
+
+
+def test_layout_root_resolves_to_the_real_files(sample_root: Path, tmp_path: Path) -> None:
+    assert rd.missing_sample(sample_root) is None
+    root = rd.layout_root(tmp_path / "data", shared=sample_root)
+    found = {(f.split, f.stem): f.path.resolve() for f in discover(root / NPZ_SUBDIR)}
+    train = (sample_root / NPZ_SUBDIR / rd.LAYOUT_TRAIN).resolve()
+    scored = (sample_root / NPZ_SUBDIR / rd.LAYOUT_SCORED).resolve()
+    assert found == {
+        ("train", "unet3d"): train,
+        ("valid", "fit_unet3d"): train,
+        ("test", "unet_3d.4x4.bf16"): scored,
+    }
+    files = rd.scored_graphs(root, rd.LAYOUT)
+    assert list(files) == ["layout:xla:default:unet_3d.4x4.bf16"]
+    with np.load(scored) as z:
+        runtime = z["config_runtime"].astype(np.float64)
+    assert len(runtime) == 1965
+    subsets = bench_real.load_subsets(sample_root / "eval_indices")[rd.LAYOUT]
+    gid = next(iter(files))
+    for sub in (None, subsets):
+        assert rd.score_costs({gid: runtime}, files, rd.LAYOUT, sub)[gid] > 0.99  # the truth ranks ~perfectly
+        assert rd.score_costs({gid: -runtime}, files, rd.LAYOUT, sub)[gid] < -0.99
+    # on the subset only its 1000 configs count: scrambling every other config changes nothing
+    other = np.setdiff1d(np.arange(1965), subsets["unet_3d.4x4.bf16"])
+    scrambled = runtime.copy()
+    scrambled[other] = np.random.default_rng(0).random(len(other))
+    assert rd.score_costs({gid: scrambled}, files, rd.LAYOUT, subsets)[gid] == pytest.approx(
+        rd.score_costs({gid: runtime}, files, rd.LAYOUT, subsets)[gid]
+    )
+    assert rd.score_costs({gid: scrambled}, files, rd.LAYOUT)[gid] < 0.99
+
+
+def test_equal_weight_ensemble_is_the_mean_rank() -> None:
+    a = {"g": np.array([3.0, 1.0, 2.0])}
+    b = {"g": np.array([10.0, 30.0, 20.0])}
+    np.testing.assert_allclose(rd.equal_weight([a, b], "rank")["g"], [0.5, 0.5, 0.5])
+    c = {"g": np.array([1.0, 2.0, 3.0])}
+    np.testing.assert_allclose(rd.equal_weight([a, c], "rank")["g"], [0.5, 0.25, 0.75])
+
+
+def test_budget_sets_are_valid_config_and_reach_tile() -> None:
+    b = bench_real.BUDGETS["full"]
+    cfg = load_config(None, bench_real.budget_sets(b))
+    assert cfg.gnn.max_steps == cfg.gnn.eval_every == b["gnn"]  # one validation, at the end
+    assert cfg.lgbm.num_boost_round == cfg.lgbm.early_stopping_rounds == b["lgbm"]
+    tile = cfg.for_collection("tile:xla")
+    assert tile.gnn.max_steps == tile.gnn.eval_every == b["tile_gnn"]
+    assert tile.baseline.max_steps == b["tile_baseline"]
