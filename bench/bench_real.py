@@ -52,8 +52,8 @@ RANKERS = ("random", "heuristic")  # no training
 LEARNED = ("lgbm", "gnn", "baseline")
 # step budgets (the same on every machine and load): no early stopping, one validation at the end
 BUDGETS = {
-    "full": {"lgbm": 300, "gnn": 600, "baseline": 600, "tile_gnn": 600, "tile_baseline": 600},
-    "quick": {"lgbm": 100, "gnn": 150, "baseline": 150, "tile_gnn": 200, "tile_baseline": 200},
+    "full": {"lgbm": 300, "gnn": 300, "baseline": 300, "tile_gnn": 600, "tile_baseline": 600},
+    "quick": {"lgbm": 100, "gnn": 100, "baseline": 100, "tile_gnn": 200, "tile_baseline": 200},
 }
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tpurank.config import Config
-from tpurank.ensemble import cross_fit, fit_weights, halves, report_lines, train, valid_truth
+from tpurank.ensemble import cross_fit, fit_weights, halves, report_lines, summary_note, train, valid_truth
 from tpurank.paths import Paths
 from tpurank.predictions import save_predictions
 from tpurank.validate import markdown
@@ -78,5 +78,7 @@ def test_train_saves_and_report_shows_the_cross_fitted_estimate(tiny_paths: Path
     row = next(line for line in lines if line.startswith(f"| {LAYOUT} |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2] == f"{rec['valid_score']:.4f}" and cells[3] == f"{expected['score']:.4f}"
+    note = summary_note(tiny_paths)
+    assert "in-sample" in note and f"xla:default {expected['score']:.4f}" in note
     text = markdown({}, {}, {}, None, tmp_path, ensemble=lines)
     assert "## Ensemble: weights fitted on validation" in text and "in-sample" in text

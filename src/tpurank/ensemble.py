@@ -219,15 +219,34 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
     return out
 
 
+def _records(paths: Paths) -> list[dict]:
+    """The saved weights.json of every collection with a fitted ensemble."""
+    files = [paths.model_dir("ensemble", c) / WEIGHTS_FILE for c in COLLECTIONS]
+    return [json.loads(f.read_text()) for f in files if f.exists()]
+
+
+def summary_note(paths: Paths) -> str | None:
+    """One line for `all`'s closing summary: the ensemble's valid score is in-sample, and its
+    cross-fitted estimate per collection."""
+    records = _records(paths)
+    crossed = [
+        f"{r['collection'].replace('layout:', '')} {r['cross_fit']['score']:.4f}"
+        for r in records
+        if (r.get("cross_fit") or {}).get("score") is not None
+    ]
+    if not records:
+        return None
+    return (
+        "ensemble: weights fitted on valid, so its valid score is in-sample; cross-fitted (half/half): "
+        + (", ".join(crossed) if crossed else "- (fewer than 2 valid graphs)")
+    )
+
+
 def report_lines(paths: Paths) -> list[str]:
     """The validation report's section on the ensemble: its weights are fitted on the validation
     split, so its score there is in-sample; beside it, the cross-fitted estimate per collection.
     Empty when no ensemble was fitted."""
-    records = []
-    for c in COLLECTIONS:
-        f = paths.model_dir("ensemble", c) / WEIGHTS_FILE
-        if f.exists():
-            records.append(json.loads(f.read_text()))
+    records = _records(paths)
     if not records:
         return []
 
@@ -240,7 +259,7 @@ def report_lines(paths: Paths) -> list[str]:
         "The ensemble's weights are chosen on these validation graphs, so its score in the table above "
         "is in-sample (optimistic). The cross-fitted estimate fits the weights on one half of each "
         "collection's valid graphs and scores the other half, then swaps the halves (seed `seed`); it is "
-        "the mean of every graph's out-of-half score.",
+        "the mean of every graph's out-of-half score. Both are scored on all configs of each graph.",
         "",
         "| collection | weights (fitted on valid) | valid, in-sample | cross-fitted | best member | halves' weights |",
         "|---|---|---|---|---|---|",

@@ -324,6 +324,10 @@ def run(args: argparse.Namespace) -> int:
         print("SYNTHETIC DATA: validation scores below are not Kaggle scores.")
     print("Validation scores (Kendall tau for layout, 2 - slowdown for tile):")
     print(scores_table(paths, args.models))
+    from tpurank.ensemble import summary_note
+
+    if note := summary_note(paths):
+        print(note)
     print(f"\nreport:     {paths.reports / 'validation.md'}")
     print(f"submission: {submission}")
     print("time per step:")
