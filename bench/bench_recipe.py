@@ -156,7 +156,11 @@ def markdown(results: dict, collections: list[str]) -> str:
             f"{row[c]['mean']:.4f} +- {row[c]['std']:.4f} | {row[c]['seed_average']:.4f}" for c in collections
         ]
         n = {len(row[c]["scores"]) for c in collections}
-        note = f" ({max(n)} seeds)" if n != {results["seeds"]} else ""
+        note = (
+            f" ({'/'.join(str(len(row[c]['scores'])) for c in collections)} seeds)"
+            if n != {results["seeds"]}
+            else ""
+        )
         lines.append(f"| `{variant}`{note} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
