@@ -53,7 +53,7 @@ def test_warmup_then_cosine_values(step: int, warmup: int, want: float) -> None:
 
 
 def test_scheduler_without_warmup_matches_the_former_cosine() -> None:
-    r = gnn_model.recipe(small_cfg(max_steps=20), "layout")
+    r = gnn_model.recipe(small_cfg(max_steps=20, warmup_steps=0), "layout")
     mine = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.01)
     ref = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.01)
     s_mine, s_ref = make_scheduler(mine, r), torch.optim.lr_scheduler.CosineAnnealingLR(ref, T_max=20)

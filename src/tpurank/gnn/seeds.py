@@ -23,7 +23,7 @@ from tpurank.config import Config
 from tpurank.dataset import kind_of
 from tpurank.ensemble import normalize
 from tpurank.gnn import device as devices
-from tpurank.gnn.checkpoints import load_model
+from tpurank.gnn.checkpoints import load_checkpoint, load_model
 from tpurank.gnn.data import GraphData, eval_configs
 from tpurank.gnn.recipe import ModelSpec
 from tpurank.gnn.scoring import graph_score, score_rows
@@ -150,6 +150,8 @@ def predict_seeds(
         split: train, valid or test.
         progress: show progress bars.
     """
+    for k in range(cfg.gnn.seeds):  # every member trained and readable, before any graph is read
+        load_checkpoint(member_paths(paths, k).model_dir(spec.name, collection) / CHECKPOINT)
     graphs = load_split(paths, collection, split, progress)
     members = [
         predict_collection(
