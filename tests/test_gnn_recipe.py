@@ -112,6 +112,10 @@ def test_seed_members_train_resumably_and_average(tiny_paths: Paths, tmp_path) -
         for k in range(2)
     ]  # fmt: skip
     averaged = predict_seeds(gnn_model.SPEC, paths, cfg, collection, "valid", progress=False)
+    # predict follows the trained seeds (seeds.json), whatever the predicting config says
+    one = replace(cfg, gnn=replace(cfg.gnn, seeds=1))
+    again = gnn_model.predict(paths, one, collection, "valid")
+    assert all(np.array_equal(again[g], averaged[g]) for g in averaged)
     assert any(not np.allclose(members[0][g], members[1][g]) for g in averaged)  # the seeds differ
     for gid, cost in averaged.items():
         want = ((rankdata(members[0][gid]) - 1) + (rankdata(members[1][gid]) - 1)) / (2 * (len(cost) - 1))
@@ -126,8 +130,12 @@ def test_seed_members_train_resumably_and_average(tiny_paths: Paths, tmp_path) -
     # up to date: a rerun, or a one-seed run of member 0, retrains nothing
     mtimes = [(top / CHECKPOINT).stat().st_mtime_ns, (top / "seed-1" / CHECKPOINT).stat().st_mtime_ns]
     train_seeds(gnn_model.SPEC, paths, cfg, collection, progress=False)
-    gnn_model.train(paths, replace(cfg, gnn=replace(cfg.gnn, seeds=1)), collection)
+    gnn_model.train(paths, one, collection)
     assert [(top / CHECKPOINT).stat().st_mtime_ns, (top / "seed-1" / CHECKPOINT).stat().st_mtime_ns] == mtimes
+    # ... and a one-seed run drops seeds.json: predict uses member 0 alone
+    assert not (top / SUMMARY).exists()
+    alone = gnn_model.predict(paths, one, collection, "valid")
+    assert all(np.array_equal(alone[g], members[0][g]) for g in alone)
 
 
 # --------------------------------------------------------------------------------- standardisation

@@ -32,7 +32,7 @@ from tpurank.gnn.layers import (
     signed_log,
 )
 from tpurank.gnn.losses import resolve_loss
-from tpurank.gnn.seeds import predict_seeds, train_seeds
+from tpurank.gnn.seeds import forget_seeds, predict_seeds, train_seeds, trained_seeds
 from tpurank.gnn.standardize import fit_train_stats
 from tpurank.gnn.trainer import ModelSpec, Recipe, predict_collection, train_collection
 from tpurank.paths import Paths
@@ -220,6 +220,7 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
         train_seeds(SPEC, paths, cfg, collection)
         return
     train_collection(SPEC, paths, cfg, collection)
+    forget_seeds(SPEC, paths, collection)
 
 
 def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str, np.ndarray]:
@@ -232,6 +233,6 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
         split: train, valid or test.
     """
     cfg = cfg.for_collection(collection)
-    if cfg.gnn.seeds > 1:
+    if trained_seeds(SPEC, paths, collection):  # as many seeds as were trained (seeds.json)
         return predict_seeds(SPEC, paths, cfg, collection, split)
     return predict_collection(SPEC, paths, cfg, collection, split)

@@ -12,6 +12,7 @@ or z-scores, so no seed dominates by its scale) and averaged. After training, `s
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from tpurank.atomic import write_json
 from tpurank.config import Config
 from tpurank.dataset import kind_of
 from tpurank.ensemble import normalize
+from tpurank.errors import TpurankError
 from tpurank.gnn import device as devices
 from tpurank.gnn.checkpoints import load_checkpoint, load_model
 from tpurank.gnn.data import GraphData, eval_configs
@@ -137,26 +139,53 @@ def train_seeds(
     return summary
 
 
+def trained_seeds(spec: ModelSpec, paths: Paths, collection: str) -> dict[str, Any] | None:
+    """The `seeds.json` summary of a collection's seed members, or None where one model was trained.
+
+    Raises:
+        TpurankError: when the file is unreadable.
+    """
+    path = paths.model_dir(spec.name, collection) / SUMMARY
+    if not path.exists():
+        return None
+    try:
+        summary = json.loads(path.read_text())
+        return summary if summary["seeds"] and summary["normalize"] else None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise TpurankError(
+            f"{path}: unreadable seed summary ({e}); retrain with `train --model {spec.name}`"
+        ) from None
+
+
 def predict_seeds(
     spec: ModelSpec, paths: Paths, cfg: Config, collection: str, split: str, progress: bool = True
 ) -> dict[str, np.ndarray]:
-    """Graph ID -> averaged normalised cost per original config (lower = faster) over the members.
+    """Graph ID -> averaged normalised cost per original config (lower = faster) over the members
+    that training recorded in `seeds.json` (as the architecture, the seed count is the trained
+    model's, not the predicting config's: a models dataset packed with another config predicts the same).
 
     Args:
         spec: the model family.
         paths: resolved paths.
-        cfg: config with the collection's overrides applied (`cfg.gnn.seeds` members).
+        cfg: config with the collection's overrides applied (its prediction settings are read).
         collection: one of COLLECTIONS.
         split: train, valid or test.
         progress: show progress bars.
     """
-    for k in range(cfg.gnn.seeds):  # every member trained and readable, before any graph is read
+    summary = trained_seeds(spec, paths, collection)
+    n, how = (len(summary["seeds"]), summary["normalize"]) if summary else (1, cfg.ensemble.normalize)
+    for k in range(n):  # every member trained and readable, before any graph is read
         load_checkpoint(member_paths(paths, k).model_dir(spec.name, collection) / CHECKPOINT)
     graphs = load_split(paths, collection, split, progress)
     members = [
         predict_collection(
             spec, member_paths(paths, k), member_config(cfg, k), collection, split, graphs, progress
         )
-        for k in range(cfg.gnn.seeds)
+        for k in range(n)
     ]
-    return {gid: average_costs([m[gid] for m in members], cfg.ensemble.normalize) for gid in members[0]}
+    return {gid: average_costs([m[gid] for m in members], how) for gid in members[0]}
+
+
+def forget_seeds(spec: ModelSpec, paths: Paths, collection: str) -> None:
+    """Drop a stale `seeds.json` once one model is trained: `predict` then uses that model alone."""
+    (paths.model_dir(spec.name, collection) / SUMMARY).unlink(missing_ok=True)
