@@ -50,6 +50,7 @@ PYTHON = sys.executable
 RESULTS = ROOT / "bench" / "results_real.json"
 RANKERS = ("random", "heuristic")  # no training
 LEARNED = ("lgbm", "gnn", "baseline")
+FOLD_FITTED = "ensemble_fold_fitted"  # tile only: each fold's weights fitted on the other folds
 # step budgets (the same on every machine and load): no early stopping, one validation at the end
 BUDGETS = {
     "full": {"lgbm": 300, "gnn": 300, "baseline": 300, "tile_gnn": 600, "tile_baseline": 600},
@@ -146,7 +147,9 @@ def circular_ensemble(
     return float(best), [float(x) for x in best_w]
 
 
-def summary(values: list[float]) -> dict[str, float]:
+def summary(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
     a = np.asarray(values, dtype=np.float64)
     return {
         "mean": float(a.mean()),
@@ -195,27 +198,41 @@ def tile_bench(a: argparse.Namespace, sets: list[str], cfg) -> dict:
     folds = rd.kernel_folds(len(kernels), a.tile_folds, seed=0)
     per: dict[str, list[float]] = {}
     circ: list = []
+    weights: list = []  # per seed, per fold: the fold-fitted ensemble's weights
     for seed in a.seeds:
         t = time.perf_counter()
         pooled: dict[str, dict[str, np.ndarray]] = {}
         files: dict[str, Path] = {}
+        fold_ids: list[list[str]] = []
         for i, held in enumerate(folds):
             base = a.work / "tile" / f"fold{i}"
             root = rd.tile_root(base / "data", kernels, held)
-            files.update(rd.scored_graphs(root, rd.TILE))
+            scored = rd.scored_graphs(root, rd.TILE)
+            files.update(scored)
+            fold_ids.append(sorted(scored))
             costs = run_models(root, base / f"seed{seed}", base / "work", rd.TILE, seed, sets, a.models, log)
             for m, c in costs.items():
                 pooled.setdefault(m, {}).update(c)
         with_ensembles(pooled, cfg.ensemble.models, cfg.ensemble.normalize)
+        members = [m for m in cfg.ensemble.models if m in pooled]
+        if len(members) >= 2:  # weights fitted on the other folds' kernels: not circular
+            pooled[FOLD_FITTED], fold_w = rd.fold_fitted(
+                [pooled[m] for m in members],
+                rd.truth_of(files, rd.TILE),
+                fold_ids,
+                rd.TILE,
+                cfg.ensemble.normalize,
+            )
+            weights.append(fold_w)
         for m, c in pooled.items():
             per.setdefault(m, []).append(rd.mean_of(rd.score_costs(c, files, rd.TILE)))
         if "ensemble" in pooled:
-            members = [m for m in cfg.ensemble.models if m in pooled]
             circ.append(circular_ensemble(pooled, members, cfg.ensemble.normalize,
                                           lambda x, files=files: rd.mean_of(rd.score_costs(x, files, rd.TILE))))  # fmt: skip
         print(f"  tile seed {seed}: {time.perf_counter() - t:.0f} s; score "
               + ", ".join(f"{m} {v[-1]:.4f}" for m, v in per.items()), flush=True)  # fmt: skip
-    return {"per_seed": per, "circular_ensemble": circ, "kernels": [k.name for k in kernels],
+    return {"per_seed": per, "circular_ensemble": circ, "fold_fitted_weights": weights,
+            "kernels": [k.name for k in kernels],
             "folds": [[kernels[j].name for j in f] for f in folds], "log": str(log)}  # fmt: skip
 
 
@@ -227,20 +244,49 @@ def table(res: dict, models: list[str]) -> str:
     if "tile" in res:
         cols.append(("tile score, kernel CV", res["tile"]["per_seed"]))
     lines = ["| model | " + " | ".join(c for c, _ in cols) + " |", "|---|" + "---|" * len(cols)]
-    for m in [*models, "ensemble"]:
-        name = "ensemble (equal weights)" if m == "ensemble" else m
-        lines.append(
-            f"| {name} | " + " | ".join(fmt(summary(v[m]) if m in v else None) for _, v in cols) + " |"
-        )
+    names = {
+        "ensemble": "ensemble (equal weights)",
+        FOLD_FITTED: "ensemble (weights fitted on the other folds)",
+    }
+    for m in [*models, "ensemble", FOLD_FITTED]:
+        name = names.get(m, m)
+        cells = [fmt(summary(v[m]) if m in v else None) for _, v in cols]
+        if any(c != "-" for c in cells):
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
     circ = []
     if "layout" in res:
         circ += [summary([s for s, _ in res["layout"]["circular_ensemble"][k]]) for k in ("all", "subset")]
     if "tile" in res:
         circ.append(summary([s for s, _ in res["tile"]["circular_ensemble"]]))
-    if all(c["n"] for c in circ):
+    if circ and all(circ):
         lines.append("| *ensemble, weights fitted on the scored graphs (circular)* | "
                      + " | ".join(fmt(c) for c in circ) + " |")  # fmt: skip
     return "\n".join(lines)
+
+
+def merge(layout: Path, tile: Path, out: Path | None) -> int:
+    """Write one results file from the layout half of `layout` and the tile half of `tile` (runs of
+    `--only layout` and `--only tile`, e.g. side by side), refused unless seeds, budget, config
+    overrides and models agree."""
+    a, b = (json.loads(Path(f).read_text()) for f in (layout, tile))
+    if "layout" not in a or "tile" not in b:
+        raise SystemExit(f"bench_real --merge: {layout} must hold a layout half and {tile} a tile half")
+    differ = [k for k in ("seeds", "budget", "sets", "models") if a.get(k) != b.get(k)]
+    if differ:
+        raise SystemExit(f"bench_real --merge: the two runs differ in {', '.join(differ)}")
+    res = {**a, "tile": b["tile"], "tile_folds": b["tile_folds"], "seconds": a["seconds"] + b["seconds"]}
+    res["command"] = (
+        f"{a['command']} ; {b['command']} ; bench/bench_real.py --merge {layout.name} {tile.name}"
+    )
+    res["commit"] = (
+        a["commit"] if a.get("commit") == b.get("commit") else f"{a.get('commit')} / {b.get('commit')}"
+    )
+    res["table"] = table(res, res["models"])
+    out = out or RESULTS
+    print(f"{res['table']}\n\nmean ± std [min, max] over seeds {res['seeds']}")
+    out.write_text(json.dumps(res, indent=2) + "\n")
+    print(f"saved {out}")
+    return 0
 
 
 def main() -> int:
@@ -261,21 +307,36 @@ def main() -> int:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="config override for every run"
     )
     p.add_argument("--work", type=Path, default=ROOT / "data" / "bench" / "real")
-    p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument(
+        "--out", type=Path, help="results file (default bench/results_real.json; with --only X: _X.json)"
+    )
+    p.add_argument(
+        "--merge",
+        nargs=2,
+        type=Path,
+        metavar=("LAYOUT.json", "TILE.json"),
+        help="only: one table from the layout half of one results file and the tile half of another",
+    )
     a = p.parse_args()
+    if a.merge:
+        return merge(*a.merge, a.out)
     if reason := rd.missing_sample():
         print(f"bench_real: skipped: {reason}")
         return 0
+    a.out = a.out or (RESULTS.with_name(f"{RESULTS.stem}_{a.only}.json") if a.only else RESULTS)
     a.seeds = a.seeds or ([0, 1] if a.quick else [0, 1, 2])
     a.tile_folds = a.tile_folds or (3 if a.quick else 5)
     budget = BUDGETS["quick" if a.quick else "full"]
     sets = [*budget_sets(budget), *a.set]
     cfg = load_config(None, sets)
+    if a.only:  # its own folder, so `--only layout` and `--only tile` can run side by side
+        a.work = a.work.with_name(f"{a.work.name}-{a.only}")
     if a.work.exists():
         shutil.rmtree(a.work)  # stale models of another budget would be reused
     a.work.mkdir(parents=True)
     t0 = time.perf_counter()
-    res: dict = {"command": " ".join(["bench/bench_real.py", *sys.argv[1:]]), "seeds": a.seeds,
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    res: dict = {"commit": commit.stdout.strip(), "command": " ".join(["bench/bench_real.py", *sys.argv[1:]]), "seeds": a.seeds,
                  "budget": budget, "sets": sets, "tile_folds": a.tile_folds, "models": a.models,
                  "ensemble": {"members": cfg.ensemble.models, "normalize": cfg.ensemble.normalize,
                               "weights": "equal (not fitted)"}}  # fmt: skip
@@ -289,8 +350,6 @@ def main() -> int:
         )
         res["tile"] = tile_bench(a, sets, cfg)
     res["seconds"] = round(time.perf_counter() - t0, 1)
-    res["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                   cwd=ROOT).stdout.strip()  # fmt: skip
     res["threads"] = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "TORCH_NUM_THREADS")}
     res["table"] = table(res, a.models)
     print(f"\n{res['table']}\n\nmean ± std [min, max] over seeds {a.seeds}; {res['seconds'] / 60:.1f} min")

@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.model_selection import KFold
 
 from tpurank.dataset import discover
-from tpurank.ensemble import combine
+from tpurank.ensemble import combine, fit_weights
 from tpurank.metrics import graph_metrics, mean_score, order_from_costs
 from tpurank.paths import NPZ_SUBDIR
 from tpurank.score import load_runtimes, restrict
@@ -140,6 +140,11 @@ def score_costs(
     return out
 
 
+def truth_of(files: Mapping[str, Path], collection: str) -> dict[str, np.ndarray]:
+    """Graph ID -> measured runtime per config (tile: divided by the normalizers), as scored."""
+    return {g: load_runtimes(p, collection) for g, p in files.items()}
+
+
 def mean_of(scores: Mapping[str, float]) -> float:
     return mean_score(scores.values())[0]
 
@@ -150,3 +155,33 @@ def equal_weight(member_costs: Sequence[Mapping[str, np.ndarray]], how: str) -> 
     ids = sorted(set.intersection(*(set(m) for m in member_costs)))
     w = np.full(len(member_costs), 1 / len(member_costs))
     return {g: combine([m[g] for m in member_costs], w, how) for g in ids}
+
+
+def fold_fitted(
+    member_costs: Sequence[Mapping[str, np.ndarray]],
+    truth: Mapping[str, np.ndarray],
+    folds: Sequence[Sequence[str]],
+    collection: str,
+    how: str,
+) -> tuple[dict[str, np.ndarray], list[list[float]]]:
+    """The ensemble with weights fitted out of fold: each fold's graphs are combined with the
+    weights that score best (ensemble.fit_weights) on the OTHER folds' graphs, so no graph's own
+    runtimes choose its weights. Returns (graph ID -> combined cost, the weights of each fold).
+
+    Args:
+        member_costs: per member, graph ID -> out-of-fold cost per config.
+        truth: graph ID -> measured runtime per config (tile: normalized; see `truth_of`).
+        folds: the graph IDs of each fold.
+        collection: decides the metric.
+        how: per-graph normalization ("rank" or "zscore").
+    """
+    out, weights = {}, []
+    for fold in folds:
+        others = {g: truth[g] for f in folds if f is not fold for g in f}
+        if not others:
+            raise ValueError("fold_fitted needs at least two folds")
+        w, _ = fit_weights(collection, list(member_costs), others, how)
+        weights.append([float(x) for x in w])
+        for g in fold:
+            out[g] = combine([m[g] for m in member_costs], w, how)
+    return out, weights

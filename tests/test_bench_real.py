@@ -3,6 +3,7 @@ benchmark itself is not run here (minutes of training)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from tpurank.config import load_config
 from tpurank.dataset import discover
+from tpurank.metrics import graph_metrics, order_from_costs
 from tpurank.paths import NPZ_SUBDIR
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -100,3 +102,53 @@ def test_budget_sets_are_valid_config_and_reach_tile() -> None:
     tile = cfg.for_collection("tile:xla")
     assert tile.gnn.max_steps == tile.gnn.eval_every == b["tile_gnn"]
     assert tile.baseline.max_steps == b["tile_baseline"]
+
+
+def test_fold_fitted_ensemble_never_sees_a_folds_own_runtimes() -> None:
+    """Member A ranks fold 1 perfectly and fold 0 backwards, member B the other way round. Fold 0's
+    weights come from fold 1 (A-leaning, 0.6/0.4: the most even perfect ones) and so rank fold 0
+    backwards, and vice versa: every graph scores -1, where weights fitted on all graphs (circular)
+    would look better."""
+    runtime = np.array([5.0, 4.0, 3.0, 2.0, 1.0])  # equal weights (constant cost, index order) score -1
+    folds = [["g0", "g1"], ["g2", "g3"]]
+    truth = {g: runtime for f in folds for g in f}
+    a = {g: (-runtime if g in folds[0] else runtime) for g in truth}
+    b = {g: (runtime if g in folds[0] else -runtime) for g in truth}
+    costs, weights = rd.fold_fitted([a, b], truth, folds, rd.LAYOUT, "rank")
+    assert weights == [pytest.approx([0.6, 0.4]), pytest.approx([0.4, 0.6])]
+    scores = [graph_metrics(rd.LAYOUT, order_from_costs(costs[g]), truth[g])["score"] for g in truth]
+    assert scores == pytest.approx([-1.0] * 4)
+    with pytest.raises(ValueError, match="two folds"):
+        rd.fold_fitted([a, b], truth, [list(truth)], rd.LAYOUT, "rank")
+
+
+def test_summary_and_format_of_seed_spreads() -> None:
+    s = bench_real.summary([0.1, 0.3, 0.2])
+    assert s["mean"] == pytest.approx(0.2) and s["min"] == 0.1 and s["max"] == 0.3 and s["n"] == 3
+    assert s["std"] == pytest.approx(np.std([0.1, 0.3, 0.2]))
+    assert bench_real.fmt(s) == "0.2000 ± 0.0816 [0.1000, 0.3000]"
+    assert bench_real.fmt(bench_real.summary([0.5, 0.5])) == "0.5000 (x2, no spread)"
+    assert bench_real.summary([]) is None and bench_real.fmt(None) == "-"
+
+
+def test_merge_joins_a_layout_and_a_tile_half(tmp_path: Path) -> None:
+    common = {"seeds": [0, 1], "budget": {"gnn": 3}, "sets": ["x=1"], "models": ["random"], "commit": "abc"}
+    layout = {**common, "command": "L", "seconds": 2.0, "tile_folds": 5,
+              "layout": {"per_seed": {"all": {"random": [0.1, 0.3]}, "subset": {"random": [0.2, 0.2]}},
+                         "circular_ensemble": {"all": [], "subset": []}}}  # fmt: skip
+    tile = {**common, "command": "T", "seconds": 3.0, "tile_folds": 3,
+            "tile": {"per_seed": {"random": [0.9, 0.8]}, "circular_ensemble": []}}  # fmt: skip
+    (tmp_path / "l.json").write_text(json.dumps(layout))
+    (tmp_path / "t.json").write_text(json.dumps(tile))
+    out = tmp_path / "merged.json"
+    assert bench_real.merge(tmp_path / "l.json", tmp_path / "t.json", out) == 0
+    res = json.loads(out.read_text())
+    assert res["tile_folds"] == 3 and res["seconds"] == 5.0 and res["command"].startswith("L ; T ; ")
+    assert (
+        "| random | 0.2000 ± 0.1000 [0.1000, 0.3000] | 0.2000 (x2, no spread) | 0.8500 ± 0.0500"
+        in res["table"]
+    )
+    tile["budget"] = {"gnn": 4}
+    (tmp_path / "t.json").write_text(json.dumps(tile))
+    with pytest.raises(SystemExit, match="differ in budget"):
+        bench_real.merge(tmp_path / "l.json", tmp_path / "t.json", out)

@@ -3,7 +3,9 @@
 Every `submissions/valid_<model>.csv` is checked and scored (baselines included), next to the best
 public validation scores from the spec as reference lines. Also written: per-graph scores
 (`reports/validation_graphs.csv`), PNG plots in `reports/plots/`, and a provenance sidecar
-(`reports/validation.json`, holding the score table too).
+(`reports/validation.json`, holding the score table too). Where an ensemble was fitted, a section
+says that its weights were fitted on this validation split (its score is in-sample) and gives the
+cross-fitted estimate saved by `train --model ensemble` (tpurank.ensemble.cross_fit).
 """
 
 from __future__ import annotations
