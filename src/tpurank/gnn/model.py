@@ -3,7 +3,8 @@
 Layout: node features + an opcode embedding give config-independent node states, computed once per
 graph; each sampled config's 18 values are embedded per position and added at the configurable
 nodes, giving (C, N, H) states that residual GraphSAGE layers update in both edge directions over the
-pruned graph. Mean pools over all nodes and over the configurable nodes make one embedding per
+pruned graph (optionally with attention across the configs at every configurable node after each
+layer, `gnn.layer_attention`). Mean pools over all nodes and over the configurable nodes make one embedding per
 config; optional attention across the configs of a graph; an MLP gives one cost per config, to which
 a per-node cost summed over the graph is added (runtime is a sum over the program's ops).
 Tile: the same node encoder and layers run once per graph (configs do not touch nodes); the 24 tile
