@@ -15,8 +15,10 @@ import torch
 from tpurank.gnn import device as devices
 from tpurank.gnn import model as gnn_model
 from tpurank.gnn import trainer
+from tpurank.gnn.checkpoints import CHECKPOINT
 from tpurank.gnn.data import from_prepared
 from tpurank.gnn.model import GnnRanker
+from tpurank.gnn.predict import predict_collection
 from tpurank.paths import Paths
 
 # what recent CUDA 12 torch wheels list: no sm_60 (P100) any more
@@ -139,13 +141,13 @@ def test_precision_is_saved_and_reused_at_prediction(
     trainer.fit(gnn_model.SPEC, paths, cfg, collection, train, valid, trainer.Runtime(torch.device("cpu")))
     assert "device cpu, fp16" in capsys.readouterr().out
     out = paths.model_dir("gnn", collection)
-    ckpt = trainer.load_checkpoint(out / trainer.CHECKPOINT)
+    ckpt = trainer.load_checkpoint(out / CHECKPOINT)
     assert ckpt["precision"] == "fp16" and ckpt["device"] == "cpu"
     assert json.loads((out / "model.json").read_text())["precision"] == "fp16"
     seen = []
     real = devices.prediction_precision
     monkeypatch.setattr(devices, "prediction_precision", lambda d, p: seen.append(p) or real(d, p))
-    preds = trainer.predict_collection(gnn_model.SPEC, paths, cfg, collection, "valid", graphs=valid)
+    preds = predict_collection(gnn_model.SPEC, paths, cfg, collection, "valid", graphs=valid)
     assert seen == ["fp16"] and len(preds) == len(valid)
     captured = capsys.readouterr()
     assert "trained in fp16" in captured.err and "device cpu, fp32" in captured.out

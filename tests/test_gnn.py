@@ -14,20 +14,14 @@ from tpurank.dataset import kind_of
 from tpurank.errors import TpurankError
 from tpurank.gnn import model as gnn_model
 from tpurank.gnn import official, trainer
+from tpurank.gnn.checkpoints import CHECKPOINT, load_model
 from tpurank.gnn.data import from_prepared, make_batch, sample_rows
 from tpurank.gnn.losses import listmle, pairwise_hinge, ranking_loss, resolve_loss
 from tpurank.gnn.model import GnnRanker
 from tpurank.gnn.official import EarlyJoinSAGE
-from tpurank.gnn.trainer import (
-    CHECKPOINT,
-    Runtime,
-    fit,
-    load_model,
-    load_split,
-    predict_collection,
-    score_rows,
-    train_collection,
-)
+from tpurank.gnn.predict import predict_collection
+from tpurank.gnn.scoring import score_rows
+from tpurank.gnn.trainer import Runtime, fit, load_split, train_collection
 from tpurank.metrics import graph_metrics, mean_score, order_from_costs
 from tpurank.paths import Paths
 from tpurank.prepare.cache import PreparedGraph

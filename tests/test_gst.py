@@ -15,9 +15,10 @@ from tpurank.gnn.data import from_prepared, make_batch
 from tpurank.gnn.history import HistoryTable, segment_keys
 from tpurank.gnn.losses import ranking_loss
 from tpurank.gnn.model import GnnRanker
+from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.scoring import score_rows
 from tpurank.gnn.segments import cut_edges, segment_bounds, split_graph
-from tpurank.gnn.trainer import Runtime, fit, load_split, predict_collection
+from tpurank.gnn.trainer import Runtime, fit, load_split
 from tpurank.paths import Paths
 
 CPU = torch.device("cpu")
@@ -57,14 +58,26 @@ def test_split_graph_partitions_nodes_configurable_nodes_and_edges() -> None:
     assert cut_edges(g, segs) == crossing > 0
 
 
-@pytest.mark.parametrize("attention", [False, True])
-def test_one_segment_per_graph_is_ordinary_training(attention: bool) -> None:
-    """With one segment, GST's loss and gradients on a batch are the whole-graph model's."""
+MODEL_OPTIONS = [
+    {},
+    {"cross_config_attention": True},
+    {"layer_attention": True},  # the recipe's attention inside message passing
+    {"standardize": True},
+]
+
+
+@pytest.mark.parametrize("options", MODEL_OPTIONS, ids=lambda o: ",".join(o) or "plain")
+def test_one_segment_per_graph_is_ordinary_training(options: dict) -> None:
+    """With one segment, GST's loss and gradients on a batch are the whole-graph model's, with
+    every model option (GST runs the model's own node encoder and layer stack per segment)."""
     g = from_prepared(prepared_graph("layout", seed=5, n=40, k=6))
     rows = np.arange(12)
     r = gnn_model.recipe(small_cfg(segment_nodes=0, stale_dropout=0.5), "layout")
     torch.manual_seed(0)
-    m = GnnRanker("layout", FEAT, hidden=16, layers=2, cross_config_attention=attention)
+    m = GnnRanker("layout", FEAT, hidden=16, layers=2, **options)
+    if options.get("standardize"):  # statistics that change the features
+        m.feat_mean.copy_(torch.linspace(-1, 1, FEAT))
+        m.feat_std.copy_(torch.linspace(0.5, 2, FEAT))
     b = make_batch([g], [rows])
     want = ranking_loss(r.loss, m(b), b.runtime, b.mask, r.margin)
     want.backward()

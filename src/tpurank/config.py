@@ -132,6 +132,17 @@ class GnnConfig:
     stale_dropout: float = value(0.5, min=0, below=1)  # chance a historical segment embedding is left out
     finetune_steps: int = value(0, min=0)  # steps training only the prediction head on fresh embeddings
     history_mb: int = value(1024, min=1)  # memory bound of the historical-embedding table (oldest evicted)
+    # --- the top solutions' recipe (issue 15; README "The recipe of the top solutions, measured")
+    # linear learning-rate warm-up, then the cosine over the rest of max_steps (10% of the budget, as measured)
+    warmup_steps: int = value(400, min=0)
+    # models trained with seeds seed, seed+1, ...; their predictions averaged after per-graph
+    # normalisation (ensemble.normalize); seed k > 0 lives in models/gnn/<collection>/seed-k/
+    seeds: int = value(3, min=1)
+    standardize: bool = True  # node features standardised with train-graph statistics (in the checkpoint)
+    # layout: attention across the configs at every configurable node after every message-passing layer
+    # (README: on for the default collections through their [collections] tables)
+    layer_attention: bool = False
+    tile_all_configs: bool = False  # tile: every config of a graph in each step (configs_per_graph ignored)
 
 
 @dataclass

@@ -23,6 +23,9 @@ from tpurank.prepare.cache import CACHE_SUFFIX
 if TYPE_CHECKING:
     from tpurank.gnn.trainer import ModelSpec
 
+CHECKPOINT = "model.pt"  # best weights; `complete` once training ended
+RESUME = "last.pt"  # state after the latest validation, for resuming
+
 
 def prepared_fingerprint(paths: Paths, collection: str) -> str:
     """sha256 over (split, name, size, mtime) of the collection's prepared train and valid files.

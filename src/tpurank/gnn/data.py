@@ -13,7 +13,10 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 import torch
 
-from tpurank.prepare.cache import PreparedGraph, no_rows
+from tpurank.errors import TpurankError
+from tpurank.paths import Paths
+from tpurank.prepare.cache import PreparedGraph, iter_prepared, no_rows
+from tpurank.progress import tqdm
 
 
 @dataclass
@@ -210,3 +213,27 @@ def eval_configs(g: GraphData, limit: int) -> np.ndarray:
     if limit <= 0 or n <= limit:
         return np.arange(n)
     return np.unique(np.linspace(0, n - 1, limit).round().astype(np.int64))
+
+
+def load_split(paths: Paths, collection: str, split: str, progress: bool = True) -> list[GraphData]:
+    """Every prepared graph of a collection and split as GraphData (structure only: configs stay in
+    the cache until a batch indexes them).
+
+    Raises:
+        TpurankError: when the cache holds no graph for it.
+    """
+    graphs = [
+        from_prepared(g)
+        for g in tqdm(
+            iter_prepared(paths.prepared, collection, split),
+            desc=f"load {collection} {split}",
+            unit="graph",
+            disable=not progress,
+            leave=False,
+        )
+    ]
+    if not graphs:
+        raise TpurankError(
+            f"{paths.prepared}: no prepared {split} graphs for {collection}; run `python -m tpurank prepare`"
+        )
+    return graphs

@@ -30,7 +30,6 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.utils.checkpoint import checkpoint
 from torch_geometric.nn import global_add_pool
 
 from tpurank.gnn.data import Batch, GraphData, make_batch
@@ -49,17 +48,7 @@ def segment_sums(model: nn.Module, batch: Batch) -> torch.Tensor:
         model: a layout GnnRanker (not DDP-wrapped).
         batch: from `segments.segment_batch` (or `make_batch`: each graph is then one segment).
     """
-    h = model.node_in(torch.cat([batch.node_feat, model.opcode(batch.opcode)], dim=-1))
-    c = batch.configs.shape[0]
-    e = model.config_in(batch.configs).to(h.dtype)
-    x = h.unsqueeze(0).expand(c, -1, -1).index_add(1, batch.config_nodes, e)
-    recompute = model.checkpoint_layers and model.training and torch.is_grad_enabled()
-    for layer in model.layers:
-        x = (
-            checkpoint(layer, x, batch.edge_index, use_reentrant=False)
-            if recompute
-            else layer(x, batch.edge_index)
-        )
+    x = model.layout_states(batch, model.encode_nodes(batch))  # the model's own stack, per segment
     s = batch.num_graphs
     nodes = global_add_pool(x, batch.node_graph, size=s)
     at_configs = global_add_pool(x[:, batch.config_nodes], batch.config_graph, size=s)

@@ -3,7 +3,8 @@
 Layout: node features + an opcode embedding give config-independent node states, computed once per
 graph; each sampled config's 18 values are embedded per position and added at the configurable
 nodes, giving (C, N, H) states that residual GraphSAGE layers update in both edge directions over the
-pruned graph. Mean pools over all nodes and over the configurable nodes make one embedding per
+pruned graph (optionally with attention across the configs at every configurable node after each
+layer, `gnn.layer_attention`). Mean pools over all nodes and over the configurable nodes make one embedding per
 config; optional attention across the configs of a graph; an MLP gives one cost per config, to which
 a per-node cost summed over the graph is added (runtime is a sum over the program's ops).
 Tile: the same node encoder and layers run once per graph (configs do not touch nodes); the 24 tile
@@ -32,10 +33,14 @@ from tpurank.gnn.layers import (
     signed_log,
 )
 from tpurank.gnn.losses import resolve_loss
-from tpurank.gnn.trainer import ModelSpec, Recipe, predict_collection, train_collection
+from tpurank.gnn.predict import predict_collection
+from tpurank.gnn.seeds import forget_seeds, predict_seeds, train_seeds, trained_seeds
+from tpurank.gnn.standardize import fit_train_stats
+from tpurank.gnn.trainer import ModelSpec, Recipe, train_collection
 from tpurank.paths import Paths
 
 NAME = "gnn"
+ALL_CONFIGS = 1 << 30  # configs_per_graph of `gnn.tile_all_configs`: sample_rows then takes every config
 
 
 class GnnRanker(nn.Module):
@@ -54,6 +59,10 @@ class GnnRanker(nn.Module):
         heads: attention heads.
         checkpoint_layers: recompute each message-passing layer's activations in the backward pass
             instead of keeping them (layout: (configs, nodes, hidden) per layer), at ~1/3 more compute.
+        standardize: centre and scale node features with train statistics (buffers set by
+            `standardize.fit_train_stats`, saved with the weights).
+        layer_attention: layout: attention across the configs at every configurable node after
+            every message-passing layer (each config's node state sees its competitors').
     """
 
     def __init__(
@@ -69,6 +78,8 @@ class GnnRanker(nn.Module):
         cross_config_attention: bool = False,
         heads: int = 4,
         checkpoint_layers: bool = False,
+        standardize: bool = False,
+        layer_attention: bool = False,
     ) -> None:
         super().__init__()
         self.kind = kind
@@ -85,9 +96,40 @@ class GnnRanker(nn.Module):
         self.head = mlp([hidden, hidden, 1], dropout)
         # layout runtime is a sum of per-node costs: score each node, add them up (next to the pooled head)
         self.node_cost = mlp([hidden, hidden, 1]) if kind == "layout" else None
+        # None buffers are left out of the state dict: checkpoints without standardisation load as before
+        self.register_buffer("feat_mean", torch.zeros(node_feat_dim) if standardize else None)
+        self.register_buffer("feat_std", torch.ones(node_feat_dim) if standardize else None)
+        self.layer_attention = (
+            nn.ModuleList(CrossConfigAttention(hidden, heads) for _ in range(layers))
+            if layer_attention and kind == "layout"
+            else None
+        )
+
+    def encode_nodes(self, batch: Batch) -> torch.Tensor:
+        """(N, H) config-independent node states (standardised features + opcode embedding)."""
+        feat = batch.node_feat
+        if self.feat_mean is not None:
+            feat = (feat - self.feat_mean) / self.feat_std
+        return self.node_in(torch.cat([feat, self.opcode(batch.opcode)], dim=-1))
+
+    def layout_states(self, batch: Batch, h: torch.Tensor) -> torch.Tensor:
+        """(C, N, H) node states per config slot after every message-passing layer (layout).
+        Graph Segment Training (gst.py) runs the same stack on each segment."""
+        c = batch.configs.shape[0]
+        e = self.config_in(batch.configs).to(h.dtype)  # (C, K, H)
+        x = h.unsqueeze(0).expand(c, -1, -1).index_add(1, batch.config_nodes, e)  # (C, N, H), no graph copy
+        recompute = self.checkpoint_layers and self.training and torch.is_grad_enabled()
+        for i, layer in enumerate(self.layers):
+            if recompute:  # same numbers, a fraction of the memory (see the constructor)
+                x = checkpoint(layer, x, batch.edge_index, use_reentrant=False)
+            else:
+                x = layer(x, batch.edge_index)
+            if self.layer_attention is not None:
+                x = self._attend_at_config_nodes(self.layer_attention[i], x, batch)
+        return x
 
     def forward(self, batch: Batch) -> torch.Tensor:
-        h = self.node_in(torch.cat([batch.node_feat, self.opcode(batch.opcode)], dim=-1))  # (N, H)
+        h = self.encode_nodes(batch)  # (N, H)
         extra = None
         if self.kind == "layout":
             g, extra = self._layout(batch, h)  # (B, C, H), (B, C)
@@ -99,21 +141,21 @@ class GnnRanker(nn.Module):
         return cost if extra is None else cost + extra
 
     def _layout(self, batch: Batch, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        c = batch.configs.shape[0]
-        e = self.config_in(batch.configs).to(h.dtype)  # (C, K, H)
-        x = h.unsqueeze(0).expand(c, -1, -1).index_add(1, batch.config_nodes, e)  # (C, N, H), no graph copy
-        recompute = self.checkpoint_layers and self.training and torch.is_grad_enabled()
-        for layer in self.layers:
-            if recompute:  # same numbers, a fraction of the memory (see the constructor)
-                x = checkpoint(layer, x, batch.edge_index, use_reentrant=False)
-            else:
-                x = layer(x, batch.edge_index)
+        x = self.layout_states(batch, h)
         b = batch.num_graphs
         pooled = global_mean_pool(x, batch.node_graph, size=b)  # (C, B, H)
         at_configs = global_mean_pool(x[:, batch.config_nodes], batch.config_graph, size=b)
         node_costs = global_add_pool(self.node_cost(x), batch.node_graph, size=b)  # (C, B, 1)
         g = self.fuse(torch.cat([pooled, at_configs], dim=-1).transpose(0, 1))
         return g, node_costs.squeeze(-1).transpose(0, 1)
+
+    @staticmethod
+    def _attend_at_config_nodes(attn: CrossConfigAttention, x: torch.Tensor, batch: Batch) -> torch.Tensor:
+        """x (C, N, H) with each configurable node's C states updated by attention across configs."""
+        at = x[:, batch.config_nodes].transpose(0, 1)  # (K, C, H): one sequence of configs per node
+        mask = batch.mask[batch.config_graph]  # (K, C): the real configs of that node's graph
+        delta = (attn(at, mask) - at).transpose(0, 1)  # (C, K, H)
+        return x.index_add(1, batch.config_nodes, delta.to(x.dtype))
 
     def _tile(self, batch: Batch, h: torch.Tensor) -> torch.Tensor:
         for layer in self.layers:
@@ -142,6 +184,8 @@ def model_args(cfg: Config, kind: str, node_feat_dim: int) -> dict[str, Any]:
         "cross_config_attention": s.cross_config_attention,
         "heads": s.heads,
         "checkpoint_layers": s.checkpoint_layers,
+        "standardize": s.standardize,
+        "layer_attention": s.layer_attention,
     }
 
 
@@ -150,7 +194,7 @@ def recipe(cfg: Config, kind: str) -> Recipe:
     return Recipe(
         loss=resolve_loss(s.loss, kind),
         margin=s.margin,
-        configs_per_graph=s.configs_per_graph,
+        configs_per_graph=ALL_CONFIGS if kind == "tile" and s.tile_all_configs else s.configs_per_graph,
         graphs_per_batch=s.graphs_per_batch,
         optimizer="adamw",
         lr=s.lr,
@@ -171,10 +215,13 @@ def recipe(cfg: Config, kind: str) -> Recipe:
         stale_dropout=s.stale_dropout,
         finetune_steps=s.finetune_steps,
         history_mb=s.history_mb,
+        warmup_steps=s.warmup_steps,
     )
 
 
-SPEC = ModelSpec(name=NAME, build=lambda a: GnnRanker(**a), model_args=model_args, recipe=recipe)
+SPEC = ModelSpec(
+    name=NAME, build=lambda a: GnnRanker(**a), model_args=model_args, recipe=recipe, fit_train=fit_train_stats
+)
 
 
 def train(paths: Paths, cfg: Config, collection: str) -> None:
@@ -185,7 +232,12 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
         cfg: the run's config (per-collection overrides applied here).
         collection: one of tpurank.dataset.COLLECTIONS.
     """
-    train_collection(SPEC, paths, cfg.for_collection(collection), collection)
+    cfg = cfg.for_collection(collection)
+    if cfg.gnn.seeds > 1:
+        train_seeds(SPEC, paths, cfg, collection)
+        return
+    train_collection(SPEC, paths, cfg, collection)
+    forget_seeds(SPEC, paths, collection)
 
 
 def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str, np.ndarray]:
@@ -197,4 +249,7 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
         collection: one of tpurank.dataset.COLLECTIONS.
         split: train, valid or test.
     """
-    return predict_collection(SPEC, paths, cfg.for_collection(collection), collection, split)
+    cfg = cfg.for_collection(collection)
+    if trained_seeds(SPEC, paths, collection):  # as many seeds as were trained (seeds.json)
+        return predict_seeds(SPEC, paths, cfg, collection, split)
+    return predict_collection(SPEC, paths, cfg, collection, split)

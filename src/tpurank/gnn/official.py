@@ -26,7 +26,8 @@ from torch_geometric.nn import SAGEConv, global_add_pool
 from tpurank.config import Config
 from tpurank.gnn.data import Batch
 from tpurank.gnn.layers import CONFIG_POSITIONS, OPCODE_VOCAB, TILE_CONFIG_DIM, signed_log
-from tpurank.gnn.trainer import ModelSpec, Recipe, predict_collection, train_collection
+from tpurank.gnn.predict import predict_collection
+from tpurank.gnn.trainer import ModelSpec, Recipe, train_collection
 from tpurank.paths import Paths
 
 NAME = "baseline"

@@ -44,6 +44,7 @@ class Recipe:
     stale_dropout: float = 0.0
     finetune_steps: int = 0
     history_mb: int = 1024
+    warmup_steps: int = 0  # linear learning-rate warm-up before the schedule (gnn/schedule.py)
 
 
 @dataclass
@@ -54,3 +55,5 @@ class ModelSpec:
     build: Callable[[dict[str, Any]], nn.Module]
     model_args: Callable[[Config, str, int], dict[str, Any]]  # (cfg, kind, node_feat_dim) -> kwargs
     recipe: Callable[[Config, str], Recipe]  # (cfg, kind) -> how it is trained and run
+    # called once on a new model with the train graphs before training (e.g. fit feature statistics)
+    fit_train: Callable[[nn.Module, list[Any]], None] | None = None

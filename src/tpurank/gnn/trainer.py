@@ -32,20 +32,21 @@ from tpurank.errors import TpurankError
 from tpurank.gnn import device as devices
 from tpurank.gnn import gst
 from tpurank.gnn.checkpoints import (
+    CHECKPOINT,
+    RESUME,
     load_checkpoint,
-    load_model,
     prepared_fingerprint,
     save_checkpoint,
     unwrap,
 )
-from tpurank.gnn.data import GraphData, from_prepared, sample_rows
+from tpurank.gnn.data import GraphData, load_split, sample_rows
 from tpurank.gnn.device import Runtime, setup_runtime
 from tpurank.gnn.recipe import ModelSpec, Recipe
-from tpurank.gnn.scoring import evaluate, score_rows
+from tpurank.gnn.schedule import make_scheduler
+from tpurank.gnn.scoring import evaluate
 from tpurank.gnn.step import make_optimizer, micro_batches, train_step
 from tpurank.memory import release_free_memory
 from tpurank.paths import Paths
-from tpurank.prepare.cache import iter_prepared
 from tpurank.progress import tqdm
 from tpurank.provenance import write_sidecar
 
@@ -54,42 +55,12 @@ __all__ = [
     "Recipe",
     "fit",
     "load_split",
-    "predict_collection",
     "setup_runtime",
     "train_collection",
 ]
 
-CHECKPOINT = "model.pt"
-RESUME = "last.pt"
 SIDECAR = "model.json"
 AUTO_EVAL_MAX = 200  # eval_every = 0: about one pass over the train configs, but at most this many steps
-
-
-# ------------------------------------------------------------------------------------------------ data
-
-
-def load_split(paths: Paths, collection: str, split: str, progress: bool = True) -> list[GraphData]:
-    """Every prepared graph of a collection and split as GraphData (structure only: configs stay in
-    the cache until a batch indexes them).
-
-    Raises:
-        TpurankError: when the cache holds no graph for it.
-    """
-    graphs = [
-        from_prepared(g)
-        for g in tqdm(
-            iter_prepared(paths.prepared, collection, split),
-            desc=f"load {collection} {split}",
-            unit="graph",
-            disable=not progress,
-            leave=False,
-        )
-    ]
-    if not graphs:
-        raise TpurankError(
-            f"{paths.prepared}: no prepared {split} graphs for {collection}; run `python -m tpurank prepare`"
-        )
-    return graphs
 
 
 # -------------------------------------------------------------------------------------------- training
@@ -214,7 +185,10 @@ def fit(
 
     torch.manual_seed(cfg.seed)
     args = spec.model_args(cfg, kind, int(train[0].node_feat.shape[1]))
-    model = spec.build(args).to(rt.device)
+    model = spec.build(args)
+    if spec.fit_train is not None:
+        spec.fit_train(model, train)  # statistics of the train graphs only (saved in the state dict)
+    model = model.to(rt.device)
     opt = make_optimizer(model, r)
     segmented = gst.GstState(r, args["hidden"]) if r.segment_nodes and kind == "layout" else None
     precision = devices.pick_precision(rt.device, r.bf16)
@@ -222,11 +196,7 @@ def fit(
     if rt.main and progress:
         print(f"[{spec.name}] {collection}: {devices.describe(rt.device, precision)}")
     every = eval_interval(train, r, rt.world)
-    sched = (
-        torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=r.max_steps)
-        if r.schedule == "cosine"
-        else torch.optim.lr_scheduler.ConstantLR(opt, factor=1.0, total_iters=0)
-    )
+    sched = make_scheduler(opt, r)
     step, spent, best, bad, history = 0, 0.0, -math.inf, 0, []
     data_key = prepared_fingerprint(paths, collection)
     resume = out / RESUME
@@ -362,52 +332,3 @@ def fit(
     if rt.world > 1:
         dist.barrier()
     return unwrap(model), summary
-
-
-def predict_collection(
-    spec: ModelSpec,
-    paths: Paths,
-    cfg: Config,
-    collection: str,
-    split: str,
-    graphs: list[GraphData] | None = None,
-    progress: bool = True,
-) -> dict[str, np.ndarray]:
-    """Graph ID -> cost per original config index (lower = faster), from `model.pt`.
-
-    Args:
-        spec: the model family.
-        paths: resolved paths.
-        cfg: config (its `predict_chunk` is used; architecture and bf16 come from the checkpoint).
-        collection: one of COLLECTIONS.
-        split: train, valid or test.
-        graphs: preloaded graphs (default: read from the prepared cache).
-        progress: show a progress bar.
-    """
-    check_collection(collection)
-    path = paths.model_dir(spec.name, collection) / CHECKPOINT
-    model, ckpt = load_model(spec, path)
-    trained = Recipe(**ckpt["recipe"])
-    chunk = spec.recipe(cfg, kind_of(collection)).predict_chunk
-    rt = setup_runtime()
-    model.to(rt.device)
-    # checkpoints from before the precision was saved: bf16 on CUDA when the recipe allowed it
-    trained_precision = ckpt.get("precision") or ("bf16" if trained.bf16 else "fp32")
-    precision = devices.prediction_precision(rt.device, trained_precision)
-    if progress:
-        print(f"[{spec.name}] predict {collection}: {devices.describe(rt.device, precision)}")
-    graphs = graphs if graphs is not None else load_split(paths, collection, split, progress)
-    want = ckpt["model_args"]["node_feat_dim"]
-    out: dict[str, np.ndarray] = {}
-    for g in tqdm(
-        graphs, desc=f"{spec.name} predict {collection} {split}", unit="graph", disable=not progress
-    ):
-        if g.node_feat.shape[1] != want:
-            raise TpurankError(
-                f"{g.id}: {g.node_feat.shape[1]} node features but the model was trained on {want}; "
-                "re-run prepare and train together"
-            )
-        rows = np.arange(g.num_unique)
-        unique_cost = score_rows(model, g, rows, chunk, rt.device, precision, trained.segment_nodes)
-        out[g.id] = unique_cost[g.inverse]
-    return out

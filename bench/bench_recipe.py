@@ -1,0 +1,169 @@
+"""Ablation of the top solutions' recipe on the GNN (issue 15): each change alone, a few seeds each.
+
+Every variant (one or more `section.key=value` overrides, comma-separated) trains the GNN once per
+seed on the synthetic demo data under the step budget of `./run.sh all` on demo (or `--max-steps`)
+and scores demo valid (every original config of each valid graph against its own runtime, as the
+validation report does). Per variant and collection it reports the mean and the spread (population
+standard deviation) over seeds, and the score of the seeds' predictions averaged after per-graph
+normalisation (what `gnn.seeds = N` predicts). Models are kept under data/bench/gnn/recipe/, so a
+rerun reuses them; results go to bench/results_recipe_<device>.json.
+
+    .venv/bin/python bench/bench_recipe.py --seeds 3 --collections tile:xla layout:xla:default \\
+        --variants gnn.hidden=128 gnn.dropout=0.1 gnn.warmup_steps=24 gnn.standardize=true
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_gnn import DEMO_ROOT, PYTHON, ROOT, WORK, demo_config, device_name, ensure_demo_prepared  # noqa: E402
+
+BASE = "base"
+# the recipe options at their values before issue 15, whatever config.py's defaults are now: the
+# base is the demo budget of `./run.sh all` as it was, and each variant changes one thing of it
+PINNED = [
+    "gnn.dropout=0.0", "gnn.warmup_steps=0", "gnn.seeds=1", "gnn.standardize=false",
+    "gnn.layer_attention=false", "gnn.tile_all_configs=false",
+]  # fmt: skip
+TILE_ONLY = {"gnn.tile_all_configs"}  # options the other kind ignores: its rows repeat the base runs
+LAYOUT_ONLY = {"gnn.layer_attention"}
+
+
+def run_variant(variant: str, seed: int, collection: str, max_steps: int) -> tuple[dict, float]:
+    """Train one variant with one seed on one collection; (valid costs per graph, training seconds)."""
+    from tpurank.gnn import model as gnn
+    from tpurank.gnn.trainer import load_split, predict_collection, train_collection
+    from tpurank.paths import Paths
+
+    folder = WORK / "recipe" / variant.replace("=", "-").replace(",", "+") / f"seed-{seed}"
+    (folder / "features").mkdir(parents=True, exist_ok=True)
+    link = folder / "features" / "prepared"
+    if not link.exists():
+        link.symlink_to(WORK / "features" / "prepared", target_is_directory=True)
+    extra = [*PINNED, *([] if variant == BASE else variant.split(","))]
+    # the demo budget sets tile's own width and configs: a change applies to tile too
+    extra += [f'collections."tile:xla".{x}' for x in extra if x.startswith("gnn.")]
+    steps = [f"gnn.max_steps={max_steps}"] if max_steps else []  # tile keeps its own budget
+    cfg = demo_config([*steps, *extra, f"seed={seed}"]).for_collection(collection)
+    paths = Paths(data=DEMO_ROOT, out=folder)
+    valid = load_split(paths, collection, "valid", progress=False)
+    summary = train_collection(gnn.SPEC, paths, cfg, collection, progress=False)
+    costs = predict_collection(gnn.SPEC, paths, cfg, collection, "valid", graphs=valid, progress=False)
+    return {g.id: (costs[g.id], g.config_runtime) for g in valid}, sum(
+        h["seconds"] for h in summary["history"]
+    )
+
+
+def applies(variant: str, collection: str) -> bool:
+    """False where every change of the variant is a no-op for the collection's kind."""
+    keys = {x.split("=", 1)[0] for x in variant.split(",")}
+    none = TILE_ONLY if collection.startswith("layout") else LAYOUT_ONLY
+    return variant == BASE or not keys <= none
+
+
+def score(collection: str, per_graph: dict) -> float:
+    from tpurank.metrics import graph_metrics, order_from_costs
+
+    s = [graph_metrics(collection, order_from_costs(c), rt)["score"] for c, rt in per_graph.values()]
+    return float(np.nanmean(s))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--variants",
+        nargs="*",
+        default=[],
+        metavar="SECTION.KEY=VALUE[,...][@SEEDS]",
+        help="@N: N seeds only",
+    )
+    p.add_argument("--seeds", type=int, default=3, help="seeds per variant (0, 1, ...)")
+    p.add_argument("--collections", nargs="+", default=["tile:xla", "layout:xla:default"])
+    p.add_argument(
+        "--max-steps", type=int, default=0, help="layout steps (0: as `all` on demo); tile keeps its own"
+    )
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--normalize", default="rank", choices=("rank", "zscore"), help="for the seed average")
+    a = p.parse_args()
+
+    import torch
+
+    from tpurank.gnn.seeds import average_costs
+
+    torch.set_num_threads(a.threads)
+    slug, device = device_name(a.threads)
+    print(f"device: {device}", flush=True)
+    ensure_demo_prepared()
+    command = " ".join([Path(PYTHON).name, *sys.argv])
+    results: dict = {
+        "device": device,
+        "command": command,
+        "seeds": a.seeds,
+        "max_steps": a.max_steps,
+        "rows": {},
+    }
+    t_all = time.perf_counter()
+    for spec in [BASE, *a.variants]:
+        variant, _, n = spec.partition("@")  # VARIANT@N: this variant with its first N seeds only
+        seeds = int(n) if n else a.seeds
+        row = {}
+        for collection in a.collections:
+            if not applies(variant, collection):  # the same model as the base: its runs
+                row[collection] = results["rows"][BASE][collection]
+                continue
+            runs = [run_variant(variant, s, collection, a.max_steps) for s in range(seeds)]
+            scores = [score(collection, r) for r, _ in runs]
+            avg = {
+                gid: (average_costs([r[gid][0] for r, _ in runs], a.normalize), runs[0][0][gid][1])
+                for gid in runs[0][0]
+            }
+            row[collection] = {
+                "scores": scores,
+                "mean": float(np.mean(scores)),
+                "std": float(np.std(scores)),
+                "seed_average": score(collection, avg),
+                "train_seconds": [round(t, 1) for _, t in runs],
+            }
+            r = row[collection]
+            print(
+                f"  {variant:32s} {collection:20s} {r['mean']:.4f} +- {r['std']:.4f} "
+                f"(seeds {' '.join(f'{x:.4f}' for x in scores)}; average of the seeds {r['seed_average']:.4f}; "
+                f"{sum(r['train_seconds']):.0f} s)",
+                flush=True,
+            )
+        results["rows"][variant] = row
+        out = ROOT / "bench" / f"results_recipe_{slug}.json"
+        results["seconds"] = round(time.perf_counter() - t_all, 1)
+        out.write_text(json.dumps(results, indent=2) + "\n")  # after every variant: partial results survive
+    print(markdown(results, a.collections))
+    print(f"wrote {out} ({results['seconds']:.0f} s)")
+    return 0
+
+
+def markdown(results: dict, collections: list[str]) -> str:
+    """The README table: mean +- spread over seeds, and the seed-averaged score, per collection."""
+    head = "| variant | " + " | ".join(f"{c} (mean +- sd) | {c} (seed avg)" for c in collections) + " |"
+    lines = [head, "|---" * (1 + 2 * len(collections)) + "|"]
+    for variant, row in results["rows"].items():
+        cells = [
+            f"{row[c]['mean']:.4f} +- {row[c]['std']:.4f} | {row[c]['seed_average']:.4f}" for c in collections
+        ]
+        n = {len(row[c]["scores"]) for c in collections}
+        note = (
+            f" ({'/'.join(str(len(row[c]['scores'])) for c in collections)} seeds)"
+            if n != {results["seeds"]}
+            else ""
+        )
+        lines.append(f"| `{variant}`{note} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,66 @@
+"""Scoring a split with a trained GNN ranker's `model.pt` (the `predict` stage of the GNN models)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tpurank.config import Config
+from tpurank.dataset import check_collection, kind_of
+from tpurank.errors import TpurankError
+from tpurank.gnn import device as devices
+from tpurank.gnn.checkpoints import CHECKPOINT, load_model
+from tpurank.gnn.data import GraphData, load_split
+from tpurank.gnn.device import setup_runtime
+from tpurank.gnn.recipe import ModelSpec, Recipe
+from tpurank.gnn.scoring import score_rows
+from tpurank.paths import Paths
+from tpurank.progress import tqdm
+
+
+def predict_collection(
+    spec: ModelSpec,
+    paths: Paths,
+    cfg: Config,
+    collection: str,
+    split: str,
+    graphs: list[GraphData] | None = None,
+    progress: bool = True,
+) -> dict[str, np.ndarray]:
+    """Graph ID -> cost per original config index (lower = faster), from `model.pt`.
+
+    Args:
+        spec: the model family.
+        paths: resolved paths.
+        cfg: config (its `predict_chunk` is used; architecture and bf16 come from the checkpoint).
+        collection: one of COLLECTIONS.
+        split: train, valid or test.
+        graphs: preloaded graphs (default: read from the prepared cache).
+        progress: show a progress bar.
+    """
+    check_collection(collection)
+    path = paths.model_dir(spec.name, collection) / CHECKPOINT
+    model, ckpt = load_model(spec, path)
+    trained = Recipe(**ckpt["recipe"])
+    chunk = spec.recipe(cfg, kind_of(collection)).predict_chunk
+    rt = setup_runtime()
+    model.to(rt.device)
+    # checkpoints from before the precision was saved: bf16 on CUDA when the recipe allowed it
+    trained_precision = ckpt.get("precision") or ("bf16" if trained.bf16 else "fp32")
+    precision = devices.prediction_precision(rt.device, trained_precision)
+    if progress:
+        print(f"[{spec.name}] predict {collection}: {devices.describe(rt.device, precision)}")
+    graphs = graphs if graphs is not None else load_split(paths, collection, split, progress)
+    want = ckpt["model_args"]["node_feat_dim"]
+    out: dict[str, np.ndarray] = {}
+    for g in tqdm(
+        graphs, desc=f"{spec.name} predict {collection} {split}", unit="graph", disable=not progress
+    ):
+        if g.node_feat.shape[1] != want:
+            raise TpurankError(
+                f"{g.id}: {g.node_feat.shape[1]} node features but the model was trained on {want}; "
+                "re-run prepare and train together"
+            )
+        rows = np.arange(g.num_unique)
+        unique_cost = score_rows(model, g, rows, chunk, rt.device, precision, trained.segment_nodes)
+        out[g.id] = unique_cost[g.inverse]
+    return out

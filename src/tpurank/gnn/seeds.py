@@ -1,0 +1,192 @@
+"""Seed averaging (`gnn.seeds`): one model per seed, predictions averaged after per-graph normalisation.
+
+Runs with different seeds differ by up to 0.1 tau on the xla collections (issue 15); the 1st place
+averaged 5-20 seeds. Member k trains with `seed + k` and `gnn.seeds = 1`, so member 0 is exactly
+the model a one-seed run trains (`models/gnn/<collection>/model.pt`, reused, not retrained) and
+member k > 0 lives in `models/gnn/<collection>/seed-k/`. Each member resumes and is skipped when
+up to date on its own. Each member's costs are normalised per graph (`ensemble.normalize`: ranks
+or z-scores, so no seed dominates by its scale) and averaged. After training, `seeds.json` beside
+`model.pt` holds every member's validation score and the score of their average.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tpurank.atomic import write_json
+from tpurank.config import Config
+from tpurank.dataset import kind_of
+from tpurank.ensemble import normalize
+from tpurank.errors import TpurankError
+from tpurank.gnn import device as devices
+from tpurank.gnn.checkpoints import CHECKPOINT, load_checkpoint, load_model
+from tpurank.gnn.data import GraphData, eval_configs, load_split
+from tpurank.gnn.predict import predict_collection
+from tpurank.gnn.recipe import ModelSpec
+from tpurank.gnn.scoring import graph_score, score_rows
+from tpurank.gnn.trainer import setup_runtime, train_collection
+from tpurank.paths import Paths
+
+SUMMARY = "seeds.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class MemberPaths(Paths):
+    """Paths whose model folders are those of one seed member (`seed-k` inside the usual folder)."""
+
+    member: str = ""
+
+    def model_dir(self, model: str, collection: str) -> Path:
+        base = super().model_dir(model, collection)
+        return base / self.member if self.member else base
+
+
+def member_paths(paths: Paths, k: int) -> Paths:
+    """The paths of seed member k (member 0: the usual folder)."""
+    fields = {f.name: getattr(paths, f.name) for f in dataclasses.fields(Paths)}
+    return MemberPaths(**fields, member=f"seed-{k}" if k else "")
+
+
+def member_config(cfg: Config, k: int) -> Config:
+    """The config member k trains with: seed + k, one seed (so member 0 is the one-seed model)."""
+    return dataclasses.replace(cfg, seed=cfg.seed + k, gnn=dataclasses.replace(cfg.gnn, seeds=1))
+
+
+def average_costs(member_costs: list[np.ndarray], how: str) -> np.ndarray:
+    """The mean of the members' costs of one graph, each normalised per graph first.
+
+    Args:
+        member_costs: one cost vector per member (same configs, same order).
+        how: "rank" or "zscore" (tpurank.ensemble.normalize).
+    """
+    return np.mean([normalize(c, how) for c in member_costs], axis=0)
+
+
+def _valid_costs(spec: ModelSpec, paths: Paths, cfg: Config, collection: str, valid: list[GraphData]):
+    """Per rankable valid graph: (config indices, costs) on the configs validation scores."""
+    model, ckpt = load_model(spec, paths.model_dir(spec.name, collection) / CHECKPOINT)
+    r = spec.recipe(cfg, kind_of(collection))
+    rt = setup_runtime()
+    model.to(rt.device)
+    precision = devices.prediction_precision(rt.device, ckpt.get("precision") or "fp32")
+    out = {}
+    for g in valid:
+        if not g.rankable:
+            continue
+        configs = eval_configs(g, r.eval_max_configs)
+        rows, back = np.unique(g.inverse[configs], return_inverse=True)
+        out[g.id] = (configs, score_rows(model, g, rows, r.predict_chunk, rt.device, precision)[back])
+    return out
+
+
+def train_seeds(
+    spec: ModelSpec, paths: Paths, cfg: Config, collection: str, progress: bool = True
+) -> dict[str, Any]:
+    """Train every member (each resumable, skipped when up to date), then score their average on valid.
+
+    Args:
+        spec: the model family.
+        paths: resolved paths.
+        cfg: config with the collection's overrides applied (`cfg.gnn.seeds` members).
+        collection: one of COLLECTIONS.
+        progress: show progress bars.
+
+    Returns:
+        The summary also written to `seeds.json`: per-member scores, their mean and spread, and the
+        validation score of the averaged predictions (the same configs and metric as early stopping).
+    """
+    n = cfg.gnn.seeds
+    train = load_split(paths, collection, "train", progress)
+    valid = load_split(paths, collection, "valid", progress)
+    member_scores, costs = [], []
+    for k in range(n):
+        mp, mc = member_paths(paths, k), member_config(cfg, k)
+        if progress:
+            print(f"[{spec.name}] {collection}: seed member {k + 1}/{n} (seed {mc.seed})")
+        train_collection(spec, mp, mc, collection, train, valid, progress=progress)
+        costs.append(_valid_costs(spec, mp, mc, collection, valid))
+    kind = kind_of(collection)
+    graphs = {g.id: g for g in valid}
+
+    def score(per_graph: dict[str, np.ndarray]) -> float:
+        s = [graph_score(kind, c, graphs[i].config_runtime[costs[0][i][0]]) for i, c in per_graph.items()]
+        s = [x for x in s if not math.isnan(x)]
+        return float(np.mean(s)) if s else math.nan
+
+    member_scores = [score({i: c for i, (_, c) in m.items()}) for m in costs]
+    averaged = score({
+        i: average_costs([m[i][1] for m in costs], cfg.ensemble.normalize) for i in costs[0]
+    })  # fmt: skip
+    summary = {
+        "seeds": [cfg.seed + k for k in range(n)],
+        "normalize": cfg.ensemble.normalize,
+        "member_valid_scores": member_scores,
+        "member_mean": float(np.mean(member_scores)),
+        "member_std": float(np.std(member_scores)),
+        "averaged_valid_score": averaged,
+    }
+    write_json(paths.model_dir(spec.name, collection) / SUMMARY, summary)
+    if progress:
+        print(
+            f"[{spec.name}] {collection}: {n} seeds, valid {summary['member_mean']:.4f} "
+            f"+- {summary['member_std']:.4f} per seed, {averaged:.4f} averaged"
+        )
+    return summary
+
+
+def trained_seeds(spec: ModelSpec, paths: Paths, collection: str) -> dict[str, Any] | None:
+    """The `seeds.json` summary of a collection's seed members, or None where one model was trained.
+
+    Raises:
+        TpurankError: when the file is unreadable.
+    """
+    path = paths.model_dir(spec.name, collection) / SUMMARY
+    if not path.exists():
+        return None
+    try:
+        summary = json.loads(path.read_text())
+        return summary if summary["seeds"] and summary["normalize"] else None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise TpurankError(
+            f"{path}: unreadable seed summary ({e}); retrain with `train --model {spec.name}`"
+        ) from None
+
+
+def predict_seeds(
+    spec: ModelSpec, paths: Paths, cfg: Config, collection: str, split: str, progress: bool = True
+) -> dict[str, np.ndarray]:
+    """Graph ID -> averaged normalised cost per original config (lower = faster) over the members
+    that training recorded in `seeds.json` (as the architecture, the seed count is the trained
+    model's, not the predicting config's: a models dataset packed with another config predicts the same).
+
+    Args:
+        spec: the model family.
+        paths: resolved paths.
+        cfg: config with the collection's overrides applied (its prediction settings are read).
+        collection: one of COLLECTIONS.
+        split: train, valid or test.
+        progress: show progress bars.
+    """
+    summary = trained_seeds(spec, paths, collection)
+    n, how = (len(summary["seeds"]), summary["normalize"]) if summary else (1, cfg.ensemble.normalize)
+    for k in range(n):  # every member trained and readable, before any graph is read
+        load_checkpoint(member_paths(paths, k).model_dir(spec.name, collection) / CHECKPOINT)
+    graphs = load_split(paths, collection, split, progress)
+    members = [
+        predict_collection(
+            spec, member_paths(paths, k), member_config(cfg, k), collection, split, graphs, progress
+        )
+        for k in range(n)
+    ]
+    return {gid: average_costs([m[gid] for m in members], how) for gid in members[0]}
+
+
+def forget_seeds(spec: ModelSpec, paths: Paths, collection: str) -> None:
+    """Drop a stale `seeds.json` once one model is trained: `predict` then uses that model alone."""
+    (paths.model_dir(spec.name, collection) / SUMMARY).unlink(missing_ok=True)
