@@ -56,3 +56,14 @@ def run_copy(tiny_paths, tmp_path: Path):
     shutil.copytree(tiny_paths.data, data)
     shutil.copytree(tiny_paths.out, out)
     return Paths(data=data, out=out)
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny tensors on a shared CI machine: one intra-op thread is ~10x faster than contending for two."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

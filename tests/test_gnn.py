@@ -29,13 +29,7 @@ from tpurank.prepare.cache import PreparedGraph
 FEAT = 7  # node feature width of the hand-made graphs
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors on a shared CI machine: one intra-op thread is ~10x faster than contending for two."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 def prepared_graph(

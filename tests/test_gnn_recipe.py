@@ -26,13 +26,7 @@ from tpurank.gnn.trainer import Runtime, fit, load_split
 from tpurank.metrics import graph_metrics, order_from_costs
 from tpurank.paths import Paths
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 # ------------------------------------------------------------------------------------------ warm-up

@@ -24,12 +24,7 @@ from tpurank.paths import Paths
 CPU = torch.device("cpu")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 @pytest.mark.parametrize(("n", "most"), [(1, 1), (10, 3), (100, 7), (1000, 1000), (999, 250), (37, 0)])
