@@ -38,6 +38,7 @@ from tpurank.gnn.history import HistoryTable, segment_keys
 from tpurank.gnn.losses import ranking_loss
 from tpurank.gnn.recipe import Recipe
 from tpurank.gnn.segments import Segment, segment_batch, split_graph
+from tpurank.gnn.step import clip_gradients  # the same clipping as whole-graph steps
 
 
 def segment_sums(model: nn.Module, batch: Batch) -> torch.Tensor:
@@ -217,8 +218,6 @@ def train_step(
         device, precision: as for `step.train_step`.
         rng: this step's seeded generator.
     """
-    from tpurank.gnn.step import _clip  # the same clipping as whole-graph steps
-
     opt.zero_grad(set_to_none=True)
     scaled = scaler is not None and scaler.is_enabled()
     total = 0.0
@@ -229,11 +228,11 @@ def train_step(
     _average_gradients(model)
     if scaled:
         scaler.unscale_(opt)
-        _clip(model, r)
+        clip_gradients(model, r)
         scaler.step(opt)
         scaler.update()
         return total
-    _clip(model, r)
+    clip_gradients(model, r)
     opt.step()
     return total
 

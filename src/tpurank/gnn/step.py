@@ -21,7 +21,7 @@ def make_optimizer(model: nn.Module, r: Recipe) -> torch.optim.Optimizer:
     return torch.optim.AdamW(model.parameters(), lr=r.lr, weight_decay=r.weight_decay)
 
 
-def _clip(model: nn.Module, r: Recipe) -> None:
+def clip_gradients(model: nn.Module, r: Recipe) -> None:
     if r.clip_norm <= 0:
         return
     if r.clip_per_tensor:
@@ -97,10 +97,10 @@ def train_step(
         total += float(loss.detach()) * share
     if scaler is not None and scaler.is_enabled():
         scaler.unscale_(opt)  # clip the true gradients
-        _clip(model, r)
+        clip_gradients(model, r)
         scaler.step(opt)  # skips the step when a gradient overflowed
         scaler.update()
         return total
-    _clip(model, r)
+    clip_gradients(model, r)
     opt.step()
     return total
