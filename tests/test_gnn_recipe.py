@@ -14,6 +14,7 @@ from scipy.stats import rankdata
 from test_gnn import FEAT, prepared_graph, small_cfg
 
 from tpurank.gnn import model as gnn_model
+from tpurank.gnn import seeds as seeds_mod
 from tpurank.gnn.checkpoints import CHECKPOINT, load_model
 from tpurank.gnn.data import from_prepared, make_batch, sample_rows
 from tpurank.gnn.losses import ranking_loss
@@ -129,6 +130,20 @@ def test_seed_members_train_resumably_and_average(tiny_paths: Paths, tmp_path) -
     gnn_model.train(paths, one, collection)
     assert [(top / CHECKPOINT).stat().st_mtime_ns, (top / "seed-1" / CHECKPOINT).stat().st_mtime_ns] == mtimes
     # ... and a one-seed run drops seeds.json: predict uses member 0 alone
+    assert not (top / SUMMARY).exists()
+    # a seed run drops seeds.json before it trains: interrupted, it leaves no stale members to average
+    (top / SUMMARY).write_text("{}")
+    real_train = seeds_mod.train_collection
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    seeds_mod.train_collection = interrupted
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train_seeds(gnn_model.SPEC, paths, cfg, collection, progress=False)
+    finally:
+        seeds_mod.train_collection = real_train
     assert not (top / SUMMARY).exists()
     alone = gnn_model.predict(paths, one, collection, "valid")
     assert all(np.array_equal(alone[g], members[0][g]) for g in alone)

@@ -198,3 +198,36 @@ def test_whole_graph_setting_keeps_every_node_in_order() -> None:
     p = prune(500, edges, np.array([3, 77]), hops=-1)
     np.testing.assert_array_equal(p.node_map, np.arange(500))
     assert len(p.edge_index) == len(edges) and p.num_summary == 0
+
+
+def test_several_segments_per_step_with_per_node_attention_masks() -> None:
+    """A batch of several segments of one graph gives each segment its row of the config mask
+    (the per-node attention indexes the mask by segment)."""
+    g = from_prepared(prepared_graph("layout", seed=7, n=40, k=6))
+    full = make_batch([g], [np.arange(5)])
+    segs = split_graph(g, 10)
+    from tpurank.gnn.segments import segment_batch
+
+    b = segment_batch(full, segs[:2])
+    assert b.mask.shape == (2, 5) and bool(b.mask.all())
+    m = GnnRanker("layout", FEAT, hidden=16, layers=2, layer_attention=True).eval()
+    assert gst.segment_sums(m, b).shape == (5, 2, 2 * 16 + 1)
+
+
+def test_gst_refuses_layer_attention(tiny_paths: Paths, tmp_path) -> None:
+    """GST keys a segment's embedding by its own configs only; attention across the step's configs
+    would make it depend on the others, so the two settings are refused together."""
+    collection = "layout:xla:random"
+    train = load_split(tiny_paths, collection, "train", progress=False)
+    cfg = small_cfg(max_steps=2, segment_nodes=50, layer_attention=True)
+    with pytest.raises(TpurankError, match="layer_attention"):
+        fit(
+            gnn_model.SPEC,
+            Paths(tiny_paths.data, tmp_path),
+            cfg,
+            collection,
+            train,
+            train,
+            Runtime(device=CPU),
+            False,
+        )

@@ -236,8 +236,10 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
     if cfg.gnn.seeds > 1:
         train_seeds(SPEC, paths, cfg, collection)
         return
+    forget_seeds(
+        SPEC, paths, collection
+    )  # first: an interrupted retrain must not leave stale members averaged
     train_collection(SPEC, paths, cfg, collection)
-    forget_seeds(SPEC, paths, collection)
 
 
 def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str, np.ndarray]:

@@ -81,7 +81,8 @@ def _valid_costs(spec: ModelSpec, paths: Paths, cfg: Config, collection: str, va
             continue
         configs = eval_configs(g, r.eval_max_configs)
         rows, back = np.unique(g.inverse[configs], return_inverse=True)
-        out[g.id] = (configs, score_rows(model, g, rows, r.predict_chunk, rt.device, precision)[back])
+        seg = ckpt.get("recipe", {}).get("segment_nodes", 0)  # scored as training and predict score it
+        out[g.id] = (configs, score_rows(model, g, rows, r.predict_chunk, rt.device, precision, seg)[back])
     return out
 
 
@@ -102,6 +103,8 @@ def train_seeds(
         validation score of the averaged predictions (the same configs and metric as early stopping).
     """
     n = cfg.gnn.seeds
+    # written again once every member is trained: until then predict must not average stale members
+    (paths.model_dir(spec.name, collection) / SUMMARY).unlink(missing_ok=True)
     train = load_split(paths, collection, "train", progress)
     valid = load_split(paths, collection, "valid", progress)
     member_scores, costs = [], []

@@ -120,6 +120,6 @@ def segment_batch(full: Batch, segments: list[Segment]) -> Batch:
         config_graph=torch.cat(cseg),
         configs=full.configs[:, torch.cat(cols)],
         runtime=full.runtime,
-        mask=full.mask,
+        mask=full.mask.expand(len(segments), -1),  # (segments, C): per-node attention indexes it by segment
         weight=full.weight,
     )

@@ -191,6 +191,11 @@ def fit(
     model = model.to(rt.device)
     opt = make_optimizer(model, r)
     segmented = gst.GstState(r, args["hidden"]) if r.segment_nodes and kind == "layout" else None
+    if segmented is not None and args.get("layer_attention"):
+        raise TpurankError(
+            "config: gnn.segment_nodes (GST) cannot be combined with gnn.layer_attention: a segment's "
+            "embedding would depend on the other configs of the step, not only its own"
+        )
     precision = devices.pick_precision(rt.device, r.bf16)
     scaler = devices.grad_scaler(precision)
     if rt.main and progress:
