@@ -24,7 +24,7 @@ Fine-tuning: after training, the best weights' backbone is frozen and only the p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import torch
@@ -167,7 +167,8 @@ def graph_loss(
         total = total + (stale * kept[None, :, None]).sum(1).to(device)
         nodes = nodes + float(kept @ torch.from_numpy(n_seg[others]))
         cfg_nodes = cfg_nodes + float(kept @ torch.from_numpy(k_seg[others]))
-    full = full.to(device)
+    # only the step's labels go to the device: the segments above carried the graph itself
+    mask, runtime, weight = (t.to(device) for t in (full.mask, full.runtime, full.weight))
     with autocast(device, precision):
         cost = head_from_sums(
             model,
@@ -175,9 +176,9 @@ def graph_loss(
             nodes.unsqueeze(0).to(device),
             cfg_nodes.unsqueeze(0).to(device),
             torch.tensor([[float(n_seg.sum())]], device=device),
-            full.mask,
+            mask,
         )
-    loss = ranking_loss(r.loss, cost.float(), full.runtime, full.mask, r.margin, full.weight)
+    loss = ranking_loss(r.loss, cost.float(), runtime, mask, r.margin, weight)
     (loss * scale).backward()
     if update:
         state.table.put(keys[:, pick], fresh.detach())
@@ -185,11 +186,12 @@ def graph_loss(
     return float(loss.detach())
 
 
-def _average_gradients(model: nn.Module) -> None:
-    """Average gradients over processes (GST runs the unwrapped model, outside DDP's hooks)."""
+def _average_gradients(params: Iterable[nn.Parameter]) -> None:
+    """Average the gradients of `params` over processes (GST runs the unwrapped model, outside DDP's
+    hooks)."""
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
         return
-    for p in model.parameters():
+    for p in params:
         if p.grad is not None:
             dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)
             p.grad /= dist.get_world_size()
@@ -225,7 +227,7 @@ def train_step(
         share = 1.0 / len(graphs)
         scale = float(scaler.get_scale()) * share if scaled else share
         total += graph_loss(model, state, g, rws, r, device, precision, rng, scale) * share
-    _average_gradients(model)
+    _average_gradients(model.parameters())
     if scaled:
         scaler.unscale_(opt)
         clip_gradients(model, r)
@@ -246,47 +248,53 @@ def _all_sums(
     device: torch.device,
     precision: str,
 ) -> tuple[torch.Tensor, Batch]:
-    """(C, D) sums over every segment of `g` for the given rows, one segment at a time; and the batch."""
+    """(C, D) sums over every segment of `g` for the given rows, one segment at a time; and the
+    whole-graph batch on the CPU (its labels; only the segments go to the device)."""
     full = make_batch([g], [rows])
     total = None
     for s in segs:
         with autocast(device, precision):
             part = segment_sums(model, segment_batch(full, [s]).to(device)).float()[:, 0]
         total = part if total is None else total + part
-    return total, full.to(device)
+    return total, full
+
+
+def _fresh_costs(
+    model: nn.Module,
+    g: GraphData,
+    segs: list[Segment],
+    rows: np.ndarray,
+    device: torch.device,
+    precision: str,
+) -> tuple[torch.Tensor, Batch]:
+    """(1, len(rows)) costs from fresh sums of every segment (the head keeps its gradients), and the
+    whole-graph batch on the CPU (its labels)."""
+    n, k = float(len(g.opcode)), float(len(g.config_nodes))
+    sums, full = _all_sums(model, g, segs, rows, device, precision)
+    ones = torch.ones((1, len(rows)), device=device)
+    with autocast(device, precision):
+        cost = head_from_sums(model, sums[None], ones * n, ones * k, ones[:, :1] * n, full.mask.to(device))
+    return cost, full
 
 
 @torch.no_grad()
-def score_rows(
+def chunk_costs(
     model: nn.Module,
     g: GraphData,
+    segs: list[Segment],
     rows: np.ndarray,
-    chunk: int,
-    segment_nodes: int,
     device: torch.device,
     precision: str = "fp32",
-) -> np.ndarray:
-    """Costs of unique-config rows of one graph, every segment fresh (what validation and prediction use).
+) -> torch.Tensor:
+    """(len(rows),) costs of some unique-config rows of one graph, every segment computed fresh
+    (what validation and prediction use; `scoring.score_rows` bounds the rows per call).
 
     Args:
         model: a layout GnnRanker in eval mode.
-        g: the graph; rows: indices into its unique configs.
-        chunk: configs per pass (the caller bounds chunk x segment nodes).
-        segment_nodes: the most nodes per segment, as trained.
+        g: the graph; segs: its segments, as trained; rows: indices into its unique configs.
         device, precision: as for `scoring.score_rows`.
     """
-    segs = split_graph(g, segment_nodes)
-    n = float(len(g.opcode))
-    k = float(len(g.config_nodes))
-    out = np.empty(len(rows), dtype=np.float64)
-    for start in range(0, len(rows), chunk):
-        part = rows[start : start + chunk]
-        sums, full = _all_sums(model, g, segs, part, device, precision)
-        ones = torch.ones((1, len(part)), device=device)
-        with autocast(device, precision):
-            cost = head_from_sums(model, sums[None], ones * n, ones * k, ones[:, :1] * n, full.mask)
-        out[start : start + len(part)] = cost.float()[0].cpu().numpy()
-    return out
+    return _fresh_costs(model, g, segs, rows, device, precision)[0][0]
 
 
 def finetune_head(
@@ -319,7 +327,9 @@ def finetune_head(
     head = [m for m in (model.fuse, model.attention, model.head) if m is not None]
     params = [p for m in head for p in m.parameters()]
     opt = torch.optim.AdamW(params, lr=r.lr, weight_decay=r.weight_decay)
-    model.train()
+    model.eval()  # the backbone computes the sums scoring will see (no dropout) ...
+    for m in head:
+        m.train()  # ... and only the head trains
     losses = []
     for step in range(r.finetune_steps):
         rng = np.random.default_rng([seed, 7_919, step])
@@ -329,17 +339,12 @@ def finetune_head(
         for i in picks:
             g = train[int(i)]
             rows = sample(g, r.configs_per_graph, rng)
-            sums, full = _all_sums(model, g, state.segments(g), rows, device, precision)
-            n = float(len(g.opcode))
-            ones = torch.ones((1, len(rows)), device=device)
-            with autocast(device, precision):
-                cost = head_from_sums(
-                    model, sums[None], ones * n, ones * len(g.config_nodes), ones[:, :1] * n, full.mask
-                )
-            loss = ranking_loss(r.loss, cost.float(), full.runtime, full.mask, r.margin, full.weight)
+            cost, full = _fresh_costs(model, g, state.segments(g), rows, device, precision)
+            mask, runtime, weight = (t.to(device) for t in (full.mask, full.runtime, full.weight))
+            loss = ranking_loss(r.loss, cost.float(), runtime, mask, r.margin, weight)
             (loss / len(picks)).backward()
             total += float(loss.detach()) / len(picks)
-        _average_gradients(model)
+        _average_gradients(params)  # the head's only: the frozen backbone keeps stale grads
         if r.clip_norm > 0:
             torch.nn.utils.clip_grad_norm_(params, r.clip_norm)
         opt.step()

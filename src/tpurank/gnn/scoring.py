@@ -12,6 +12,7 @@ from tpurank.gnn import gst
 from tpurank.gnn.data import GraphData, eval_configs, make_batch
 from tpurank.gnn.device import autocast
 from tpurank.gnn.recipe import Recipe
+from tpurank.gnn.segments import split_graph
 from tpurank.metrics import kendall_tau, order_from_costs, tile_score
 
 PASS_NODE_BUDGET = 500_000  # configs x nodes per scoring pass: (C, N, 64) float32 states stay ~128 MB
@@ -39,16 +40,24 @@ def score_rows(
         segment_nodes: the model was trained with Graph Segment Training on segments of at most this
             many nodes (layout; 0 = whole graphs): each segment is then scored on its own (gst.py).
     """
-    if segment_nodes > 0 and g.kind == "layout":
-        chunk = max(1, min(chunk, PASS_NODE_BUDGET // min(segment_nodes, max(1, len(g.opcode)))))
-        return gst.score_rows(model, g, rows, chunk, segment_nodes, device, precision)
+    pass_nodes = max(1, len(g.opcode))
+    if segment_nodes > 0 and g.kind == "layout":  # one segment at a time (gst.py)
+        segs = split_graph(g, segment_nodes)
+        pass_nodes = min(segment_nodes, pass_nodes)
+
+        def costs(part: np.ndarray) -> torch.Tensor:
+            return gst.chunk_costs(model, g, segs, part, device, precision)
+    else:
+
+        def costs(part: np.ndarray) -> torch.Tensor:
+            with autocast(device, precision):
+                return model(make_batch([g], [part]).to(device))[0, : len(part)]
+
     out = np.empty(len(rows), dtype=np.float64)
-    chunk = max(1, min(chunk, PASS_NODE_BUDGET // max(1, len(g.opcode))))
+    chunk = max(1, min(chunk, PASS_NODE_BUDGET // pass_nodes))
     for start in range(0, len(rows), chunk):
         part = rows[start : start + chunk]
-        with autocast(device, precision):
-            cost = model(make_batch([g], [part]).to(device))
-        out[start : start + len(part)] = cost.float()[0, : len(part)].cpu().numpy()
+        out[start : start + len(part)] = costs(part).float().cpu().numpy()
     return out
 
 
