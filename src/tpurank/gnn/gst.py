@@ -259,7 +259,7 @@ def _all_sums(
     return total, full
 
 
-def _fresh_costs(
+def fresh_costs(
     model: nn.Module,
     g: GraphData,
     segs: list[Segment],
@@ -267,34 +267,21 @@ def _fresh_costs(
     device: torch.device,
     precision: str,
 ) -> tuple[torch.Tensor, Batch]:
-    """(1, len(rows)) costs from fresh sums of every segment (the head keeps its gradients), and the
-    whole-graph batch on the CPU (its labels)."""
+    """(1, len(rows)) costs from fresh sums of every segment, and the whole-graph batch on the CPU
+    (its labels): what scoring uses (`scoring.score_rows`, without gradients) and what head
+    fine-tuning trains on (the head keeps its gradients, the sums have none).
+
+    Args:
+        model: a layout GnnRanker.
+        g: the graph; segs: its segments, as trained; rows: indices into its unique configs.
+        device, precision: where the model is, and its autocast precision.
+    """
     n, k = float(len(g.opcode)), float(len(g.config_nodes))
     sums, full = _all_sums(model, g, segs, rows, device, precision)
     ones = torch.ones((1, len(rows)), device=device)
     with autocast(device, precision):
         cost = head_from_sums(model, sums[None], ones * n, ones * k, ones[:, :1] * n, full.mask.to(device))
     return cost, full
-
-
-@torch.no_grad()
-def chunk_costs(
-    model: nn.Module,
-    g: GraphData,
-    segs: list[Segment],
-    rows: np.ndarray,
-    device: torch.device,
-    precision: str = "fp32",
-) -> torch.Tensor:
-    """(len(rows),) costs of some unique-config rows of one graph, every segment computed fresh
-    (what validation and prediction use; `scoring.score_rows` bounds the rows per call).
-
-    Args:
-        model: a layout GnnRanker in eval mode.
-        g: the graph; segs: its segments, as trained; rows: indices into its unique configs.
-        device, precision: as for `scoring.score_rows`.
-    """
-    return _fresh_costs(model, g, segs, rows, device, precision)[0][0]
 
 
 def finetune_head(
@@ -339,7 +326,7 @@ def finetune_head(
         for i in picks:
             g = train[int(i)]
             rows = sample(g, r.configs_per_graph, rng)
-            cost, full = _fresh_costs(model, g, state.segments(g), rows, device, precision)
+            cost, full = fresh_costs(model, g, state.segments(g), rows, device, precision)
             mask, runtime, weight = (t.to(device) for t in (full.mask, full.runtime, full.weight))
             loss = ranking_loss(r.loss, cost.float(), runtime, mask, r.margin, weight)
             (loss / len(picks)).backward()

@@ -46,7 +46,7 @@ def score_rows(
         pass_nodes = min(segment_nodes, pass_nodes)
 
         def costs(part: np.ndarray) -> torch.Tensor:
-            return gst.chunk_costs(model, g, segs, part, device, precision)
+            return gst.fresh_costs(model, g, segs, part, device, precision)[0][0]
     else:
 
         def costs(part: np.ndarray) -> torch.Tensor:
