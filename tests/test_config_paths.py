@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tpurank import paths as paths_mod
-from tpurank.config import load_config
+from tpurank.config import DEFAULT_COLLECTIONS, Config, load_config
 from tpurank.dataset import COLLECTIONS, GraphFile, classify_path, discover
 from tpurank.errors import TpurankError
 
@@ -24,6 +24,24 @@ def test_defaults_and_file_and_overrides(tmp_path: Path) -> None:
     c = cfg.for_collection("layout:xla:default")
     assert c.gnn.cross_config_attention is True and c.gnn.hidden == 32 and c.collections == {}
     assert cfg.for_collection("layout:nlp:random").gnn.cross_config_attention is False
+
+
+def test_per_collection_defaults_merge_under_the_users_tables(tmp_path: Path) -> None:
+    """DEFAULT_COLLECTIONS (layer attention on the default collections) survives a user's own
+    [collections] table for the same collection, and the user's keys win."""
+    assert Config().for_collection("layout:xla:default").gnn.layer_attention is True
+    assert Config().for_collection("layout:nlp:default").gnn.layer_attention is True
+    assert Config().for_collection("layout:xla:random").gnn.layer_attention is False
+    f = tmp_path / "c.toml"
+    f.write_text('[collections."layout:xla:default".gnn]\nhidden = 8\n')
+    c = load_config(f).for_collection("layout:xla:default")
+    assert c.gnn.hidden == 8 and c.gnn.layer_attention is True
+    off = load_config(f, ['collections."layout:nlp:default".gnn.layer_attention=false'])
+    assert off.for_collection("layout:nlp:default").gnn.layer_attention is False
+    applied = off.for_collection("layout:nlp:default")
+    assert applied.collections == {}  # applied once: the defaults do not come back
+    assert applied.for_collection("layout:nlp:default").gnn.layer_attention is False
+    assert DEFAULT_COLLECTIONS["layout:nlp:default"]["gnn"]["layer_attention"] is True  # not mutated
 
 
 @pytest.mark.parametrize(

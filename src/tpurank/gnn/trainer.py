@@ -194,7 +194,8 @@ def fit(
     if segmented is not None and args.get("layer_attention"):
         raise TpurankError(
             "config: gnn.segment_nodes (GST) cannot be combined with gnn.layer_attention: a segment's "
-            "embedding would depend on the other configs of the step, not only its own"
+            "embedding would depend on the other configs of the step, not only its own (on by default for the "
+            f'default collections: --set collections."{collection}".gnn.layer_attention=false)'
         )
     precision = devices.pick_precision(rt.device, r.bf16)
     scaler = devices.grad_scaler(precision)
@@ -273,6 +274,8 @@ def fit(
             continue
         seconds = time.perf_counter() - t0
         score = evaluate(unwrap(model), valid, r, rt.device, precision) if rt.main else 0.0
+        if rt.device.type == "cpu":
+            release_free_memory()  # else the next step's tensors stack on validation's freed heap
         if math.isnan(score):  # no rankable valid graph: fall back to the training loss
             score = -float(np.mean(losses))
         if rt.world > 1:
