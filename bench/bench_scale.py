@@ -15,7 +15,7 @@ files (`../shared`), and the synthetic data's shape and compressibility next to 
     .venv/bin/python bench/bench_scale.py --collections tile:xla layout:xla:random   # the 60-minute target
 Options: --data DIR (default data/synthetic-full, generated when missing), --work DIR, --config F
 (default configs/cpu-budget.toml), --models (default lgbm gnn), --gnn-steps N (the measured GNN
-slice for the default-config projection).
+slice for the default-config projection), --out F (default bench/results_scale.json).
 """
 
 from __future__ import annotations
@@ -413,6 +413,7 @@ def main() -> int:
     p.add_argument("--config", type=Path, default=ROOT / "configs" / "cpu-budget.toml")
     p.add_argument("--models", nargs="+", default=["lgbm", "gnn"])
     p.add_argument("--jobs", type=int, default=2, help="synth workers when the data is generated")
+    p.add_argument("--out", type=Path, default=RESULTS, help="results file of the whole run")
     p.add_argument(
         "--gnn-steps", type=int, default=10, help="steps of the default-config GNN slice (0: skip)"
     )
@@ -522,8 +523,8 @@ def main() -> int:
     results["submission_valid"] = check == 0
 
     report(results, collections)
-    RESULTS.write_text(json.dumps(results, indent=2, default=float) + "\n")
-    print(f"\nsaved {RESULTS}")
+    a.out.write_text(json.dumps(results, indent=2, default=float) + "\n")
+    print(f"\nsaved {a.out}")
     return 0
 
 
