@@ -9,13 +9,19 @@ memory measure to see what it is worth:
         [--no-trim]                      # no malloc_trim after each CPU step (tpurank.memory)
         --set gnn.checkpoint_layers=false
 
+        [--no-eval-trim]                 # ... but only after validation (as before 09df6f3)
+
 WORK_DIR is a --work-dir whose features/prepared holds the collection (e.g. bench_scale's
-<work>/work). Results are printed, not saved: each variant is one run.
+<work>/work). Results are printed, not saved: each variant is one run. It also prints, per phase,
+the highest resident set at the START of a call (what the call stacks its own tensors on) and the
+highest peak of one call (Linux: VmHWM, reset before each call); --trace F writes one JSON line per
+call (phase, GB before, GB peak, seconds, the step's graph sizes).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import threading
 import time
@@ -41,6 +47,8 @@ def main() -> int:
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--no-trim", action="store_true", help="skip malloc_trim after each CPU step")
+    p.add_argument("--no-eval-trim", action="store_true", help="skip malloc_trim after validation only")
+    p.add_argument("--trace", type=Path, help="one JSON line per training step / validation")
     a = p.parse_args()
 
     phase, peaks = ["start"], {}
@@ -54,21 +62,44 @@ def main() -> int:
 
     threading.Thread(target=watch, daemon=True).start()
 
-    def tagged(name: str, fn):
+    calls: list[dict] = []  # per traced call: phase, GB before, GB peak of the call, seconds
+    sizes: dict = {}
+    trace = open(a.trace, "w") if a.trace else None  # noqa: SIM115 (open for the whole run)
+
+    def tagged(name: str, fn, traced: bool = False):
         def run(*args, **kwargs):
             phase[0] = name
+            before, t = proc.memory_info().rss / 1e9, time.perf_counter()
+            if traced:
+                Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM: this call's own peak
             try:
                 return fn(*args, **kwargs)
             finally:
                 phase[0] = "loop"
+                if traced:
+                    rec = {"phase": name, "before": round(before, 3), "peak": round(vm_hwm(), 3),
+                           "seconds": round(time.perf_counter() - t, 2), **(sizes if name == "train step" else {})}  # fmt: skip
+                    calls.append(rec)
+                    if trace:
+                        trace.write(json.dumps(rec) + "\n")
 
         return run
 
-    trainer.train_step = tagged("train step", trainer.train_step)
-    trainer.evaluate = tagged("validation", trainer.evaluate)
-    trainer.micro_batches = tagged("micro-batches", trainer.micro_batches)
+    def sized(graphs, rows, max_nodes):
+        sizes.update(
+            nodes=[len(g.opcode) for g in graphs], configurable=[len(g.config_nodes) for g in graphs]
+        )
+        return batches(graphs, rows, max_nodes)
+
+    batches = tagged("micro-batches", trainer.micro_batches)
+    trainer.micro_batches = sized
+    trainer.train_step = tagged("train step", trainer.train_step, traced=True)
+    trainer.evaluate = tagged("validation", trainer.evaluate, traced=True)
+    trim = trainer.release_free_memory
     if a.no_trim:
         trainer.release_free_memory = lambda: False
+    elif a.no_eval_trim:
+        trainer.release_free_memory = lambda: calls[-1]["phase"] != "validation" and trim()
     overrides = [f"gnn.max_steps={a.steps}", f"gnn.eval_every={max(1, a.steps // 2)}", *a.set]
     cfg = load_config(a.config, overrides).for_collection(a.collection)
     out = Path("/tmp") / f"bench-gnn-memory-{time.time_ns()}"
@@ -85,7 +116,21 @@ def main() -> int:
     for name, gb in peaks.items():
         print(f"  peak RSS during {name:<14} {gb:5.2f} GB")
     print(f"  peak RSS overall             {max(peaks.values()):5.2f} GB")
+    for name in ("train step", "validation"):
+        mine = [c for c in calls if c["phase"] == name]
+        if mine:
+            worst = max(mine, key=lambda c: c["before"])
+            print(f"  {name} ({len(mine)} calls): highest RSS at its start {worst['before']:.2f} GB, "
+                  f"highest peak of one call {max(c['peak'] for c in mine):.2f} GB")  # fmt: skip
     return 0
+
+
+def vm_hwm() -> float:
+    """The process's peak resident set since the last reset (GB; Linux /proc)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1e6
+    return float("nan")
 
 
 if __name__ == "__main__":
