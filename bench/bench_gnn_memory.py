@@ -82,6 +82,7 @@ def main() -> int:
                     calls.append(rec)
                     if trace:
                         trace.write(json.dumps(rec) + "\n")
+                        trace.flush()
 
         return run
 
