@@ -237,6 +237,27 @@ def test_layer_attention_lets_configs_see_each_other_and_gradients_flow() -> Non
         assert p.grad is not None and float(p.grad.abs().sum()) > 0, name
 
 
+def test_scoring_passes_bound_the_attention_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With attention at the configurable nodes, a scoring pass holds heads x K x C^2 scores: the
+    configs per pass shrink to keep them within PASS_ATTENTION_BUDGET (1.6 GB on a real-size graph
+    otherwise), and every config is still scored once."""
+    from tpurank.gnn import scoring
+
+    g = from_prepared(prepared_graph("layout", seed=1, n=30, k=5))
+    m = attention_model().eval()
+    plain = GnnRanker("layout", FEAT, hidden=16, layers=2, heads=2).eval()
+    k, heads = len(g.config_nodes), 2
+    monkeypatch.setattr(scoring, "PASS_ATTENTION_BUDGET", heads * k * 3 * 3)  # 3 configs per pass
+    assert scoring.pass_configs(m, g, 256, len(g.opcode)) == 3
+    assert scoring.pass_configs(plain, g, 256, len(g.opcode)) == 256  # no attention: only the node bound
+    sizes: list[int] = []
+    forward = m.forward
+    monkeypatch.setattr(m, "forward", lambda batch: sizes.append(batch.configs.shape[0]) or forward(batch))
+    rows = np.arange(min(8, g.num_unique))
+    cost = scoring.score_rows(m, g, rows, 256, torch.device("cpu"))
+    assert max(sizes) <= 3 and sum(sizes) == len(rows) and np.isfinite(cost).all()
+
+
 def test_layer_attention_is_a_layout_option() -> None:
     assert GnnRanker("tile", FEAT, hidden=16, layers=2, heads=2, layer_attention=True).layer_attention is None
     args = gnn_model.model_args(small_cfg(layer_attention=True), "layout", FEAT)

@@ -16,6 +16,20 @@ from tpurank.gnn.segments import split_graph
 from tpurank.metrics import kendall_tau, order_from_costs, tile_score
 
 PASS_NODE_BUDGET = 500_000  # configs x nodes per scoring pass: (C, N, 64) float32 states stay ~128 MB
+# heads x configurable nodes x C^2 attention scores per pass (`gnn.layer_attention`): ~64 MB float32.
+# Torch's CPU attention materialises them: 256 configs at a 712-configurable-node nlp graph took 1.6 GB
+PASS_ATTENTION_BUDGET = 16_000_000
+
+
+def pass_configs(model: nn.Module, g: GraphData, chunk: int, pass_nodes: int) -> int:
+    """Configs per scoring pass: `chunk`, lowered so the (C, N, H) states and, with attention across
+    configs at every configurable node, the (heads x K, C, C) attention scores stay bounded."""
+    c = min(chunk, PASS_NODE_BUDGET // pass_nodes)
+    attention = getattr(model, "layer_attention", None)
+    if attention is not None and g.kind == "layout" and len(g.config_nodes):
+        heads = attention[0].attn.num_heads
+        c = min(c, math.isqrt(PASS_ATTENTION_BUDGET // (heads * len(g.config_nodes))))
+    return max(1, c)
 
 
 @torch.no_grad()
@@ -34,7 +48,7 @@ def score_rows(
         model: a ranker in eval mode.
         g: the graph.
         rows: indices into its unique configs.
-        chunk: configs per pass (bounds memory; lowered further on big graphs by PASS_NODE_BUDGET).
+        chunk: configs per pass (bounds memory; lowered further on big graphs: `pass_configs`).
         device: where the model is.
         precision: bf16, fp16 or fp32 (device.py), as the model was trained.
         segment_nodes: the model was trained with Graph Segment Training on segments of at most this
@@ -54,7 +68,7 @@ def score_rows(
                 return model(make_batch([g], [part]).to(device))[0, : len(part)]
 
     out = np.empty(len(rows), dtype=np.float64)
-    chunk = max(1, min(chunk, PASS_NODE_BUDGET // pass_nodes))
+    chunk = pass_configs(model, g, chunk, pass_nodes)
     for start in range(0, len(rows), chunk):
         part = rows[start : start + chunk]
         out[start : start + len(part)] = costs(part).float().cpu().numpy()
