@@ -428,6 +428,11 @@ def main() -> int:
         help="only: prepare into a fresh folder between two decompression passes (its time ratio, less noise)",
     )
     p.add_argument(
+        "--gnn-slice-only",
+        action="store_true",
+        help="only: the default-config GNN slice per collection (--gnn-steps), into --out",
+    )
+    p.add_argument(
         "--demo-cap",
         action="store_true",
         help="only: LightGBM on demo valid with the default feature cap vs none",
@@ -439,6 +444,14 @@ def main() -> int:
         return prepare_only(a, collections)
     if a.features_lgbm_default:
         return features_lgbm_default(a, collections)
+    if a.gnn_slice_only:  # needs a prepared cache in <work>/work (a whole run's)
+        sliced = gnn_slice(a, collections, a.gnn_steps)
+        for c, g in sliced.items():
+            ok = g["peak_rss"] <= MAX_GNN_RSS
+            print(f"[{'PASS' if ok else 'FAIL'}] GNN training, default config, {c} <= 4 GB peak RSS: "
+                  f"{g['peak_rss'] / GB:.2f} GB")  # fmt: skip
+        a.out.write_text(json.dumps({"collections": collections, "gnn_slice": sliced}, indent=2) + "\n")
+        return 0
     if a.demo_cap:
         caps = [Config().features.max_configs_per_graph, load_config(a.config).features.max_configs_per_graph]
         scores = demo_cap_check(a.work, sorted(set(caps), reverse=True))
