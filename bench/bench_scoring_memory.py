@@ -1,0 +1,74 @@
+"""Peak memory of scoring each valid graph of one collection with a fresh GNN (issue 12).
+
+Scores `--configs` configs of every valid graph (`scoring.score_rows`, as validation does) with an
+untrained model of the given config, and prints per graph: nodes, configurable nodes, configs
+scored, the peak resident set of that scoring (Linux VmHWM, reset before each graph) and seconds.
+Shows what `scoring.pass_configs` bounds: the (C, N, H) states and, with `gnn.layer_attention`,
+the heads x K x C^2 attention scores of one pass.
+
+    .venv/bin/python bench/bench_scoring_memory.py --data DIR --work WORK_DIR \\
+        [--collection layout:nlp:default] [--config configs/cpu-budget.toml] [--configs 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from tpurank.config import load_config  # noqa: E402
+from tpurank.gnn import model as gnn_model  # noqa: E402
+from tpurank.gnn.data import eval_configs, load_split  # noqa: E402
+from tpurank.gnn.scoring import score_rows  # noqa: E402
+from tpurank.memory import release_free_memory  # noqa: E402
+from tpurank.paths import Paths  # noqa: E402
+
+
+def status_gb(key: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1e6
+    return float("nan")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--work", type=Path, required=True, help="the --work-dir holding features/prepared")
+    p.add_argument("--collection", default="layout:nlp:default")
+    p.add_argument("--config", type=Path, help="TOML config (default: the defaults)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    p.add_argument("--configs", type=int, default=500, help="configs scored per graph (eval_max_configs)")
+    a = p.parse_args()
+    cfg = load_config(a.config, a.set).for_collection(a.collection)
+    paths = Paths(a.data, Path("/tmp") / "bench-scoring-memory", a.work)
+    valid = load_split(paths, a.collection, "valid", False)
+    args = gnn_model.SPEC.model_args(cfg, valid[0].kind, int(valid[0].node_feat.shape[1]))
+    torch.manual_seed(cfg.seed)
+    model = gnn_model.SPEC.build(args).eval()
+    print(
+        f"{a.collection}: {len(valid)} valid graphs, {a.configs} configs each, {' '.join(a.set) or 'config as given'}"
+    )
+    peaks = []
+    for g in valid:
+        rows = np.unique(g.inverse[eval_configs(g, a.configs)])
+        release_free_memory()
+        Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM: this graph's own peak
+        t = time.perf_counter()
+        score_rows(model, g, rows, cfg.gnn.predict_chunk, torch.device("cpu"))
+        peaks.append(status_gb("VmHWM"))
+        print(f"  {g.id[-12:]}: {len(g.opcode):>6} nodes, {len(g.config_nodes):>5} configurable, "
+              f"{len(rows):>4} configs: peak {peaks[-1]:.2f} GB, {time.perf_counter() - t:.1f} s", flush=True)  # fmt: skip
+    print(f"highest peak of one graph: {max(peaks):.2f} GB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
