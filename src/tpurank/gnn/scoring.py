@@ -17,7 +17,7 @@ from tpurank.metrics import kendall_tau, order_from_costs, tile_score
 
 PASS_NODE_BUDGET = 500_000  # configs x nodes per scoring pass: (C, N, 64) float32 states stay ~128 MB
 # heads x configurable nodes x C^2 attention scores per pass (`gnn.layer_attention`): ~64 MB float32.
-# Torch's CPU attention materialises them: 256 configs at a 712-configurable-node nlp graph took 1.6 GB
+# torch's CPU attention materialises them: 254 configs of a 712-configurable-node nlp graph peaked at 2.5 GB
 PASS_ATTENTION_BUDGET = 16_000_000
 
 
