@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from tpurank.config import load_config  # noqa: E402
 from tpurank.gnn import model as gnn_model  # noqa: E402
 from tpurank.gnn import trainer  # noqa: E402
+from tpurank.memory import peak_rss_gb, reset_peak_rss  # noqa: E402
 from tpurank.paths import Paths  # noqa: E402
 
 
@@ -71,13 +72,13 @@ def main() -> int:
             phase[0] = name
             before, t = proc.memory_info().rss / 1e9, time.perf_counter()
             if traced:
-                Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM: this call's own peak
+                reset_peak_rss()  # this call's own peak
             try:
                 return fn(*args, **kwargs)
             finally:
                 phase[0] = "loop"
                 if traced:
-                    rec = {"phase": name, "before": round(before, 3), "peak": round(vm_hwm(), 3),
+                    rec = {"phase": name, "before": round(before, 3), "peak": round(peak_rss_gb(), 3),
                            "seconds": round(time.perf_counter() - t, 2), **(sizes if name == "train step" else {})}  # fmt: skip
                     calls.append(rec)
                     if trace:
@@ -124,14 +125,6 @@ def main() -> int:
             print(f"  {name} ({len(mine)} calls): highest RSS at its start {worst['before']:.2f} GB, "
                   f"highest peak of one call {max(c['peak'] for c in mine):.2f} GB")  # fmt: skip
     return 0
-
-
-def vm_hwm() -> float:
-    """The process's peak resident set since the last reset (GB; Linux /proc)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1e6
-    return float("nan")
 
 
 if __name__ == "__main__":

@@ -27,15 +27,8 @@ from tpurank.config import load_config  # noqa: E402
 from tpurank.gnn import model as gnn_model  # noqa: E402
 from tpurank.gnn.data import eval_configs, load_split  # noqa: E402
 from tpurank.gnn.scoring import score_rows  # noqa: E402
-from tpurank.memory import release_free_memory  # noqa: E402
+from tpurank.memory import peak_rss_gb, release_free_memory, reset_peak_rss  # noqa: E402
 from tpurank.paths import Paths  # noqa: E402
-
-
-def status_gb(key: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) / 1e6
-    return float("nan")
 
 
 def main() -> int:
@@ -60,10 +53,10 @@ def main() -> int:
     for g in valid:
         rows = np.unique(g.inverse[eval_configs(g, a.configs)])
         release_free_memory()
-        Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM: this graph's own peak
+        reset_peak_rss()  # this graph's own peak
         t = time.perf_counter()
         score_rows(model, g, rows, cfg.gnn.predict_chunk, torch.device("cpu"))
-        peaks.append(status_gb("VmHWM"))
+        peaks.append(peak_rss_gb())
         print(f"  {g.id[-12:]}: {len(g.opcode):>6} nodes, {len(g.config_nodes):>5} configurable, "
               f"{len(rows):>4} configs: peak {peaks[-1]:.2f} GB, {time.perf_counter() - t:.1f} s", flush=True)  # fmt: skip
     print(f"highest peak of one graph: {max(peaks):.2f} GB")

@@ -52,3 +52,19 @@ def test_cpu_training_frees_the_heap_after_every_step_and_validation(
     for i, e in enumerate(events[:-1]):
         if e in ("step", "validation"):
             assert events[i + 1] == "free", events  # every step and validation is followed by a trim
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM is Linux /proc")
+def test_peak_rss_is_measured_from_its_reset() -> None:
+    import numpy as np
+
+    from tpurank.memory import peak_rss_gb, reset_peak_rss
+
+    reset_peak_rss()
+    base = peak_rss_gb()
+    block = np.ones(200_000_000 // 8)  # 200 MB, touched
+    assert peak_rss_gb() >= base + 0.15
+    del block
+    release_free_memory()
+    reset_peak_rss()
+    assert peak_rss_gb() < base + 0.15  # the reset forgot the block's peak

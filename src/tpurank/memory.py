@@ -14,6 +14,7 @@ import ctypes
 import ctypes.util
 import functools
 import sys
+from pathlib import Path
 
 
 @functools.cache
@@ -35,3 +36,17 @@ def release_free_memory() -> bool:
         return False
     libc.malloc_trim(0)
     return True
+
+
+def reset_peak_rss() -> None:
+    """Start the process's peak resident set (VmHWM) afresh (Linux), so `peak_rss_gb` measures
+    from here: the benches read each training step's or graph's own peak this way."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def peak_rss_gb() -> float:
+    """The process's peak resident set since start or the last `reset_peak_rss` (GB; Linux)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1e6
+    return float("nan")
