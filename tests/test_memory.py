@@ -7,6 +7,7 @@ runs where it can, and where the trainer makes it.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -68,3 +69,92 @@ def test_peak_rss_is_measured_from_its_reset() -> None:
     release_free_memory()
     reset_peak_rss()
     assert peak_rss_gb() < base + 0.15  # the reset forgot the block's peak
+
+
+# A freed 16 MB block raises glibc's dynamic mmap threshold; the 8 MB block after it then comes
+# from the heap, and a small block allocated above it keeps its pages there once it is freed.
+_HEAP_HOLE = """
+import ctypes, sys
+from pathlib import Path
+from tpurank.memory import fix_mmap_threshold
+if sys.argv[1] == "fixed":
+    assert fix_mmap_threshold()
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+def rss_mb():
+    return int(Path("/proc/self/statm").read_text().split()[1]) * 4096 / 2**20
+def block(mb):
+    p = libc.malloc(mb << 20)
+    ctypes.memset(p, 1, mb << 20)  # touched: resident
+    return p
+libc.free(block(16))
+hole = block(8)
+keep = libc.malloc(64)
+before = rss_mb()
+libc.free(hole)
+print(before - rss_mb())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+@pytest.mark.parametrize("threshold", ["dynamic", "fixed"])
+def test_fixed_mmap_threshold_gives_a_freed_tensor_back(threshold: str) -> None:
+    """With the threshold fixed, the freed 8 MB block leaves resident memory at once; with glibc's
+    dynamic one it stays (what made CPU training's peak grow: README "Scale")."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    out = subprocess.run(
+        [sys.executable, "-c", _HEAP_HOLE, threshold], capture_output=True, text=True, env=env, check=True
+    )
+    returned_mb = float(out.stdout)
+    assert returned_mb >= 7.5 if threshold == "fixed" else returned_mb < 0.5
+
+
+def test_cpu_runtime_bounds_the_heap(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tpurank.gnn import device
+
+    calls: list[int] = []
+    monkeypatch.setattr(device, "bound_cpu_heap", lambda: calls.append(1) or True)
+    monkeypatch.setattr(device, "pick_device", lambda local: __import__("torch").device("cpu"))
+    assert device.setup_runtime().device.type == "cpu" and calls == [1]
+
+
+@pytest.mark.parametrize(
+    ("env", "huge_pages", "fixed"),
+    [
+        ({"THP_MEM_ALLOC_ENABLE": "1"}, True, True),
+        ({"THP_MEM_ALLOC_ENABLE": "1"}, False, False),  # 4 KB page faults: 1.6x slower steps
+        ({}, True, False),  # torch was not asked for huge pages
+        ({"THP_MEM_ALLOC_ENABLE": "1", "MALLOC_MMAP_THRESHOLD_": "65536"}, True, False),  # the user's own
+    ],
+)
+def test_the_threshold_is_fixed_only_with_huge_pages(
+    env: dict[str, str], huge_pages: bool, fixed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tpurank import memory
+
+    for key in ("THP_MEM_ALLOC_ENABLE", "MALLOC_MMAP_THRESHOLD_"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(memory, "huge_pages_available", lambda: huge_pages)
+    calls: list[int] = []
+    monkeypatch.setattr(memory, "fix_mmap_threshold", lambda: calls.append(1) or True)
+    assert memory.bound_cpu_heap() is fixed and len(calls) == fixed
+
+
+@pytest.mark.parametrize(
+    "setting", ["always [madvise] never", "[always] madvise never", "always madvise [never]"]
+)
+def test_torch_is_asked_for_huge_pages_where_the_kernel_gives_them(
+    setting: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tpurank import memory
+
+    monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
+    (tmp_path / "enabled").write_text(setting + "\n")
+    monkeypatch.setattr(memory, "THP_SETTING", tmp_path / "enabled")
+    memory.ask_torch_for_huge_pages()
+    assert (os.environ.get("THP_MEM_ALLOC_ENABLE") == "1") is ("[never]" not in setting)

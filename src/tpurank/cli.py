@@ -17,6 +17,7 @@ import sys
 from tpurank.config import load_config
 from tpurank.errors import TpurankError
 from tpurank.lock import output_locks
+from tpurank.memory import ask_torch_for_huge_pages
 from tpurank.paths import Paths
 
 # stage -> (module, one-line help). Order is the pipeline's order.
@@ -116,6 +117,7 @@ def _stage_module(module: str):
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    ask_torch_for_huge_pages()  # before any stage imports torch (tpurank.memory)
     parser = build_parser()
     # First pass: find the stage; then let its module add its own arguments and parse again.
     head = [a for a in argv if a not in ("-h", "--help")]

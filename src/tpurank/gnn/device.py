@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from tpurank.memory import bound_cpu_heap
+
 PRECISIONS = ("bf16", "fp16", "fp32")
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -120,13 +122,15 @@ class Runtime:
 
 
 def setup_runtime() -> Runtime:
-    """A CUDA device the installed torch supports (one per local rank), else the CPU; joins the
-    process group under torchrun."""
+    """A CUDA device the installed torch supports (one per local rank), else the CPU (with glibc's
+    mmap threshold fixed where huge pages are at hand); joins the process group under torchrun."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local = int(os.environ.get("LOCAL_RANK", "0"))
     device = pick_device(local)
     if device.type == "cuda":
         torch.cuda.set_device(local)
+    else:
+        bound_cpu_heap()  # big CPU tensors give their pages back when freed (tpurank.memory)
     if world > 1 and not dist.is_initialized():
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
     rank = dist.get_rank() if world > 1 else 0
