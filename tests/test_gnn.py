@@ -410,13 +410,17 @@ def test_validation_uses_the_official_subset(tiny_paths: Paths) -> None:
     np.testing.assert_array_equal(eval_configs(g, 1000), [3, 1, 2])
 
 
-def test_checkpointed_layers_give_the_same_loss_and_gradients() -> None:
+@pytest.mark.parametrize("layer_attention", [False, True])
+def test_checkpointed_layers_give_the_same_loss_and_gradients(layer_attention: bool) -> None:
     g = from_prepared(prepared_graph("layout", seed=2, n=30))
     batch = make_batch([g], [np.arange(10)])
     grads, losses = [], []
     for ck in (False, True):
         torch.manual_seed(0)
-        m = GnnRanker("layout", FEAT, hidden=16, layers=3, checkpoint_layers=ck).train()
+        m = GnnRanker(
+            "layout", FEAT, hidden=16, layers=3, checkpoint_layers=ck, layer_attention=layer_attention
+        )
+        m.train()
         loss = ranking_loss("listmle", m(batch), batch.runtime, batch.mask, 0.1, batch.weight)
         loss.backward()
         losses.append(loss.item())

@@ -57,8 +57,9 @@ class GnnRanker(nn.Module):
         dropout: dropout inside layers and the head.
         cross_config_attention: attend across the configs of one graph before scoring.
         heads: attention heads.
-        checkpoint_layers: recompute each message-passing layer's activations in the backward pass
-            instead of keeping them (layout: (configs, nodes, hidden) per layer), at ~1/3 more compute.
+        checkpoint_layers: recompute each message-passing layer's activations (and its attention
+            across configs) in the backward pass instead of keeping them (layout: (configs, nodes,
+            hidden) per layer; heads x configurable nodes x configs^2 attention scores), at ~1/3 more compute.
         standardize: centre and scale node features with train statistics (buffers set by
             `standardize.fit_train_stats`, saved with the weights).
         layer_attention: layout: attention across the configs at every configurable node after
@@ -119,13 +120,18 @@ class GnnRanker(nn.Module):
         e = self.config_in(batch.configs).to(h.dtype)  # (C, K, H)
         x = h.unsqueeze(0).expand(c, -1, -1).index_add(1, batch.config_nodes, e)  # (C, N, H), no graph copy
         recompute = self.checkpoint_layers and self.training and torch.is_grad_enabled()
-        for i, layer in enumerate(self.layers):
+        for i in range(len(self.layers)):
             if recompute:  # same numbers, a fraction of the memory (see the constructor)
-                x = checkpoint(layer, x, batch.edge_index, use_reentrant=False)
+                x = checkpoint(self._layer, i, x, batch, use_reentrant=False)
             else:
-                x = layer(x, batch.edge_index)
-            if self.layer_attention is not None:
-                x = self._attend_at_config_nodes(self.layer_attention[i], x, batch)
+                x = self._layer(i, x, batch)
+        return x
+
+    def _layer(self, i: int, x: torch.Tensor, batch: Batch) -> torch.Tensor:
+        """Message-passing layer `i` and its attention across configs (checkpointed as one)."""
+        x = self.layers[i](x, batch.edge_index)
+        if self.layer_attention is not None:
+            x = self._attend_at_config_nodes(self.layer_attention[i], x, batch)
         return x
 
     def forward(self, batch: Batch) -> torch.Tensor:
