@@ -181,6 +181,7 @@ def fmt(s: dict[str, float] | None) -> str:
 
 
 def layout_bench(a: argparse.Namespace, sets: list[str], cfg) -> dict:
+    cfg = cfg.for_collection(rd.LAYOUT)  # its per-collection defaults (ensemble.normalize)
     log = a.work / "layout.log"
     root = rd.layout_root(a.work / "layout" / "data", extra_train=a.extra_train)
     files = rd.scored_graphs(root, rd.LAYOUT)
@@ -205,6 +206,7 @@ def layout_bench(a: argparse.Namespace, sets: list[str], cfg) -> dict:
 
 
 def tile_bench(a: argparse.Namespace, sets: list[str], cfg) -> dict:
+    cfg = cfg.for_collection(rd.TILE)  # its per-collection defaults (ensemble.normalize)
     log = a.work / "tile.log"
     kernels = tile_kernels(a.work, log)
     folds = rd.kernel_folds(len(kernels), a.tile_folds, seed=0)
@@ -350,7 +352,8 @@ def main() -> int:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
     res: dict = {"commit": commit.stdout.strip(), "command": " ".join(["bench/bench_real.py", *sys.argv[1:]]), "seeds": a.seeds,
                  "budget": budget, "sets": sets, "tile_folds": a.tile_folds, "models": a.models,
-                 "ensemble": {"members": cfg.ensemble.models, "normalize": cfg.ensemble.normalize,
+                 "ensemble": {"members": cfg.ensemble.models,
+                              "normalize": {c: cfg.for_collection(c).ensemble.normalize for c in (rd.LAYOUT, rd.TILE)},
                               "weights": "equal (not fitted)"}}  # fmt: skip
     if a.only != "tile":
         print(f"layout: train {rd.LAYOUT_TRAIN}, rank {rd.LAYOUT_SCORED} (seeds {a.seeds})", flush=True)

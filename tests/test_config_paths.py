@@ -45,6 +45,17 @@ def test_per_collection_defaults_merge_under_the_users_tables(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(
+    ("collection", "how"),
+    [("tile:xla", "zscore"), ("layout:xla:default", "rank"), ("layout:nlp:random", "rank")],
+)
+def test_tile_ensembles_z_scores_and_layout_ranks(collection: str, how: str) -> None:
+    """The tile score looks at 5 top configs, where z-scores keep a member's confident picks."""
+    assert Config().for_collection(collection).ensemble.normalize == how
+    rank = load_config(None, [f'collections."{collection}".ensemble.normalize=rank'])
+    assert rank.for_collection(collection).ensemble.normalize == "rank"  # the user's table wins
+
+
+@pytest.mark.parametrize(
     "overrides, message",
     [
         (["gnn.hiden=3"], "unknown key gnn.hiden"),

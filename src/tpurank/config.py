@@ -183,6 +183,9 @@ DEFAULT_COLLECTIONS: dict[str, dict[str, Any]] = {
     # xla:default and on the real unet_3d graph (README "The recipe of the top solutions, measured")
     "layout:xla:default": {"gnn": {"layer_attention": True}},
     "layout:nlp:default": {"gnn": {"layer_attention": True}},
+    # tile scores a graph by its 5 top-ranked configs: z-scores keep how far ahead a member puts its
+    # favourites, ranks flatten it (README "The ensemble": better on the real kernels and on demo)
+    "tile:xla": {"ensemble": {"normalize": "zscore"}},
 }
 
 
