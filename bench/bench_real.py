@@ -289,6 +289,8 @@ def merge(layout: Path, tile: Path, out: Path | None) -> int:
     if differ:
         raise SystemExit(f"bench_real --merge: the two runs differ in {', '.join(differ)}")
     res = {**a, "tile": b["tile"], "tile_folds": b["tile_folds"], "seconds": a["seconds"] + b["seconds"]}
+    if a.get("ensemble") != b.get("ensemble"):  # e.g. runs of commits with other per-collection defaults
+        res["ensemble"] = {"layout": a.get("ensemble"), "tile": b.get("ensemble")}
     res["command"] = (
         f"{a['command']} ; {b['command']} ; bench/bench_real.py --merge {layout.name} {tile.name}"
     )
