@@ -159,6 +159,16 @@ def _cache_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.tpg"))
 
 
+def _meta_diff(a: bytes, b: bytes) -> dict:
+    """The meta.json entries in which two cache files differ (says why a byte comparison failed)."""
+    import io
+    import json
+    import zipfile
+
+    ma, mb = (json.loads(zipfile.ZipFile(io.BytesIO(x)).read("meta.json")) for x in (a, b))
+    return {k: (ma.get(k), mb.get(k)) for k in ma.keys() | mb.keys() if ma.get(k) != mb.get(k)}
+
+
 def _common(data: Path, out: Path) -> list[str]:
     return ["--data-dir", str(data), "--out-dir", str(out)]
 
@@ -188,7 +198,8 @@ def test_prepare_on_a_full_disk_fails_in_one_line_and_resumes_identically(
     assert _tree(disk / "prepared").keys() == _tree(clean / "features/prepared").keys()
     for rel, data in _tree(clean / "features/prepared").items():
         if rel.endswith(".tpg"):
-            assert _tree(disk / "prepared")[rel] == data, rel
+            resumed = _tree(disk / "prepared")[rel]
+            assert resumed == data, (rel, _meta_diff(resumed, data))
     pd.testing.assert_frame_equal(
         pd.read_parquet(disk / "prepared/index.parquet"),
         pd.read_parquet(clean / "features/prepared/index.parquet"),
