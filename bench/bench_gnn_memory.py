@@ -11,7 +11,8 @@ memory measure to see what it is worth:
 
         [--no-eval-trim]                 # ... but only after validation (as before 09df6f3)
         [--old-heap]                     # glibc's dynamic mmap threshold, no huge pages (before bound_cpu_heap)
-        [--mmap-threshold-mb 1]          # another fixed threshold (0: glibc's dynamic one, with huge pages)
+        [--mmap-threshold-mb 1]          # another fixed threshold (0: glibc's dynamic one)
+        [--no-huge-pages]                # torch not asked for huge pages (the threshold still fixed)
 
 WORK_DIR is a --work-dir whose features/prepared holds the collection (e.g. bench_scale's
 <work>/work). Results are printed, not saved: each variant is one run. It also prints, per phase,
@@ -36,7 +37,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from tpurank import memory  # noqa: E402
 
-if "--old-heap" not in sys.argv:
+if not {"--old-heap", "--no-huge-pages"} & set(sys.argv):
     memory.ask_torch_for_huge_pages()  # before torch's first allocation, as the CLI does
 
 from tpurank.config import load_config  # noqa: E402
@@ -58,6 +59,7 @@ def main() -> int:
     p.add_argument("--no-trim", action="store_true", help="skip malloc_trim after each CPU step")
     p.add_argument("--no-eval-trim", action="store_true", help="skip malloc_trim after validation only")
     p.add_argument("--old-heap", action="store_true", help="glibc's dynamic mmap threshold, no huge pages")
+    p.add_argument("--no-huge-pages", action="store_true", help="torch not asked for huge pages")
     p.add_argument("--mmap-threshold-mb", type=float, default=memory.MMAP_THRESHOLD / 2**20,
                    help="glibc's mmap threshold fixed at this size (default: tpurank's); 0 = glibc's dynamic one")  # fmt: skip
     p.add_argument("--trace", type=Path, help="one JSON line per training step / validation")
@@ -114,7 +116,8 @@ def main() -> int:
     elif a.no_eval_trim:
         trainer.release_free_memory = lambda: calls[-1]["phase"] != "validation" and trim()
     threshold = 0 if a.old_heap else round(a.mmap_threshold_mb * 2**20)
-    if threshold != memory.MMAP_THRESHOLD:
+    # set here, not through bound_cpu_heap: that one skips the threshold without huge pages
+    if threshold != memory.MMAP_THRESHOLD or a.no_huge_pages:
         devices.bound_cpu_heap = lambda: threshold > 0 and memory.fix_mmap_threshold(threshold)
     overrides = [f"gnn.max_steps={a.steps}", f"gnn.eval_every={max(1, a.steps // 2)}", *a.set]
     cfg = load_config(a.config, overrides).for_collection(a.collection)
@@ -128,7 +131,7 @@ def main() -> int:
     seconds = time.perf_counter() - t
     time.sleep(0.2)
     print(f"{a.collection}, {a.steps} steps, {' '.join(a.set) or 'config as given'}"
-          f"{', no trim' if a.no_trim else ''}{f', mmap threshold {threshold / 2**20:g} MB' if threshold else ', dynamic mmap threshold'}{', no huge pages' if a.old_heap else ''}: {seconds:.1f} s")  # fmt: skip
+          f"{', no trim' if a.no_trim else ''}{f', mmap threshold {threshold / 2**20:g} MB' if threshold else ', dynamic mmap threshold'}{', no huge pages' if a.old_heap or a.no_huge_pages else ''}: {seconds:.1f} s")  # fmt: skip
     for name, gb in peaks.items():
         print(f"  peak RSS during {name:<14} {gb:5.2f} GB")
     print(f"  peak RSS overall             {max(peaks.values()):5.2f} GB")
