@@ -1,4 +1,4 @@
-"""Benchmark of the GNN rankers (issue 6): throughput, memory, and GNN vs the official baseline.
+"""Benchmark of the GNN rankers: throughput, memory, and GNN vs the official baseline.
 
 In one run, each measurement in a fresh subprocess (so peak RSS is that of the work alone, imports
 and data included):
@@ -7,7 +7,7 @@ and data included):
   2. peak memory of training steps on the largest `full`-scale nlp graph (synthetic: 25,000 nodes,
      2,500 configurable nodes, 10,000 configs; target <= 8 GB);
   3. validation score of `gnn` vs the official `baseline` on demo, both trained as `./run.sh all`
-     trains them on demo (its SMALL_SYNTHETIC_BUDGET: the same step budget for both, early stopping
+     trains them on demo (configs/demo.toml: the same step budget for both, early stopping
      on valid), per collection (target: gnn wins every layout collection);
   4. with `--ablate CHANGE ...`: the gnn's valid score under that demo budget, then with each
      change alone (what each design choice is worth on demo).
@@ -43,13 +43,15 @@ PYTHON = sys.executable
 _STEPS = """
 import json, resource, sys, time
 import numpy as np, torch
-from tpurank.config import Config
-from tpurank.dataset import kind_of
+from tpurank.core.config import Config
+from tpurank.core.collections import kind_of
 from tpurank.gnn import model as gnn, official
 from tpurank.gnn.data import sample_rows
 from tpurank.gnn import device as devices
-from tpurank.gnn.trainer import load_split, make_optimizer, micro_batches, setup_runtime, train_step
-from tpurank.paths import Paths
+from tpurank.gnn.data import load_split  # noqa: E402
+from tpurank.gnn.device import setup_runtime  # noqa: E402
+from tpurank.gnn.step import make_optimizer, micro_batches, train_step  # noqa: E402
+from tpurank.core.paths import Paths
 
 from pathlib import Path
 out, collection, name, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -118,8 +120,8 @@ def child(args: list[str], threads: int, timeout: int = 1800) -> dict:
 
 def ensure_demo_prepared() -> Path:
     """data/synthetic-demo (generated once) prepared into data/bench/gnn (train and valid)."""
-    from tpurank.config import Config
-    from tpurank.paths import Paths
+    from tpurank.core.config import Config
+    from tpurank.core.paths import Paths
     from tpurank.prepare.stage import prepare_dataset
     from tpurank.synth import generate
 
@@ -133,8 +135,8 @@ def ensure_demo_prepared() -> Path:
 
 def ensure_big_prepared() -> Path:
     """The big nlp graph generated once into data/bench/gnn-big and prepared beside it."""
-    from tpurank.config import Config
-    from tpurank.paths import Paths
+    from tpurank.core.config import Config
+    from tpurank.core.paths import Paths
     from tpurank.prepare.stage import prepare_dataset
     from tpurank.synth import write_big_layout_graph
 
@@ -149,11 +151,12 @@ def ensure_big_prepared() -> Path:
 
 
 def demo_config(extra: list[str]):
-    """The config `./run.sh all` trains with on demo (its SMALL_SYNTHETIC_BUDGET), plus `extra`."""
-    from tpurank.config import load_config
-    from tpurank.pipeline import SMALL_SYNTHETIC_BUDGET
+    """The config `./run.sh all` trains with on demo (configs/demo.toml), plus `extra`."""
+    from tpurank.core.config import load_config
+    from tpurank.core.paths import preset_file
+    from tpurank.pipeline import DEMO_PRESET
 
-    return load_config(None, [*SMALL_SYNTHETIC_BUDGET, *extra])
+    return load_config(None, extra, preset=preset_file(DEMO_PRESET))
 
 
 def train_and_score(spec, out: Path, cfg, collection: str) -> tuple[float, float]:
@@ -163,9 +166,11 @@ def train_and_score(spec, out: Path, cfg, collection: str) -> tuple[float, float
     this script reports the time it took then."""
     import numpy as np
 
-    from tpurank.gnn.trainer import load_split, predict_collection, train_collection
-    from tpurank.metrics import graph_metrics, order_from_costs
-    from tpurank.paths import Paths
+    from tpurank.core.metrics import graph_metrics, order_from_costs
+    from tpurank.core.paths import Paths
+    from tpurank.gnn.data import load_split
+    from tpurank.gnn.predict import predict_collection
+    from tpurank.gnn.trainer import train_collection
 
     paths = Paths(data=DEMO_ROOT, out=out)
     valid = load_split(paths, collection, "valid", progress=False)
@@ -184,7 +189,7 @@ def compare(max_steps: int) -> dict[str, dict[str, float]]:
     Args:
         max_steps: training steps of both (0: the pipeline's demo budget).
     """
-    from tpurank.dataset import COLLECTIONS
+    from tpurank.core.collections import COLLECTIONS
     from tpurank.gnn import model as gnn
     from tpurank.gnn import official
 
@@ -214,7 +219,7 @@ def ablate(changes: list[str]) -> dict[str, dict[str, float]]:
     Args:
         changes: `section.key=value` overrides, one variant each (e.g. gnn.aggr=mean).
     """
-    from tpurank.dataset import COLLECTIONS
+    from tpurank.core.collections import COLLECTIONS
     from tpurank.gnn import model as gnn
 
     out: dict[str, dict[str, float]] = {}
@@ -251,7 +256,7 @@ def main() -> int:
 
     import torch
 
-    from tpurank.dataset import COLLECTIONS
+    from tpurank.core.collections import COLLECTIONS
 
     torch.set_num_threads(a.threads)
     slug, device = device_name(a.threads)

@@ -1,4 +1,4 @@
-"""Where GNN training's resident memory goes on the CPU (issue 12: the 4 GB target).
+"""Where GNN training's resident memory goes on the CPU (the 4 GB target of docs/scale.md).
 
 Trains one collection from an existing prepared cache for a few steps, in this process, while a
 thread samples the resident set every 50 ms, and prints the peak per phase (loading, building
@@ -6,7 +6,7 @@ micro-batches, the training step, validation) and the wall time. Run it with and
 memory measure to see what it is worth:
 
     .venv/bin/python bench/bench_gnn_memory.py --data DIR --work WORK_DIR [--steps 30] [--set gnn.KEY=VALUE ...]
-        [--no-trim]                      # no malloc_trim after each CPU step (tpurank.memory)
+        [--no-trim]                      # no malloc_trim after each CPU step (tpurank.core.memory)
         --set gnn.checkpoint_layers=false
 
         [--no-eval-trim]                 # ... but only after validation (as before 09df6f3)
@@ -35,17 +35,17 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from tpurank import memory  # noqa: E402
+from tpurank.core import memory  # noqa: E402
 
 if not {"--old-heap", "--no-huge-pages"} & set(sys.argv):
     memory.ask_torch_for_huge_pages()  # before torch's first allocation, as the CLI does
 
-from tpurank.config import load_config  # noqa: E402
+from tpurank.core.config import load_config  # noqa: E402
+from tpurank.core.memory import peak_rss_gb, reset_peak_rss  # noqa: E402
+from tpurank.core.paths import Paths  # noqa: E402
 from tpurank.gnn import device as devices  # noqa: E402
+from tpurank.gnn import loop as trainer  # noqa: E402
 from tpurank.gnn import model as gnn_model  # noqa: E402
-from tpurank.gnn import trainer  # noqa: E402
-from tpurank.memory import peak_rss_gb, reset_peak_rss  # noqa: E402
-from tpurank.paths import Paths  # noqa: E402
 
 
 def main() -> int:

@@ -1,6 +1,6 @@
 """Graph Segment Training against whole-graph training: memory, time per step, and tau.
 
-Two parts (README "Graph Segment Training"):
+Two parts (docs/models.md, "Graph Segment Training"):
 
 - `memory`: the largest full-scale nlp layout graph (by nodes) of `--full-root`, prepared whole
   (`prepare.hops=-1`) in a temporary folder, then `--steps` training steps of `--configs` configs
@@ -69,16 +69,15 @@ def child(args: argparse.Namespace) -> None:
     """One mode in this process: prints a JSON line."""
     import torch
 
-    from tpurank.config import load_config
+    from tpurank.core.config import load_config
+    from tpurank.core.memory import release_free_memory
+    from tpurank.core.paths import Paths
     from tpurank.gnn import gst
     from tpurank.gnn import model as gnn_model
-    from tpurank.gnn.data import sample_rows
+    from tpurank.gnn.data import load_split, sample_rows
     from tpurank.gnn.scoring import score_rows
     from tpurank.gnn.segments import cut_edges, split_graph
     from tpurank.gnn.step import make_optimizer, micro_batches, train_step
-    from tpurank.gnn.trainer import load_split
-    from tpurank.memory import release_free_memory
-    from tpurank.paths import Paths
 
     torch.set_num_threads(args.threads)
     cfg = load_config(overrides=[f"gnn.segment_nodes={args.child}", f"gnn.configs_per_graph={args.configs}"])

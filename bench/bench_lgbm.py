@@ -4,7 +4,7 @@ Reports, per collection: feature-building throughput, training and prediction wa
 memory (each step runs in a fresh process, so its peak RSS is its own; an idle process that only
 imports tpurank is reported for reference), and the validation score of lgbm next to the random
 and heuristic baselines (every original config scored with its own measured runtime from the raw
-files, as the validation report does). Targets of issue 5: lgbm beats both baselines everywhere,
+files, as the validation report does). Targets: lgbm beats both baselines everywhere,
 tile >= 0.90.
 
     python -m tpurank synth --scale demo --out data/synthetic-demo
@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-TILE_TARGET = 0.90  # issue 5: the tile score lgbm must reach on the demo data
+TILE_TARGET = 0.90  # the tile score lgbm must reach on the demo data
 
 
 def _peak_mb() -> float:
@@ -29,14 +29,14 @@ def _peak_mb() -> float:
 
 def _step(step: str, data: str, out: str, overrides: list[str], collection: str, queue: mp.Queue) -> None:
     """One measured step in a fresh process; puts (seconds, peak MB, result) on the queue."""
-    from tpurank.config import load_config
-    from tpurank.paths import Paths
+    from tpurank.core.config import load_config
+    from tpurank.core.paths import Paths
 
     paths, cfg = Paths.resolve(data, out), load_config(None, overrides)
     start = time.perf_counter()
     result: object = None
     if step == "features":
-        from tpurank.tabular.stage import build_features
+        from tpurank.features.stage import build_features
 
         result = build_features(paths, cfg, [collection], ["train", "valid", "test"], force=True)
     elif step == "train":
@@ -95,14 +95,15 @@ def main() -> int:
     args = parser.parse_args()
     args.out_dir = args.out_dir or tempfile.mkdtemp(prefix="bench-lgbm-")
 
-    from tpurank.config import load_config
-    from tpurank.dataset import COLLECTIONS, discover
-    from tpurank.metrics import graph_metrics, mean_score, order_from_costs
-    from tpurank.models import get_model
-    from tpurank.paths import Paths
+    from tpurank.core.collections import COLLECTIONS
+    from tpurank.core.config import load_config
+    from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
+    from tpurank.core.paths import Paths
+    from tpurank.data.dataset import discover
     from tpurank.prepare.cache import read_index
     from tpurank.prepare.stage import prepare_dataset
-    from tpurank.score import load_runtimes
+    from tpurank.rankers.registry import get_model
+    from tpurank.submission.score import load_runtimes
 
     paths, cfg = Paths.resolve(args.data_dir, args.out_dir), load_config(None, args.set)
     if not (paths.prepared / "index.parquet").exists():

@@ -1,4 +1,4 @@
-"""Benchmark of the `prepare` stage (issue 3): memory and time on one big file, throughput on demo.
+"""Benchmark of the `prepare` stage: memory and time on one big file, throughput on demo.
 
 On a full-scale synthetic nlp graph whose float32 node_config_feat is >= 1.5 GiB it measures, in
 one run and each in a fresh subprocess (so peak RSS is that of the work alone, imports included):
@@ -41,8 +41,8 @@ print(json.dumps({"wall": wall, "rss": resource.getrusage(resource.RUSAGE_SELF).
 _PREPARE = """
 import json, resource, sys, time
 from pathlib import Path
-from tpurank.config import Config
-from tpurank.paths import Paths
+from tpurank.core.config import Config
+from tpurank.core.paths import Paths
 from tpurank.prepare.stage import prepare_dataset
 t = time.perf_counter()
 res = prepare_dataset(Paths(Path(sys.argv[1]), Path(sys.argv[2])), Config(), jobs=1, progress=False,
@@ -64,7 +64,7 @@ def child(code: str, *args: str) -> dict:
 
 
 def config_bytes(path: Path) -> tuple[int, tuple[int, ...]]:
-    from tpurank.npz import member_shapes
+    from tpurank.data.npz import member_shapes
 
     shape = member_shapes(path)["node_config_feat"][0]
     return int(shape[0] * shape[1] * shape[2] * 4), shape
@@ -117,7 +117,7 @@ def bench_big(repeat: int, big: Path | None) -> None:
 
 
 def bench_demo(jobs: int) -> None:
-    from tpurank.dataset import discover
+    from tpurank.data.dataset import discover
 
     if not (DEMO_ROOT / "npz_all").is_dir():
         print(f"generating {DEMO_ROOT.relative_to(ROOT)} (once) ...", flush=True)

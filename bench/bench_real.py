@@ -1,4 +1,4 @@
-"""Benchmark on real measurements only (issue 15): every model side by side on the real sample files.
+"""Benchmark on real measurements only: every model side by side on the real sample files.
 
 - layout: train on the real `layout:xla:default` train graph `unet3d`, rank the real valid graph
   `unet_3d.4x4.bf16` that no model saw; Kendall tau on all its 1965 configs and on the official
@@ -43,11 +43,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import real_data as rd  # noqa: E402
 
-from tpurank.config import load_config  # noqa: E402
-from tpurank.ensemble import combine, weight_grid  # noqa: E402
-from tpurank.paths import Paths  # noqa: E402
-from tpurank.predictions import load_predictions  # noqa: E402
-from tpurank.subsets import load_subsets  # noqa: E402
+from tpurank.core.config import load_config  # noqa: E402
+from tpurank.core.paths import Paths  # noqa: E402
+from tpurank.data.subsets import load_subsets  # noqa: E402
+from tpurank.rankers.ensemble import combine, weight_grid  # noqa: E402
+from tpurank.rankers.predictions import load_predictions  # noqa: E402
 
 PYTHON = sys.executable
 RESULTS = ROOT / "bench" / "results_real.json"

@@ -1,4 +1,4 @@
-"""Ablation of the top solutions' recipe on the GNN (issue 15): each change alone, a few seeds each.
+"""Ablation of the top solutions' recipe on the GNN: each change alone, a few seeds each.
 
 Every variant (one or more `section.key=value` overrides, comma-separated) trains the GNN once per
 seed on the synthetic demo data under the step budget of `./run.sh all` on demo (or `--max-steps`)
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_gnn import DEMO_ROOT, PYTHON, ROOT, WORK, demo_config, device_name, ensure_demo_prepared  # noqa: E402
 
 BASE = "base"
-# the recipe options at their values before issue 15, whatever config.py's defaults are now: the
+# the recipe options at their values before the top solutions' recipe, whatever config.py's defaults are now: the
 # base is the demo budget of `./run.sh all` as it was, and each variant changes one thing of it
 PINNED = [
     "gnn.dropout=0.0", "gnn.warmup_steps=0", "gnn.seeds=1", "gnn.standardize=false",
@@ -38,9 +38,11 @@ LAYOUT_ONLY = {"gnn.layer_attention"}
 
 def run_variant(variant: str, seed: int, collection: str, max_steps: int) -> tuple[dict, float]:
     """Train one variant with one seed on one collection; (valid costs per graph, training seconds)."""
+    from tpurank.core.paths import Paths
     from tpurank.gnn import model as gnn
-    from tpurank.gnn.trainer import load_split, predict_collection, train_collection
-    from tpurank.paths import Paths
+    from tpurank.gnn.data import load_split
+    from tpurank.gnn.predict import predict_collection
+    from tpurank.gnn.trainer import train_collection
 
     folder = WORK / "recipe" / variant.replace("=", "-").replace(",", "+") / f"seed-{seed}"
     (folder / "features").mkdir(parents=True, exist_ok=True)
@@ -69,7 +71,7 @@ def applies(variant: str, collection: str) -> bool:
 
 
 def score(collection: str, per_graph: dict) -> float:
-    from tpurank.metrics import graph_metrics, order_from_costs
+    from tpurank.core.metrics import graph_metrics, order_from_costs
 
     s = [graph_metrics(collection, order_from_costs(c), rt)["score"] for c, rt in per_graph.values()]
     return float(np.nanmean(s))

@@ -1,11 +1,11 @@
-"""The GNN recipe ablation on real measurements (issue 15): bench_real's layout task, GNN only.
+"""The GNN recipe ablation on real measurements: bench_real's layout task, GNN only.
 
 Trains the GNN on the real `layout:xla:default` train graph `unet3d` and ranks the real valid graph
 `unet_3d.4x4.bf16` that no model saw (bench/bench_real.py's data root, stages run through the CLI
 as a user runs them), once per seed and variant, under one step budget (validation only at the
 end). Reports Kendall tau on all configs and on the official 1000-config subset: mean and spread
 over seeds, and the tau of the seeds' predictions averaged after per-graph rank normalisation
-(what `gnn.seeds = N` predicts). `today` pins every recipe option to its value before issue 15.
+(what `gnn.seeds = N` predicts). `today` pins every recipe option to its value before the top solutions' recipe was adopted.
 
     .venv/bin/python bench/bench_recipe_real.py --seeds 0 1 2 --steps 150 \\
         --variants today recipe=gnn.standardize=true,gnn.warmup_steps=15
@@ -28,10 +28,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 import real_data as rd  # noqa: E402
 from bench_real import run_models  # noqa: E402
 
+from tpurank.data.subsets import load_subsets  # noqa: E402
 from tpurank.gnn.seeds import average_costs  # noqa: E402
-from tpurank.subsets import load_subsets  # noqa: E402
 
-# the GNN as it was before issue 15 (config.py defaults then), whatever the defaults are now
+# the GNN as it was before the top solutions' recipe (config.py defaults then), whatever the defaults are now
 TODAY = (
     "gnn.hidden=64,gnn.dropout=0.0,gnn.warmup_steps=0,gnn.seeds=1,gnn.standardize=false,"
     "gnn.layer_attention=false,gnn.cross_config_attention=false,gnn.tile_all_configs=false"

@@ -1,4 +1,4 @@
-"""Benchmark at real scale (issue 12): every stage of `all` on a `full`-scale synthetic dataset.
+"""Benchmark at real scale: every stage of `all` on a `full`-scale synthetic dataset.
 
 Runs the steps of `./run.sh all` one by one, as a user runs them (`python -m tpurank <stage>` in a
 subprocess, the argv that `all` builds), and prints per stage: wall time, peak RSS of the whole
@@ -38,9 +38,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from tpurank import cli  # noqa: E402
-from tpurank.config import Config, load_config  # noqa: E402
-from tpurank.dataset import COLLECTIONS, collection_dir, discover  # noqa: E402
-from tpurank.paths import Paths  # noqa: E402
+from tpurank.core.collections import COLLECTIONS, collection_dir  # noqa: E402
+from tpurank.core.config import Config, load_config  # noqa: E402
+from tpurank.core.paths import Paths  # noqa: E402
+from tpurank.data.dataset import discover  # noqa: E402
 from tpurank.pipeline import plan  # noqa: E402
 
 PYTHON = sys.executable

@@ -1,4 +1,4 @@
-"""Peak memory of scoring each valid graph of one collection with a fresh GNN (issue 12).
+"""Peak memory of scoring each valid graph of one collection with a fresh GNN (the 4 GB target of docs/scale.md).
 
 Scores `--configs` configs of every valid graph (`scoring.score_rows`, as validation does) with an
 untrained model of the given config, and prints per graph: nodes, configurable nodes, configs
@@ -23,12 +23,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from tpurank.config import load_config  # noqa: E402
+from tpurank.core.config import load_config  # noqa: E402
+from tpurank.core.memory import peak_rss_gb, release_free_memory, reset_peak_rss  # noqa: E402
+from tpurank.core.paths import Paths  # noqa: E402
 from tpurank.gnn import model as gnn_model  # noqa: E402
 from tpurank.gnn.data import eval_configs, load_split  # noqa: E402
 from tpurank.gnn.scoring import score_rows  # noqa: E402
-from tpurank.memory import peak_rss_gb, release_free_memory, reset_peak_rss  # noqa: E402
-from tpurank.paths import Paths  # noqa: E402
 
 
 def main() -> int:

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import KFold
 
-from tpurank.dataset import discover
-from tpurank.ensemble import combine, fit_weights
-from tpurank.metrics import graph_metrics, mean_score, order_from_costs
-from tpurank.paths import NPZ_SUBDIR
-from tpurank.score import load_runtimes, restrict
+from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
+from tpurank.core.paths import NPZ_SUBDIR
+from tpurank.data.dataset import discover
+from tpurank.rankers.ensemble import combine, fit_weights
+from tpurank.submission.score import load_runtimes, restrict
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "tpugraphs-sample"

@@ -37,8 +37,8 @@ def tiny_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_paths(tiny_root: Path, tmp_path_factory: pytest.TempPathFactory):
     """Paths over the tiny dataset whose out folder already holds its prepared cache (jobs=1)."""
-    from tpurank.config import Config
-    from tpurank.paths import Paths
+    from tpurank.core.config import Config
+    from tpurank.core.paths import Paths
     from tpurank.prepare.stage import prepare_dataset
 
     paths = Paths(data=tiny_root, out=tmp_path_factory.mktemp("tiny-out"))
@@ -50,7 +50,7 @@ def tiny_paths(tiny_root: Path, tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture
 def run_copy(tiny_paths, tmp_path: Path):
     """A private copy of the tiny dataset and its prepared cache, for tests that damage it."""
-    from tpurank.paths import Paths
+    from tpurank.core.paths import Paths
 
     data, out = tmp_path / "data", tmp_path / "out"
     shutil.copytree(tiny_paths.data, data)

@@ -1,4 +1,4 @@
-"""Issue 15: the cheap pieces of bench/bench_real.py (its data roots, kernel folds, scoring); the
+"""The cheap pieces of bench/bench_real.py (its data roots, kernel folds, scoring); the
 benchmark itself is not run here (minutes of training)."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tpurank.config import load_config
-from tpurank.dataset import discover
-from tpurank.metrics import graph_metrics, order_from_costs
-from tpurank.paths import NPZ_SUBDIR
+from tpurank.core.config import load_config
+from tpurank.core.metrics import graph_metrics, order_from_costs
+from tpurank.core.paths import NPZ_SUBDIR
+from tpurank.data.dataset import discover
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import bench_real  # noqa: E402

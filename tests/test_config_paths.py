@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from tpurank import paths as paths_mod
-from tpurank.config import DEFAULT_COLLECTIONS, Config, load_config
-from tpurank.dataset import COLLECTIONS, GraphFile, classify_path, discover
-from tpurank.errors import TpurankError
+from tpurank.core import paths as paths_mod
+from tpurank.core.collections import COLLECTIONS
+from tpurank.core.config import DEFAULT_COLLECTIONS, Config, load_config
+from tpurank.core.errors import TpurankError
+from tpurank.data.dataset import GraphFile, classify_path, discover
 
 
 def test_defaults_and_file_and_overrides(tmp_path: Path) -> None:
@@ -87,15 +88,17 @@ def test_bad_toml_file(tmp_path: Path) -> None:
 
 def test_data_root_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TPURANK_DATA", str(tmp_path / "env"))
-    assert paths_mod.resolve_data_root(tmp_path / "cli") == tmp_path / "cli"
-    assert paths_mod.resolve_data_root(None) == tmp_path / "env"
+    # (root, named by the user): a named root is used or refused, never replaced by a fallback
+    assert paths_mod.resolve_data_root(tmp_path / "cli") == (tmp_path / "cli", True)
+    assert paths_mod.resolve_data_root(None) == (tmp_path / "env", True)
     monkeypatch.delenv("TPURANK_DATA")
     kaggle = tmp_path / "kaggle"
     kaggle.mkdir()
     monkeypatch.setattr(paths_mod, "KAGGLE_INPUT", kaggle)
-    assert paths_mod.resolve_data_root(None) == kaggle
+    assert paths_mod.resolve_data_root(None) == (kaggle, False)
     monkeypatch.setattr(paths_mod, "KAGGLE_INPUT", tmp_path / "absent")
-    assert paths_mod.resolve_data_root(None) == paths_mod.project_root() / "data"
+    assert paths_mod.resolve_data_root(None) == (paths_mod.project_root() / "data", False)
+    assert paths_mod.Paths.resolve(None, tmp_path).data_named is False
 
 
 def test_discover_real_sample_and_ids(sample_root: Path) -> None:

@@ -1,4 +1,4 @@
-"""Device and precision choice (point 4 of issue 13), with torch.cuda monkeypatched: no GPU is needed.
+"""Device and precision choice , with torch.cuda monkeypatched: no GPU is needed.
 
 CUDA only where the installed torch has kernels for the GPU, bf16 only where supported, fp16 with
 a gradient scaler elsewhere; the choice is saved in the checkpoint and reused at prediction.
@@ -12,14 +12,15 @@ import numpy as np
 import pytest
 import torch
 
+from tpurank.core.paths import Paths
 from tpurank.gnn import device as devices
+from tpurank.gnn import loop
 from tpurank.gnn import model as gnn_model
-from tpurank.gnn import trainer
-from tpurank.gnn.checkpoints import CHECKPOINT
-from tpurank.gnn.data import from_prepared
+from tpurank.gnn.checkpoints import CHECKPOINT, load_checkpoint
+from tpurank.gnn.data import from_prepared, load_split
+from tpurank.gnn.device import Runtime, setup_runtime
 from tpurank.gnn.model import GnnRanker
 from tpurank.gnn.predict import predict_collection
-from tpurank.paths import Paths
 
 # what recent CUDA 12 torch wheels list: no sm_60 (P100) any more
 RECENT = ["sm_75", "sm_80", "sm_86", "sm_90", "compute_90"]
@@ -59,7 +60,7 @@ def test_cuda_arch_supported(capability, archs, ok) -> None:
 
 def test_unsupported_gpu_falls_back_to_cpu_with_one_warning(fake_gpu, capsys) -> None:
     fake_gpu((6, 0), bf16=False)
-    rt = trainer.setup_runtime()
+    rt = setup_runtime()
     assert rt.device.type == "cpu"
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "WARNING" in err[0] and "6.0" in err[0] and "sm_60" in err[0]
@@ -67,7 +68,7 @@ def test_unsupported_gpu_falls_back_to_cpu_with_one_warning(fake_gpu, capsys) ->
 
 def test_no_gpu_is_cpu_without_warning(monkeypatch, capsys) -> None:
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert trainer.setup_runtime().device.type == "cpu"
+    assert setup_runtime().device.type == "cpu"
     assert capsys.readouterr().err == ""
 
 
@@ -77,7 +78,7 @@ def test_no_gpu_is_cpu_without_warning(monkeypatch, capsys) -> None:
 )
 def test_supported_gpu_and_its_precision(fake_gpu, capability, bf16, mixed, want) -> None:
     fake_gpu(capability, bf16=bf16)
-    rt = trainer.setup_runtime()
+    rt = setup_runtime()
     assert rt.device == torch.device("cuda", 0)
     assert devices.pick_precision(rt.device, mixed) == want
     assert devices.pick_precision(torch.device("cpu"), True) == "fp32"
@@ -118,8 +119,8 @@ def test_scaled_step_equals_the_plain_step() -> None:
         torch.manual_seed(0)
         m = GnnRanker("layout", 7, hidden=16, layers=2)
         opt = torch.optim.SGD(m.parameters(), lr=0.1)
-        batches = trainer.micro_batches(graphs, rows, 0)
-        trainer.train_step(m, opt, batches, r, torch.device("cpu"), "fp32", scaler)
+        batches = loop.micro_batches(graphs, rows, 0)
+        loop.train_step(m, opt, batches, r, torch.device("cpu"), "fp32", scaler)
         after.append(m.state_dict())
     for k in after[0]:
         assert torch.allclose(after[0][k], after[1][k], atol=1e-6), k
@@ -133,15 +134,15 @@ def test_precision_is_saved_and_reused_at_prediction(
 
     paths = Paths(data=tiny_paths.data, out=tmp_path)
     collection = "layout:xla:default"
-    train = trainer.load_split(tiny_paths, collection, "train", progress=False)
-    valid = trainer.load_split(tiny_paths, collection, "valid", progress=False)
+    train = load_split(tiny_paths, collection, "train", progress=False)
+    valid = load_split(tiny_paths, collection, "valid", progress=False)
     cfg = small_cfg(max_steps=1, graphs_per_batch=2, configs_per_graph=8)
     # as on a T4: fp16 chosen (on this CPU-only machine autocast stays off and the scaler disables itself)
     monkeypatch.setattr(devices, "pick_precision", lambda device, mixed: "fp16")
-    trainer.fit(gnn_model.SPEC, paths, cfg, collection, train, valid, trainer.Runtime(torch.device("cpu")))
+    loop.fit(gnn_model.SPEC, paths, cfg, collection, train, valid, Runtime(torch.device("cpu")))
     assert "device cpu, fp16" in capsys.readouterr().out
     out = paths.model_dir("gnn", collection)
-    ckpt = trainer.load_checkpoint(out / CHECKPOINT)
+    ckpt = load_checkpoint(out / CHECKPOINT)
     assert ckpt["precision"] == "fp16" and ckpt["device"] == "cpu"
     assert json.loads((out / "model.json").read_text())["precision"] == "fp16"
     seen = []

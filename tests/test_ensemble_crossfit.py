@@ -1,4 +1,4 @@
-"""Issue 15 item 4: the ensemble's weights are fitted on validation; the cross-fitted estimate
+"""The ensemble's weights are fitted on validation; the cross-fitted estimate
 (weights fitted on one half of the valid graphs, scored on the other, swapped) is saved and
 reported beside the in-sample score."""
 
@@ -10,11 +10,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tpurank.config import Config
-from tpurank.ensemble import cross_fit, fit_weights, halves, report_lines, summary_note, train, valid_truth
-from tpurank.paths import Paths
-from tpurank.predictions import save_predictions
-from tpurank.validate import markdown
+from tpurank.core.config import Config
+from tpurank.core.paths import Paths
+from tpurank.rankers.ensemble import (
+    cross_fit,
+    fit_weights,
+    halves,
+    report_lines,
+    summary_note,
+    train,
+    valid_truth,
+)
+from tpurank.rankers.predictions import save_predictions
+from tpurank.report.validate import markdown
 
 LAYOUT = "layout:xla:default"
 

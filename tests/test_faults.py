@@ -1,4 +1,4 @@
-"""Issue 14: bad input and faults, one test per defect found by trying 50 of them (defects 1-7;
+"""Bad input and faults, one test per defect found by trying 50 of them (defects 1-7;
 the smaller ones, 8, are in test_faults_minor.py).
 
 Each test drives the command line (`tpurank.cli.main`, or a subprocess where a process must be
@@ -26,11 +26,11 @@ import psutil
 import pytest
 
 from tpurank.cli import main
-from tpurank.errors import TpurankError
-from tpurank.lock import LOCK_NAME, output_lock
-from tpurank.npz import load_graph, save_graph
-from tpurank.paths import Paths
-from tpurank.predictions import load_predictions
+from tpurank.core.errors import TpurankError
+from tpurank.core.lock import LOCK_NAME, output_lock
+from tpurank.core.paths import Paths
+from tpurank.data.npz import load_graph, save_graph
+from tpurank.rankers.predictions import load_predictions
 
 ROOT = Path(__file__).resolve().parents[1]
 EMPTY_TEST = "0 configs: a test graph needs at least one for its submission row"
@@ -148,7 +148,7 @@ def test_the_lock_is_taken_by_every_writing_stage_and_is_reentrant(run_copy: Pat
 def test_a_lock_held_by_another_process_names_its_pid(run_copy: Paths, capsys) -> None:
     folder = run_copy.prepared
     code = (
-        "import sys, time; from tpurank.lock import output_lock\n"
+        "import sys, time; from tpurank.core.lock import output_lock\n"
         f"with output_lock({str(folder)!r}, 'prepare'):\n    print('held', flush=True); time.sleep(60)\n"
     )
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
@@ -201,7 +201,7 @@ def test_a_layout_test_file_without_configs_is_named_not_a_bad_submission(run_co
 
 
 def test_metrics_of_a_graph_without_configs_are_undefined() -> None:
-    from tpurank.metrics import graph_metrics
+    from tpurank.core.metrics import graph_metrics
 
     for collection in ("tile:xla", "layout:xla:default"):
         m = graph_metrics(collection, np.zeros(0, dtype=np.int64), np.zeros(0))
@@ -263,7 +263,7 @@ def test_out_of_range_config_values_are_one_line(tmp_path: Path, capsys, setting
 
 def test_every_numeric_config_key_declares_its_range() -> None:
     """A new int or float key declares its range with config.value (a str key may be free: a path)."""
-    from tpurank.config import Config
+    from tpurank.core.config import Config
 
     missing: list[str] = []
 
@@ -297,8 +297,8 @@ def test_a_config_file_that_is_not_utf8_or_is_a_folder_is_one_line(tmp_path: Pat
 
 
 def test_a_failed_force_predict_replaces_only_what_succeeded(run_copy: Paths, capsys, monkeypatch) -> None:
-    from tpurank import predict
-    from tpurank.baselines import RANDOM
+    from tpurank.rankers import predict
+    from tpurank.rankers.baselines import RANDOM
 
     assert main(["predict", "--model", "random", "--split", "valid", *common(run_copy)]) == 0
     pred_file = run_copy.prediction_file("random", "valid")

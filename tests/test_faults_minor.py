@@ -1,4 +1,4 @@
-"""Issue 14, defect 8: the smaller faults (the helpers and defects 1-7 are in test_faults.py)."""
+"""Bad input, defect 8: the smaller faults (the helpers and defects 1-7 are in test_faults.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from test_faults import NPZ, common, first_file, one_error, valid_rows
 
 from tpurank.cli import main
-from tpurank.npz import load_graph, save_graph
-from tpurank.paths import Paths
+from tpurank.core.paths import Paths
+from tpurank.data.npz import load_graph, save_graph
 
 
 def test_check_warns_about_runtimes_that_do_not_fit_the_split(run_copy: Paths, capsys) -> None:
@@ -107,7 +107,7 @@ def test_score_json_refuses_to_overwrite_the_scored_csv(run_copy: Paths, capsys)
 
 
 def test_os_errors_print_one_prefixed_line_without_errno(tmp_path: Path, capsys, monkeypatch) -> None:
-    from tpurank import check
+    from tpurank.data import check
 
     def denied(args) -> int:
         raise PermissionError(13, "Permission denied", str(tmp_path / "locked.npz"))

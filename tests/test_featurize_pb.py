@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tpurank.cli import main
-from tpurank.errors import DataError
-from tpurank.npz import load_graph
+from tpurank.core.errors import DataError
+from tpurank.data.npz import load_graph
 from tpurank.pb.convert import PbWarning, layout_graph, read_pb, tile_graphs
 from tpurank.pb.featurize import featurize
 from tpurank.pb.opcodes import OPCODE_IDS, opcode_id

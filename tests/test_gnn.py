@@ -9,21 +9,23 @@ import numpy as np
 import pytest
 import torch
 
-from tpurank.config import Config
-from tpurank.dataset import kind_of
-from tpurank.errors import TpurankError
+from tpurank.core.collections import kind_of
+from tpurank.core.config import Config
+from tpurank.core.errors import TpurankError
+from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
+from tpurank.core.paths import Paths
+from tpurank.gnn import loop, official
 from tpurank.gnn import model as gnn_model
-from tpurank.gnn import official, trainer
 from tpurank.gnn.checkpoints import CHECKPOINT, load_model
-from tpurank.gnn.data import from_prepared, make_batch, sample_rows
+from tpurank.gnn.data import from_prepared, load_split, make_batch, sample_rows
+from tpurank.gnn.device import Runtime
+from tpurank.gnn.loop import fit
 from tpurank.gnn.losses import listmle, pairwise_hinge, ranking_loss, resolve_loss
 from tpurank.gnn.model import GnnRanker
 from tpurank.gnn.official import EarlyJoinSAGE
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.scoring import score_rows
-from tpurank.gnn.trainer import Runtime, fit, load_split, train_collection
-from tpurank.metrics import graph_metrics, mean_score, order_from_costs
-from tpurank.paths import Paths
+from tpurank.gnn.trainer import train_collection
 from tpurank.prepare.cache import PreparedGraph
 
 FEAT = 7  # node feature width of the hand-made graphs
@@ -228,9 +230,9 @@ def test_micro_batches_give_the_gradient_of_the_whole_step(kind: str) -> None:
         torch.manual_seed(0)
         m = GnnRanker(kind, FEAT, hidden=16, layers=2)
         opt = torch.optim.SGD(m.parameters(), lr=0.1)
-        batches = trainer.micro_batches(graphs, rows, max_nodes)
+        batches = loop.micro_batches(graphs, rows, max_nodes)
         assert len(batches) == (1 if max_nodes == 0 else 3)
-        trainer.train_step(m, opt, batches, r, torch.device("cpu"))
+        loop.train_step(m, opt, batches, r, torch.device("cpu"))
         after.append(m.state_dict())
     for k in after[0]:
         assert torch.allclose(after[0][k], after[1][k], atol=1e-6), k
@@ -333,7 +335,7 @@ def test_interrupted_training_resumes_to_the_same_weights(tiny_paths: Paths, tmp
     )
 
     paths = Paths(tmp_path, tmp_path / "b")
-    real_step, calls = trainer.train_step, []
+    real_step, calls = loop.train_step, []
 
     def dies_at_step_three(*args, **kwargs):
         calls.append(1)
@@ -341,12 +343,12 @@ def test_interrupted_training_resumes_to_the_same_weights(tiny_paths: Paths, tmp
             raise KeyboardInterrupt
         return real_step(*args, **kwargs)
 
-    monkeypatch.setattr(trainer, "train_step", dies_at_step_three)
+    monkeypatch.setattr(loop, "train_step", dies_at_step_three)
     with pytest.raises(KeyboardInterrupt):
         fit(gnn_model.SPEC, paths, cfg, collection, train, valid, rt, False)
     assert (paths.model_dir("gnn", collection) / "last.pt").exists()
     calls.clear()
-    monkeypatch.setattr(trainer, "train_step", lambda *a, **k: calls.append(1) or real_step(*a, **k))
+    monkeypatch.setattr(loop, "train_step", lambda *a, **k: calls.append(1) or real_step(*a, **k))
     resumed, summary = fit(gnn_model.SPEC, paths, cfg, collection, train, valid, rt, False)
     assert len(calls) == 2  # only steps 3 and 4 ran again
     assert [h["step"] for h in summary["history"]] == [2, 4]

@@ -11,7 +11,7 @@ import pytest
 import torch
 from test_gnn import prepared_graph
 
-from tpurank.paths import Paths
+from tpurank.core.paths import Paths
 from tpurank.prepare.cache import prepared_path, save_prepared
 
 COLLECTION = "layout:xla:random"
@@ -23,10 +23,12 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from tpurank.config import Config
+from tpurank.core.config import Config
 from tpurank.gnn import model as gm
-from tpurank.gnn.trainer import fit, load_split, setup_runtime
-from tpurank.paths import Paths
+from tpurank.gnn.data import load_split
+from tpurank.gnn.device import setup_runtime
+from tpurank.gnn.loop import fit
+from tpurank.core.paths import Paths
 
 out = Path(sys.argv[1])
 paths = Paths(data=out / "data", out=out)
@@ -64,7 +66,7 @@ def test_two_process_ddp_ends_with_identical_weights(tmp_path: Path) -> None:
         assert torch.equal(w0[k], w1[k]), k
 
     # training moved the weights away from the (seeded) initialisation, and only rank 0 wrote files
-    from tpurank.config import Config
+    from tpurank.core.config import Config
     from tpurank.gnn.model import GnnRanker
 
     torch.manual_seed(Config().seed)

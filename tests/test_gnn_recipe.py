@@ -1,4 +1,4 @@
-"""The top solutions' recipe in the GNN (issue 15): warm-up, seed averaging, train-only feature
+"""The top solutions' recipe in the GNN: warm-up, seed averaging, train-only feature
 standardisation, cross-config attention inside message passing, tile on all configs."""
 
 from __future__ import annotations
@@ -13,19 +13,20 @@ import torch
 from scipy.stats import rankdata
 from test_gnn import FEAT, prepared_graph, small_cfg
 
+from tpurank.core.metrics import graph_metrics, order_from_costs
+from tpurank.core.paths import Paths
 from tpurank.gnn import model as gnn_model
 from tpurank.gnn import seeds as seeds_mod
 from tpurank.gnn.checkpoints import CHECKPOINT, load_model
-from tpurank.gnn.data import from_prepared, make_batch, sample_rows
+from tpurank.gnn.data import from_prepared, load_split, make_batch, sample_rows
+from tpurank.gnn.device import Runtime
+from tpurank.gnn.loop import fit
 from tpurank.gnn.losses import ranking_loss
 from tpurank.gnn.model import GnnRanker
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.schedule import lr_factor, make_scheduler
 from tpurank.gnn.seeds import SUMMARY, average_costs, member_paths, predict_seeds, train_seeds
 from tpurank.gnn.standardize import feature_stats
-from tpurank.gnn.trainer import Runtime, fit, load_split
-from tpurank.metrics import graph_metrics, order_from_costs
-from tpurank.paths import Paths
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 

@@ -7,19 +7,20 @@ import pytest
 import torch
 from test_gnn import FEAT, prepared_graph, small_cfg
 
-from tpurank.config import load_config
-from tpurank.errors import TpurankError
+from tpurank.core.config import load_config
+from tpurank.core.errors import TpurankError
+from tpurank.core.paths import Paths
 from tpurank.gnn import gst
 from tpurank.gnn import model as gnn_model
-from tpurank.gnn.data import from_prepared, make_batch
+from tpurank.gnn.data import from_prepared, load_split, make_batch
+from tpurank.gnn.device import Runtime
 from tpurank.gnn.history import HistoryTable, segment_keys
+from tpurank.gnn.loop import fit
 from tpurank.gnn.losses import ranking_loss
 from tpurank.gnn.model import GnnRanker
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.scoring import score_rows
 from tpurank.gnn.segments import cut_edges, segment_bounds, split_graph
-from tpurank.gnn.trainer import Runtime, fit, load_split
-from tpurank.paths import Paths
 
 CPU = torch.device("cpu")
 

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tpurank.paths import Paths
-from tpurank.submission import expected_for_split, render
+from tpurank.core.paths import Paths
+from tpurank.submission.format import expected_for_split, render
 
 ROOT = Path(__file__).resolve().parents[1]
 PORT = 7777

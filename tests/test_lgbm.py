@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tpurank.errors import TpurankError
+from tpurank.core.errors import TpurankError
 from tpurank.lgbm.queries import LIGHTGBM_MAX_QUERY_ROWS, grades, label_gain, query_labels, split_queries
 
 
@@ -50,7 +50,7 @@ TINY_COLLECTIONS = ("tile:xla", "layout:xla:random", "layout:nlp:default")
 @pytest.fixture(scope="module")
 def lgbm_paths(tiny_paths, tmp_path_factory):
     """Own out folder (models, feature tables) over the shared tiny prepared cache."""
-    from tpurank.paths import Paths
+    from tpurank.core.paths import Paths
 
     out = tmp_path_factory.mktemp("lgbm-out")
     (out / "features").mkdir()
@@ -59,7 +59,7 @@ def lgbm_paths(tiny_paths, tmp_path_factory):
 
 
 def tiny_config():
-    from tpurank.config import Config
+    from tpurank.core.config import Config
 
     cfg = Config()
     cfg.lgbm.num_boost_round = 60
@@ -73,7 +73,7 @@ def tiny_config():
 def valid_score(paths, collection: str, costs: dict[str, np.ndarray]) -> float:
     """Mean competition score of per-original-config costs on the valid split (each config's own
     measured runtime, as the validation report scores it)."""
-    from tpurank.metrics import graph_metrics, mean_score, order_from_costs
+    from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
     from tpurank.prepare.cache import iter_prepared
 
     scores = [
@@ -85,10 +85,10 @@ def valid_score(paths, collection: str, costs: dict[str, np.ndarray]) -> float:
 
 @pytest.mark.parametrize("collection", TINY_COLLECTIONS)
 def test_lgbm_beats_random_on_tiny_valid_and_reloads_identically(lgbm_paths, collection):
+    from tpurank.features import io as tab_io
+    from tpurank.features.stage import build_features
     from tpurank.lgbm import model
     from tpurank.prepare.cache import iter_prepared
-    from tpurank.tabular import io as tab_io
-    from tpurank.tabular.stage import build_features
 
     cfg = tiny_config().for_collection(collection)
     build_features(lgbm_paths, cfg, [collection], ["train", "valid"])
@@ -133,10 +133,10 @@ def test_lgbm_beats_random_on_tiny_valid_and_reloads_identically(lgbm_paths, col
 
 
 def test_predict_without_or_with_a_damaged_model_is_a_clear_error(tmp_path):
-    from tpurank.config import Config
-    from tpurank.errors import DataError
+    from tpurank.core.config import Config
+    from tpurank.core.errors import DataError
+    from tpurank.core.paths import Paths
     from tpurank.lgbm import model
-    from tpurank.paths import Paths
 
     paths = Paths(data=tmp_path, out=tmp_path)
     with pytest.raises(TpurankError, match="no lgbm model; run `python -m tpurank train --model lgbm`"):

@@ -1,7 +1,7 @@
-"""tpurank.memory: the heap's free pages go back to the system between training steps.
+"""tpurank.core.memory: the heap's free pages go back to the system between training steps.
 
 Its effect on memory is measured at full scale (bench/bench_scale.py, bench/bench_gnn_memory.py,
-README "Scale"); a small heap here gives free pages back on its own, so these check that the call
+docs/scale.md); a small heap here gives free pages back on its own, so these check that the call
 runs where it can, and where the trainer makes it.
 """
 
@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from tpurank.config import Config
+from tpurank.core.config import Config
+from tpurank.core.memory import release_free_memory
+from tpurank.core.paths import Paths
+from tpurank.gnn import loop
 from tpurank.gnn import model as gnn_model
-from tpurank.gnn import trainer
-from tpurank.memory import release_free_memory
-from tpurank.paths import Paths
+from tpurank.gnn.trainer import train_collection
 
 
 def test_malloc_trim_runs_on_linux() -> None:
@@ -29,9 +30,9 @@ def test_cpu_training_frees_the_heap_after_every_step_and_validation(
     tiny_paths: Paths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Validation's freed tensors are given back before the next step: without it, a step stacked
-    its own tensors on that heap (a 3.6 GB peak where steps alone reached 2.6 GB, README "Scale")."""
+    its own tensors on that heap (a 3.6 GB peak where steps alone reached 2.6 GB, docs/scale.md)."""
     events: list[str] = []
-    evaluate, step = trainer.evaluate, trainer.train_step
+    evaluate, step = loop.evaluate, loop.train_step
 
     def logged(name: str, fn):
         def run(*args, **kwargs):
@@ -40,15 +41,15 @@ def test_cpu_training_frees_the_heap_after_every_step_and_validation(
 
         return run
 
-    monkeypatch.setattr(trainer, "evaluate", logged("validation", evaluate))
-    monkeypatch.setattr(trainer, "train_step", logged("step", step))
-    monkeypatch.setattr(trainer, "release_free_memory", lambda: events.append("free") or True)
+    monkeypatch.setattr(loop, "evaluate", logged("validation", evaluate))
+    monkeypatch.setattr(loop, "train_step", logged("step", step))
+    monkeypatch.setattr(loop, "release_free_memory", lambda: events.append("free") or True)
     paths = Paths(data=tiny_paths.data, out=tmp_path)
     (tmp_path / "features").mkdir()
     (tmp_path / "features" / "prepared").symlink_to(tiny_paths.prepared, target_is_directory=True)
     cfg = Config()
     cfg.gnn = replace(cfg.gnn, hidden=8, layers=1, max_steps=4, eval_every=2, seeds=1, configs_per_graph=4)
-    trainer.train_collection(gnn_model.SPEC, paths, cfg, "layout:xla:random", progress=False)
+    train_collection(gnn_model.SPEC, paths, cfg, "layout:xla:random", progress=False)
     assert events.count("validation") == 2 and events.count("step") == 4
     for i, e in enumerate(events[:-1]):
         if e in ("step", "validation"):
@@ -59,7 +60,7 @@ def test_cpu_training_frees_the_heap_after_every_step_and_validation(
 def test_peak_rss_is_measured_from_its_reset() -> None:
     import numpy as np
 
-    from tpurank.memory import peak_rss_gb, reset_peak_rss
+    from tpurank.core.memory import peak_rss_gb, reset_peak_rss
 
     reset_peak_rss()
     base = peak_rss_gb()
@@ -76,7 +77,7 @@ def test_peak_rss_is_measured_from_its_reset() -> None:
 _HEAP_HOLE = """
 import ctypes, sys
 from pathlib import Path
-from tpurank.memory import fix_mmap_threshold
+from tpurank.core.memory import fix_mmap_threshold
 if sys.argv[1] == "fixed":
     assert fix_mmap_threshold()
 libc = ctypes.CDLL(None)
@@ -101,7 +102,7 @@ print(before - rss_mb())
 @pytest.mark.parametrize("threshold", ["dynamic", "fixed"])
 def test_fixed_mmap_threshold_gives_a_freed_tensor_back(threshold: str) -> None:
     """With the threshold fixed, the freed 8 MB block leaves resident memory at once; with glibc's
-    dynamic one it stays (what made CPU training's peak grow: README "Scale")."""
+    dynamic one it stays (what made CPU training's peak grow: docs/scale.md)."""
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
@@ -133,7 +134,7 @@ def test_cpu_runtime_bounds_the_heap(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_threshold_is_fixed_only_with_huge_pages(
     env: dict[str, str], huge_pages: bool, fixed: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tpurank import memory
+    from tpurank.core import memory
 
     for key in ("THP_MEM_ALLOC_ENABLE", "MALLOC_MMAP_THRESHOLD_"):
         monkeypatch.delenv(key, raising=False)
@@ -151,7 +152,7 @@ def test_the_threshold_is_fixed_only_with_huge_pages(
 def test_torch_is_asked_for_huge_pages_where_the_kernel_gives_them(
     setting: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tpurank import memory
+    from tpurank.core import memory
 
     monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
     (tmp_path / "enabled").write_text(setting + "\n")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau
 
-from tpurank.metrics import (
+from tpurank.core.metrics import (
     graph_metrics,
     kendall_tau,
     normalized_runtime,

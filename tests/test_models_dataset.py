@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tpurank.config import load_config
-from tpurank.errors import TpurankError
-from tpurank.infer import find_manifest, unpack
-from tpurank.models_dataset import ARCHIVE, MANIFEST, build, to_toml
-from tpurank.paths import Paths
+from tpurank.core.config import load_config
+from tpurank.core.errors import TpurankError
+from tpurank.core.paths import Paths
+from tpurank.kaggle.infer import find_manifest, unpack
+from tpurank.kaggle.models_dataset import ARCHIVE, MANIFEST, build, to_toml
 
 
 def test_config_round_trips_through_toml(tmp_path: Path) -> None:
@@ -24,7 +24,7 @@ def test_config_round_trips_through_toml(tmp_path: Path) -> None:
             'collections."tile:xla".gnn.hidden=64', "prepare.hops=2", "lgbm.learning_rate=0.125",
         ],
     )  # fmt: skip
-    from tpurank.config import to_dict
+    from tpurank.core.config import to_dict
 
     f = tmp_path / "c.toml"
     f.write_text(to_toml(to_dict(cfg)))

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from conftest import sample_files
 
-from tpurank.dataset import classify_path
-from tpurank.errors import DataError
-from tpurank.npz import LayoutGraph, TileGraph, iter_rows, load_graph, save_graph, validate_file
+from tpurank.core.errors import DataError
+from tpurank.data.dataset import classify_path
+from tpurank.data.npz import LayoutGraph, TileGraph, iter_rows, load_graph, save_graph, validate_file
 
 
 def make_layout(rng: np.random.Generator | None = None, n: int = 12, nc: int = 3, c: int = 7) -> LayoutGraph:
@@ -250,8 +250,8 @@ def _worker_killed(path: Path) -> str | None:
 
 
 def test_check_with_a_dead_worker_is_a_one_line_error(tmp_path: Path, monkeypatch, capsys) -> None:
-    from tpurank import check
     from tpurank.cli import main
+    from tpurank.data import check
 
     for name in ("a.npz", "b.npz"):
         save_graph(tmp_path / name, make_layout())

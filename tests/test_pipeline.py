@@ -1,4 +1,4 @@
-"""Issue 7: the ensemble and `tpurank all` end to end on tiny data (the Kaggle notebooks: test_kaggle_notebooks)."""
+"""The ensemble and `tpurank all` end to end on tiny data (the Kaggle notebooks: test_kaggle_notebooks)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tpurank.config import Config
-from tpurank.dataset import COLLECTIONS
-from tpurank.ensemble import collection_score, normalize, train, valid_truth, weight_grid
-from tpurank.paths import Paths
-from tpurank.predictions import save_predictions
+from tpurank.core.collections import COLLECTIONS
+from tpurank.core.config import Config
+from tpurank.core.paths import Paths
+from tpurank.rankers.ensemble import collection_score, normalize, train, valid_truth, weight_grid
+from tpurank.rankers.predictions import save_predictions
 
 ROOT = Path(__file__).resolve().parents[1]
 # Small budgets so the whole pipeline runs in about a minute on 2 cores; same code paths as the defaults.
@@ -61,7 +61,7 @@ def test_ensemble_never_worse_than_the_worse_member(tiny_paths: Paths) -> None:
 
 
 def test_all_trains_the_ensemble_members_and_what_is_asked(tmp_path: Path) -> None:
-    from tpurank.errors import TpurankError
+    from tpurank.core.errors import TpurankError
     from tpurank.pipeline import models_to_train, plan
 
     assert models_to_train(["lgbm", "gnn"], []) == ["lgbm", "gnn"]
@@ -69,7 +69,7 @@ def test_all_trains_the_ensemble_members_and_what_is_asked(tmp_path: Path) -> No
     assert models_to_train(["gnn"], []) == ["gnn"]
     with pytest.raises(TpurankError, match="unknown model"):
         models_to_train(["xgb"], [])
-    names = [s.name for s in plan(Paths(tmp_path, tmp_path), ["gnn"], [], 1)]
+    names = [s.name for s in plan(Paths(tmp_path, tmp_path), ["gnn"], 1)]
     assert "train gnn" in names and "features" not in names and "train baseline" not in names
 
 

@@ -20,11 +20,11 @@ import pandas as pd
 import pytest
 
 from tpurank.cli import main as cli_main
-from tpurank.config import Config
-from tpurank.dataset import GraphFile, classify_path, discover
-from tpurank.lock import LOCK_NAME
-from tpurank.npz import load_graph, save_graph
-from tpurank.paths import Paths
+from tpurank.core.config import Config
+from tpurank.core.lock import LOCK_NAME
+from tpurank.core.paths import Paths
+from tpurank.data.dataset import GraphFile, classify_path, discover
+from tpurank.data.npz import load_graph, save_graph
 from tpurank.prepare.build import BuildParams, build_graph
 from tpurank.prepare.cache import (
     FIELD_NAMES,

@@ -7,7 +7,7 @@ import re
 import time
 from pathlib import Path
 
-from tpurank.progress import tqdm
+from tpurank.core.progress import tqdm
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tpurank"
 
@@ -82,7 +82,7 @@ def test_a_message_written_while_a_bar_is_open_leaves_no_carriage_return() -> No
     trainer writes a line per validation while its step bar is open)."""
     import io
 
-    from tpurank.progress import tqdm
+    from tpurank.core.progress import tqdm
 
     out = io.StringIO()
     bar = tqdm(total=10, desc="steps", file=out)

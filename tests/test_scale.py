@@ -20,11 +20,11 @@ import pytest
 from conftest import sample_files
 
 from tpurank.cli import main as cli_main
-from tpurank.config import Config
-from tpurank.dataset import GraphFile, classify_path
-from tpurank.lock import LOCK_NAME
-from tpurank.npz import load_graph
-from tpurank.paths import Paths
+from tpurank.core.config import Config
+from tpurank.core.lock import LOCK_NAME
+from tpurank.core.paths import Paths
+from tpurank.data.dataset import GraphFile, classify_path
+from tpurank.data.npz import load_graph
 from tpurank.prepare.build import BuildParams, build_graph
 from tpurank.prepare.cache import CACHE_FORMAT, load_prepared, prepared_path, save_prepared
 from tpurank.prepare.node_features import FeatureRule
@@ -142,7 +142,7 @@ def small_disk(tmp_path: Path):
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    """Every file under root but the output lock (an empty file a run keeps; tpurank.lock)."""
+    """Every file under root but the output lock (an empty file a run keeps; tpurank.core.lock)."""
     return {
         str(p.relative_to(root)): p.read_bytes()
         for p in sorted(root.rglob("*"))

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from tpurank import cli
-from tpurank.errors import TpurankError
-from tpurank.npz import LayoutGraph, TileGraph, save_graph
-from tpurank.paths import Paths
-from tpurank.score import load_runtimes, score_csv
+from tpurank.core.errors import TpurankError
+from tpurank.core.paths import Paths
+from tpurank.data.npz import LayoutGraph, TileGraph, save_graph
+from tpurank.submission.score import load_runtimes, score_csv
 
 # Distinct runtimes (no ties), so a perfect ranking has tau exactly 1.
 TILE_RT = {"t1": ([40, 10, 30, 20, 50, 60, 70], 10), "t2": ([9, 3, 6], 3)}

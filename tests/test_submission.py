@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from tpurank import cli
-from tpurank.errors import TpurankError
-from tpurank.paths import Paths
-from tpurank.predictions import load_predictions, save_predictions
-from tpurank.submission import (
+from tpurank.core.errors import TpurankError
+from tpurank.core.paths import Paths
+from tpurank.rankers.predictions import load_predictions, save_predictions
+from tpurank.submission.check import check_submission_file
+from tpurank.submission.format import (
     ExpectedGraph,
     check_csv,
     expected_for_split,
@@ -21,7 +22,6 @@ from tpurank.submission import (
     render,
     write_submission,
 )
-from tpurank.submission_check import check_submission_file
 
 TILE, XLA = "tile:xla", "layout:xla:random"
 # A hand-made expectation: no data files needed for the validator itself.
@@ -183,7 +183,7 @@ def test_predictions_round_trip(tmp_path):
 def test_a_ranking_of_100000_configs_reads_back(tmp_path) -> None:
     """One field of a full layout ranking passes csv's default 128 kB field limit (a real valid graph
     holds up to ~100,000 configs; the full-scale benchmark's validate step failed on one)."""
-    from tpurank.submission import read_rows
+    from tpurank.submission.format import read_rows
 
     order = ";".join(map(str, range(100_000)))
     csv_file = tmp_path / "valid.csv"

@@ -11,8 +11,9 @@ from scipy.stats import kendalltau
 from sklearn.linear_model import Ridge
 
 from tpurank.cli import main
-from tpurank.dataset import COLLECTIONS, discover
-from tpurank.npz import LAYOUT_KEYS, load_graph, validate_file
+from tpurank.core.collections import COLLECTIONS
+from tpurank.data.dataset import discover
+from tpurank.data.npz import LAYOUT_KEYS, load_graph, validate_file
 from tpurank.synth import generate, write_big_layout_graph
 from tpurank.synth import tree as gen_mod
 from tpurank.synth.configs import LayoutSpace, layout_candidates, spell_out
@@ -284,7 +285,7 @@ def test_synth_cli_rejects_bad_arguments(tmp_path: Path, bad: list[str]) -> None
 
 def test_synth_cli_errors_are_one_line(tmp_path: Path, capsys) -> None:
     assert main(["synth", "--out", str(tmp_path / "x"), "--seed", "-1"]) == 1
-    assert main(["synth", "--compare-real", str(tmp_path / "nowhere"), "--out", str(tmp_path)]) == 1
+    assert main(["compare-synth", "--real", str(tmp_path / "nowhere"), "--synthetic", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "seed must be" in err[0] and "no dataset here" in err[1]
 
@@ -313,7 +314,7 @@ def test_compare_real_prints_both_columns(tiny_root: Path, sample_root: Path) ->
 def test_synthetic_configs_tie_tensors_like_the_real_files(tiny_root: Path) -> None:
     """Tensors of one rank are tied in groups (as in the real files, where 2,544 tensor columns of an
     nlp graph hold 66 distinct sequences), so a config has far fewer distinct columns than tensors."""
-    from tpurank.npz import load_graph
+    from tpurank.data.npz import load_graph
 
     for f in sorted((tiny_root / "npz_all/npz/layout/xla/random/train").glob("*.npz")):
         g = load_graph(f, config_dtype=np.int8)

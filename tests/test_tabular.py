@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tpurank.features.layout import configurable_pairs, layout_features
+from tpurank.features.tile import tile_features
 from tpurank.prepare.cache import PreparedGraph
-from tpurank.tabular.layout import configurable_pairs, layout_features
-from tpurank.tabular.tile import tile_features
 
 F32, BF16 = 2 + 11, 2 + 16  # one-hot element-type columns (XLA PrimitiveType + 2)
 
@@ -146,7 +146,7 @@ def test_tile_features_tiles_and_padding():
 @pytest.fixture
 def own_out(tiny_paths, tmp_path):
     """A fresh out folder over the shared tiny prepared cache."""
-    from tpurank.paths import Paths
+    from tpurank.core.paths import Paths
 
     (tmp_path / "features").mkdir()
     (tmp_path / "features" / "prepared").symlink_to(tiny_paths.prepared, target_is_directory=True)
@@ -154,10 +154,10 @@ def own_out(tiny_paths, tmp_path):
 
 
 def test_features_stage_builds_every_table_and_resumes(own_out):
-    from tpurank.config import Config
+    from tpurank.core.config import Config
+    from tpurank.features import io
+    from tpurank.features.stage import build_features
     from tpurank.prepare.cache import iter_prepared, read_index
-    from tpurank.tabular import io
-    from tpurank.tabular.stage import build_features
 
     index = read_index(own_out.prepared)
     collections = sorted(set(index["collection"]))
@@ -199,7 +199,7 @@ def test_features_stage_without_prepared_cache_is_a_one_line_error(tmp_path, cap
 
 @pytest.mark.parametrize("share", [0.0, 0.25, 1.0])
 def test_capped_sampler_keeps_each_graphs_fastest_configs(share: float) -> None:
-    from tpurank.tabular.stage import sample_rows
+    from tpurank.features.stage import sample_rows
 
     runtime = np.random.default_rng(1).permutation(200).astype(np.float64) + 1.0
     g = graph("tile", [node_row((8, 128), F32)], [1], [], [], np.zeros((200, 24)), runtime, np.ones(200))

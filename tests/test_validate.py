@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 
 from tpurank import cli
-from tpurank.baselines import heuristic_costs, random_costs
-from tpurank.config import Config
-from tpurank.dataset import discover
-from tpurank.models import get_model
-from tpurank.paths import Paths
-from tpurank.predictions import load_predictions
+from tpurank.core.config import Config
+from tpurank.core.paths import Paths
+from tpurank.data.dataset import discover
 from tpurank.prepare.cache import PreparedGraph, iter_prepared
-from tpurank.score import score_csv
-from tpurank.submission_check import check_submission_file
+from tpurank.rankers.baselines import heuristic_costs, random_costs
+from tpurank.rankers.predictions import load_predictions
+from tpurank.rankers.registry import get_model
+from tpurank.submission.check import check_submission_file
+from tpurank.submission.score import score_csv
 
 
 @pytest.fixture()
@@ -153,7 +153,7 @@ def test_stage_errors_are_one_line(out_paths, sample_root, tmp_path, capsys):
 
 def test_plots_say_synthetic_name_the_model_and_keep_references_inside(tmp_path, monkeypatch):
     """Every figure's title carries the tag; reference lines lie inside the axes, labelled as real data."""
-    from tpurank import plots
+    from tpurank.report import plots
 
     figs = {}
     monkeypatch.setattr(plots, "_save", lambda fig, out: figs.setdefault(out.name, fig) and out)

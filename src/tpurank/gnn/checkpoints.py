@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from tpurank.atomic import atomic_path
-from tpurank.dataset import collection_dir
-from tpurank.errors import TpurankError
-from tpurank.paths import Paths
+from tpurank.core.atomic import atomic_path
+from tpurank.core.collections import collection_dir
+from tpurank.core.errors import TpurankError
+from tpurank.core.paths import Paths
 from tpurank.prepare.cache import CACHE_SUFFIX
 
 if TYPE_CHECKING:
-    from tpurank.gnn.trainer import ModelSpec
+    from tpurank.gnn.recipe import ModelSpec
 
 CHECKPOINT = "model.pt"  # best weights; `complete` once training ended
 RESUME = "last.pt"  # state after the latest validation, for resuming

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 import torch
 
-from tpurank.errors import TpurankError
-from tpurank.paths import Paths
+from tpurank.core.errors import TpurankError
+from tpurank.core.paths import Paths
+from tpurank.core.progress import tqdm
 from tpurank.prepare.cache import PreparedGraph, iter_prepared, no_rows
-from tpurank.progress import tqdm
 
 
 @dataclass

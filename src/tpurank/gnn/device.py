@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from tpurank.memory import bound_cpu_heap
+from tpurank.core.memory import bound_cpu_heap
 
 PRECISIONS = ("bf16", "fp16", "fp32")
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -130,7 +130,7 @@ def setup_runtime() -> Runtime:
     if device.type == "cuda":
         torch.cuda.set_device(local)
     else:
-        bound_cpu_heap()  # big CPU tensors give their pages back when freed (tpurank.memory)
+        bound_cpu_heap()  # big CPU tensors give their pages back when freed (tpurank.core.memory)
     if world > 1 and not dist.is_initialized():
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
     rank = dist.get_rank() if world > 1 else 0

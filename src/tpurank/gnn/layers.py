@@ -11,7 +11,7 @@ import torch
 from torch import nn
 from torch_geometric.nn import SAGEConv
 
-from tpurank.errors import TpurankError
+from tpurank.core.errors import TpurankError
 from tpurank.prepare.cache import SUMMARY_OPCODE
 
 OPCODE_VOCAB = SUMMARY_OPCODE + 1  # HLO opcodes 0..120 plus the summary node of pruned runs

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from tpurank.errors import TpurankError
+from tpurank.core.errors import TpurankError
 
 LOSSES = ("hinge", "listmle")
 AUTO_LOSS = {"layout": "listmle", "tile": "hinge"}  # what `loss = "auto"` means for each kind

@@ -21,7 +21,8 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 from torch_geometric.nn import global_add_pool, global_max_pool, global_mean_pool
 
-from tpurank.config import Config
+from tpurank.core.config import Config
+from tpurank.core.paths import Paths
 from tpurank.gnn.data import Batch
 from tpurank.gnn.layers import (
     OPCODE_VOCAB,
@@ -34,10 +35,10 @@ from tpurank.gnn.layers import (
 )
 from tpurank.gnn.losses import resolve_loss
 from tpurank.gnn.predict import predict_collection
+from tpurank.gnn.recipe import ModelSpec, Recipe, constructor_args
 from tpurank.gnn.seeds import forget_seeds, predict_seeds, train_seeds, trained_seeds
 from tpurank.gnn.standardize import fit_train_stats
-from tpurank.gnn.trainer import ModelSpec, Recipe, train_collection
-from tpurank.paths import Paths
+from tpurank.gnn.trainer import train_collection
 
 NAME = "gnn"
 ALL_CONFIGS = 1 << 30  # configs_per_graph of `gnn.tile_all_configs`: sample_rows then takes every config
@@ -177,51 +178,19 @@ class GnnRanker(nn.Module):
 
 def model_args(cfg: Config, kind: str, node_feat_dim: int) -> dict[str, Any]:
     """The constructor arguments (saved in the checkpoint) from the config's `gnn` section."""
-    s = cfg.gnn
-    return {
-        "kind": kind,
-        "node_feat_dim": node_feat_dim,
-        "hidden": s.hidden,
-        "layers": s.layers,
-        "aggr": s.aggr,
-        "opcode_dim": s.opcode_dim,
-        "config_dim": s.config_dim,
-        "dropout": s.dropout,
-        "cross_config_attention": s.cross_config_attention,
-        "heads": s.heads,
-        "checkpoint_layers": s.checkpoint_layers,
-        "standardize": s.standardize,
-        "layer_attention": s.layer_attention,
-    }
+    return constructor_args(GnnRanker, cfg.gnn, kind=kind, node_feat_dim=node_feat_dim)
 
 
 def recipe(cfg: Config, kind: str) -> Recipe:
     s = cfg.gnn
-    return Recipe(
+    return Recipe.from_section(
+        s,
         loss=resolve_loss(s.loss, kind),
-        margin=s.margin,
         configs_per_graph=ALL_CONFIGS if kind == "tile" and s.tile_all_configs else s.configs_per_graph,
-        graphs_per_batch=s.graphs_per_batch,
         optimizer="adamw",
-        lr=s.lr,
-        weight_decay=s.weight_decay,
         schedule="cosine",
         clip_norm=s.grad_clip,
         clip_per_tensor=False,
-        max_steps=s.max_steps,
-        eval_every=s.eval_every,
-        time_budget_min=s.time_budget_min,
-        patience=s.patience,
-        eval_max_configs=s.eval_max_configs,
-        predict_chunk=s.predict_chunk,
-        bf16=s.bf16,
-        max_batch_nodes=s.max_batch_nodes,
-        segment_nodes=s.segment_nodes,
-        segments_per_step=s.segments_per_step,
-        stale_dropout=s.stale_dropout,
-        finetune_steps=s.finetune_steps,
-        history_mb=s.history_mb,
-        warmup_steps=s.warmup_steps,
     )
 
 
@@ -235,10 +204,9 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
 
     Args:
         paths: resolved paths (reads `paths.prepared`, writes `paths.model_dir`).
-        cfg: the run's config (per-collection overrides applied here).
-        collection: one of tpurank.dataset.COLLECTIONS.
+        cfg: the collection's config (`Config.for_collection`: its overrides applied).
+        collection: one of tpurank.core.collections.COLLECTIONS.
     """
-    cfg = cfg.for_collection(collection)
     if cfg.gnn.seeds > 1:
         train_seeds(SPEC, paths, cfg, collection)
         return
@@ -253,11 +221,11 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
 
     Args:
         paths: resolved paths.
-        cfg: the run's config (only prediction settings are read; the architecture comes from the checkpoint).
-        collection: one of tpurank.dataset.COLLECTIONS.
+        cfg: the collection's config (only prediction settings are read; the architecture comes from
+            the checkpoint).
+        collection: one of tpurank.core.collections.COLLECTIONS.
         split: train, valid or test.
     """
-    cfg = cfg.for_collection(collection)
     if trained_seeds(SPEC, paths, collection):  # as many seeds as were trained (seeds.json)
         return predict_seeds(SPEC, paths, cfg, collection, split)
     return predict_collection(SPEC, paths, cfg, collection, split)

@@ -23,12 +23,13 @@ import torch
 from torch import nn
 from torch_geometric.nn import SAGEConv, global_add_pool
 
-from tpurank.config import Config
+from tpurank.core.config import Config
+from tpurank.core.paths import Paths
 from tpurank.gnn.data import Batch
 from tpurank.gnn.layers import CONFIG_POSITIONS, OPCODE_VOCAB, TILE_CONFIG_DIM, signed_log
 from tpurank.gnn.predict import predict_collection
-from tpurank.gnn.trainer import ModelSpec, Recipe, train_collection
-from tpurank.paths import Paths
+from tpurank.gnn.recipe import ModelSpec, Recipe, constructor_args
+from tpurank.gnn.trainer import train_collection
 
 NAME = "baseline"
 
@@ -93,37 +94,17 @@ class EarlyJoinSAGE(nn.Module):
 
 
 def model_args(cfg: Config, kind: str, node_feat_dim: int) -> dict[str, Any]:
-    s = cfg.baseline
-    return {
-        "kind": kind,
-        "node_feat_dim": node_feat_dim,
-        "hidden": s.hidden,
-        "layers": s.layers,
-        "op_dim": s.op_dim,
-    }
+    return constructor_args(EarlyJoinSAGE, cfg.baseline, kind=kind, node_feat_dim=node_feat_dim)
 
 
 def recipe(cfg: Config, kind: str) -> Recipe:  # the official recipe is the same for both kinds
-    s = cfg.baseline
-    return Recipe(
+    return Recipe.from_section(
+        cfg.baseline,
         loss="hinge",
-        margin=s.margin,
-        configs_per_graph=s.configs_per_graph,
-        graphs_per_batch=s.graphs_per_batch,
         optimizer="adam",
-        lr=s.lr,
         weight_decay=0.0,
         schedule="constant",
-        clip_norm=s.clip_norm,
         clip_per_tensor=True,
-        max_steps=s.max_steps,
-        eval_every=s.eval_every,
-        time_budget_min=s.time_budget_min,
-        patience=s.patience,
-        eval_max_configs=s.eval_max_configs,
-        predict_chunk=s.predict_chunk,
-        bf16=s.bf16,
-        max_batch_nodes=s.max_batch_nodes,
     )
 
 
@@ -135,10 +116,10 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
 
     Args:
         paths: resolved paths.
-        cfg: the run's config (`baseline` section; per-collection overrides applied here).
-        collection: one of tpurank.dataset.COLLECTIONS.
+        cfg: the collection's config (`Config.for_collection`; `baseline` section).
+        collection: one of tpurank.core.collections.COLLECTIONS.
     """
-    train_collection(SPEC, paths, cfg.for_collection(collection), collection)
+    train_collection(SPEC, paths, cfg, collection)
 
 
 def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str, np.ndarray]:
@@ -146,8 +127,8 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
 
     Args:
         paths: resolved paths.
-        cfg: the run's config.
-        collection: one of tpurank.dataset.COLLECTIONS.
+        cfg: the collection's config (`Config.for_collection`).
+        collection: one of tpurank.core.collections.COLLECTIONS.
         split: train, valid or test.
     """
-    return predict_collection(SPEC, paths, cfg.for_collection(collection), collection, split)
+    return predict_collection(SPEC, paths, cfg, collection, split)

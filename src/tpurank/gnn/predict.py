@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpurank.config import Config
-from tpurank.dataset import check_collection, kind_of
-from tpurank.errors import TpurankError
+from tpurank.core.collections import check_collection, kind_of
+from tpurank.core.config import Config
+from tpurank.core.errors import TpurankError
+from tpurank.core.paths import Paths
+from tpurank.core.progress import tqdm
 from tpurank.gnn import device as devices
 from tpurank.gnn.checkpoints import CHECKPOINT, load_model
 from tpurank.gnn.data import GraphData, load_split
 from tpurank.gnn.device import setup_runtime
 from tpurank.gnn.recipe import ModelSpec, Recipe
 from tpurank.gnn.scoring import score_rows
-from tpurank.paths import Paths
-from tpurank.progress import tqdm
 
 
 def predict_collection(

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from torch import nn
 
-from tpurank.config import Config
+from tpurank.core.config import Config
 
 
 @dataclass
@@ -45,6 +47,26 @@ class Recipe:
     finetune_steps: int = 0
     history_mb: int = 1024
     warmup_steps: int = 0  # linear learning-rate warm-up before the schedule (gnn/schedule.py)
+
+    @classmethod
+    def from_section(cls, section: Any, **fixed: Any) -> Recipe:
+        """The recipe of a config section: each field named alike in the section is taken from it,
+        `fixed` gives the rest (what the model family decides, or names differently)."""
+        taken = {
+            f.name: getattr(section, f.name) for f in dataclasses.fields(cls) if hasattr(section, f.name)
+        }
+        return cls(**{**taken, **fixed})
+
+
+def constructor_args(model: type[nn.Module], section: Any, **fixed: Any) -> dict[str, Any]:
+    """A model's constructor arguments (saved in its checkpoint): each parameter named alike in the
+    config section is taken from it, `fixed` gives the rest (kind, input width)."""
+    params = [n for n in inspect.signature(model.__init__).parameters if n != "self"]
+    return {
+        n: fixed[n] if n in fixed else getattr(section, n)
+        for n in params
+        if n in fixed or hasattr(section, n)
+    }
 
 
 @dataclass

@@ -8,12 +8,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from tpurank.core.metrics import kendall_tau, order_from_costs, tile_score
 from tpurank.gnn import gst
 from tpurank.gnn.data import GraphData, eval_configs, make_batch
 from tpurank.gnn.device import autocast
 from tpurank.gnn.recipe import Recipe
 from tpurank.gnn.segments import split_graph
-from tpurank.metrics import kendall_tau, order_from_costs, tile_score
 
 PASS_NODE_BUDGET = 500_000  # configs x nodes per scoring pass: (C, N, 64) float32 states stay ~128 MB
 # heads x configurable nodes x C^2 attention scores per pass (`gnn.layer_attention`): ~64 MB float32.

@@ -1,6 +1,6 @@
 """Seed averaging (`gnn.seeds`): one model per seed, predictions averaged after per-graph normalisation.
 
-Runs with different seeds differ by up to 0.1 tau on the xla collections (issue 15); the 1st place
+Runs with different seeds differ by up to 0.1 tau on the xla collections (bench/bench_recipe.py); the 1st place
 averaged 5-20 seeds. Member k trains with `seed + k` and `gnn.seeds = 1`, so member 0 is exactly
 the model a one-seed run trains (`models/gnn/<collection>/model.pt`, reused, not retrained) and
 member k > 0 lives in `models/gnn/<collection>/seed-k/`. Each member resumes and is skipped when
@@ -19,11 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from tpurank.atomic import write_json
-from tpurank.config import Config
-from tpurank.dataset import kind_of
-from tpurank.ensemble import normalize
-from tpurank.errors import TpurankError
+from tpurank.core.atomic import write_json
+from tpurank.core.collections import kind_of
+from tpurank.core.config import Config
+from tpurank.core.errors import TpurankError
+from tpurank.core.normalize import normalize
+from tpurank.core.paths import Paths
 from tpurank.gnn import device as devices
 from tpurank.gnn.checkpoints import CHECKPOINT, load_checkpoint, load_model
 from tpurank.gnn.data import GraphData, eval_configs, load_split
@@ -31,7 +32,6 @@ from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.recipe import ModelSpec
 from tpurank.gnn.scoring import graph_score, score_rows
 from tpurank.gnn.trainer import setup_runtime, train_collection
-from tpurank.paths import Paths
 
 SUMMARY = "seeds.json"
 
@@ -63,7 +63,7 @@ def average_costs(member_costs: list[np.ndarray], how: str) -> np.ndarray:
 
     Args:
         member_costs: one cost vector per member (same configs, same order).
-        how: "rank" or "zscore" (tpurank.ensemble.normalize).
+        how: "rank" or "zscore" (tpurank.core.normalize).
     """
     return np.mean([normalize(c, how) for c in member_costs], axis=0)
 

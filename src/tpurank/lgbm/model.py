@@ -21,16 +21,16 @@ import lightgbm as lgb
 import numpy as np
 import pandas as pd
 
-from tpurank.atomic import atomic_path, write_json, write_text
-from tpurank.config import Config, to_dict
-from tpurank.dataset import kind_of
-from tpurank.errors import DataError, TpurankError
+from tpurank.core.atomic import atomic_path, write_json, write_text
+from tpurank.core.collections import kind_of
+from tpurank.core.config import Config, to_dict
+from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.metrics import kendall_tau, mean_score, order_from_costs, tile_score
+from tpurank.core.paths import Paths
+from tpurank.core.progress import tqdm
+from tpurank.core.provenance import write_sidecar
+from tpurank.features import io as tab_io
 from tpurank.lgbm.queries import label_gain, query_labels, split_queries
-from tpurank.metrics import kendall_tau, mean_score, order_from_costs, tile_score
-from tpurank.paths import Paths
-from tpurank.progress import tqdm
-from tpurank.provenance import write_sidecar
-from tpurank.tabular import io as tab_io
 
 MODEL_NAME = "lgbm"
 MODEL_FILE, FEATURES_FILE, CONFIG_FILE = "model.txt", "features.json", "config.json"
@@ -261,8 +261,8 @@ def _ensure_tables(paths: Paths, cfg: Config, collection: str, splits: list[str]
     Returns:
         the requested splits that have prepared graphs (only those get a table).
     """
+    from tpurank.features.stage import build_features
     from tpurank.prepare.cache import read_index
-    from tpurank.tabular.stage import build_features
 
     index = read_index(paths.prepared)
     mine = index[index["collection"] == collection]
@@ -277,10 +277,9 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
 
     Args:
         paths: the run's paths.
-        cfg: the run's config (the collection's overrides are applied here).
-        collection: one of dataset.COLLECTIONS.
+        cfg: the collection's config (`Config.for_collection`: its overrides applied).
+        collection: one of COLLECTIONS.
     """
-    cfg = cfg.for_collection(collection)
     present = _ensure_tables(paths, cfg, collection, ["train", "valid"])
     if "train" not in present:
         raise TpurankError(
@@ -324,11 +323,10 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
 
     Args:
         paths: the run's paths.
-        cfg: the run's config.
-        collection: one of dataset.COLLECTIONS.
+        cfg: the collection's config (`Config.for_collection`).
+        collection: one of COLLECTIONS.
         split: the split to score (builds its feature table if needed).
     """
-    cfg = cfg.for_collection(collection)
     booster, features = load(paths, collection)
     if not _ensure_tables(paths, cfg, collection, [split]):
         return {}  # no graphs of this collection in the split

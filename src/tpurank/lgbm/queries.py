@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
-from tpurank.errors import TpurankError
+from tpurank.core.errors import TpurankError
 
 LIGHTGBM_MAX_QUERY_ROWS = 10_000  # hard limit in LightGBM's lambdarank / rank_xendcg
 LIGHTGBM_MAX_LABEL = 31  # the default label_gain table has 31 entries

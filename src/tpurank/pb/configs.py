@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tpurank.npz import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM
+from tpurank.data.npz import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM
 from tpurank.pb.node_features import sequence_features
 
 LAYOUT_MAX_TENSORS = 3  # output, input, kernel

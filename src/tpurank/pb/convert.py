@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from tpurank.errors import DataError
-from tpurank.npz import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM, LayoutGraph, TileGraph
+from tpurank.core.errors import DataError
+from tpurank.core.progress import tqdm
+from tpurank.data.npz import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM, LayoutGraph, TileGraph
 from tpurank.pb.configs import (
     ConfigError,
     layout_config_features,
@@ -26,7 +27,6 @@ from tpurank.pb.configs import (
 from tpurank.pb.graph import ModuleError, encode_module
 from tpurank.pb.node_features import DEFAULT_LAYOUT_PAD
 from tpurank.pb.schema import ModuleTuningData, TuningData
-from tpurank.progress import tqdm
 
 KINDS = ("layout", "tile")
 

@@ -16,12 +16,12 @@ import sys
 import warnings
 from pathlib import Path
 
-from tpurank.config import Config
-from tpurank.errors import TpurankError
-from tpurank.npz import save_graph, validate_file
+from tpurank.core.config import Config
+from tpurank.core.errors import TpurankError
+from tpurank.core.provenance import write_sidecar
+from tpurank.data.npz import save_graph, validate_file
 from tpurank.pb.convert import KINDS, PbWarning, layout_graph, parse_pb, read_bytes, tile_graphs
 from tpurank.pb.node_features import DEFAULT_LAYOUT_PAD
-from tpurank.provenance import write_sidecar
 
 TILE_SIDECAR = "featurize-pb.json"  # provenance of a tile folder
 PAD_CHOICES = (0, -1)  # 0 = the dataset's padding of node layouts; -1 = unambiguous

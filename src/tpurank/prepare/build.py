@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from tpurank.dataset import GraphFile
-from tpurank.errors import DataError
-from tpurank.npz import NODE_FEAT_DIM, TileGraph, load_graph
+from tpurank.core.errors import DataError
+from tpurank.data.dataset import GraphFile
+from tpurank.data.npz import NODE_FEAT_DIM, TileGraph, load_graph
 from tpurank.prepare.cache import CACHE_FORMAT, SUMMARY_OPCODE, PreparedGraph, no_rows, save_prepared
 from tpurank.prepare.dedup import dedup_layout, dedup_tile
 from tpurank.prepare.node_features import FeatureRule

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tpurank.atomic import atomic_path
-from tpurank.dataset import collection_dir
-from tpurank.errors import DataError, TpurankError
+from tpurank.core.atomic import atomic_path
+from tpurank.core.collections import collection_dir
+from tpurank.core.errors import DataError, TpurankError
 from tpurank.prepare.node_features import model_features
 from tpurank.prepare.store import ConfigStore, read_arrays, read_meta, write_store
 
@@ -199,7 +199,7 @@ def iter_prepared(prepared_dir: str | Path, collection: str, split: str) -> Iter
 
     Args:
         prepared_dir: the cache root (`paths.prepared`).
-        collection: one of dataset.COLLECTIONS.
+        collection: one of COLLECTIONS.
         split: train, valid or test.
     """
     folder = Path(prepared_dir) / collection_dir(collection) / split

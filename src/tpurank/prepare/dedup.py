@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tpurank.errors import DataError
-from tpurank.npz import CONFIG_MAX, CONFIG_MIN, check_config_block, iter_rows
+from tpurank.core.errors import DataError
+from tpurank.data.npz import CONFIG_MAX, CONFIG_MIN, check_config_block, iter_rows
 
 CONFIG_CHUNK_BYTES = 16 << 20  # float32 bytes of node_config_feat decoded per step (peak-RSS vs speed)
 HASH_BYTES = 16  # blake2b digest per row: collisions are out of reach (2^-64 at 2^32 rows)

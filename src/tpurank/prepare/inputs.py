@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from tpurank.dataset import GraphFile, dangling
-from tpurank.errors import TpurankError
-from tpurank.npz import read_header
+from tpurank.core.errors import TpurankError
+from tpurank.data.dataset import GraphFile, dangling
+from tpurank.data.npz import read_header
 
 
 def broken_links(

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tpurank.atomic import write_json
-from tpurank.errors import TpurankError
-from tpurank.npz import NODE_FEAT_DIM
+from tpurank.core.atomic import write_json
+from tpurank.core.errors import TpurankError
+from tpurank.data.npz import NODE_FEAT_DIM
 
 SHAPE_DIMS = slice(21, 27)  # output shape dims 0-5, padded with 0 beyond the rank
 LAYOUT_COLS = slice(134, 140)  # the node's own minor-to-major layout

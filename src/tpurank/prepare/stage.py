@@ -22,21 +22,22 @@ import numpy as np
 import pandas as pd
 import psutil
 
-from tpurank.atomic import atomic_path
-from tpurank.cli import jobs_arg
-from tpurank.config import Config
-from tpurank.dataset import COLLECTIONS, SPLITS, GraphFile, collection_dir, discover, require_npz_root
-from tpurank.errors import DiskFullError, TpurankError
-from tpurank.npz import read_node_feat
-from tpurank.paths import Paths
+from tpurank.core.atomic import atomic_path
+from tpurank.core.collections import COLLECTIONS, SPLITS, collection_dir
+from tpurank.core.config import Config
+from tpurank.core.errors import DiskFullError, TpurankError
+from tpurank.core.options import add_collections, add_jobs, add_splits
+from tpurank.core.paths import Paths
+from tpurank.core.progress import tqdm
+from tpurank.core.provenance import write_sidecar
+from tpurank.core.workers import die_with_parent
+from tpurank.data.dataset import GraphFile, discover, require_npz_root
+from tpurank.data.npz import read_node_feat
+from tpurank.data.subsets import load_subsets
 from tpurank.prepare.build import BuildParams, build_file, build_key
 from tpurank.prepare.cache import CACHE_SUFFIX, INDEX_FILE, prepared_path, read_build
 from tpurank.prepare.inputs import broken_links, without_configs
 from tpurank.prepare.node_features import RULE_FILE, FeatureRule, column_range, fit_rule
-from tpurank.progress import tqdm
-from tpurank.provenance import write_sidecar
-from tpurank.subsets import load_subsets
-from tpurank.workers import die_with_parent
 
 PROVENANCE_FILE = "provenance.json"
 # memory one worker may need on the real data: imports (~125 MiB) plus the int8 unique configs of
@@ -194,7 +195,7 @@ def _clean_scope(out: Path, scope: set[tuple[str, str]], wanted: set[Path]) -> N
             continue
         for f in folder.iterdir():
             if f.name.startswith(".") and ".tmp" in f.name:
-                f.unlink(missing_ok=True)  # a temporary file left by a killed run (tpurank.atomic)
+                f.unlink(missing_ok=True)  # a temporary file left by a killed run (tpurank.core.atomic)
             elif f.suffix in (CACHE_SUFFIX, ".npz") and f not in wanted:  # .npz: format 2 and older
                 f.unlink(missing_ok=True)
 
@@ -239,6 +240,36 @@ def resolve_jobs(jobs: int) -> int:
     return max(1, min(os.cpu_count() or 1, fit))
 
 
+def plan_builds(
+    files: list[GraphFile], cfg: Config, rule: FeatureRule, subsets: dict, out: Path
+) -> tuple[list[dict], list[tuple], dict[Path, GraphFile]]:
+    """Which cache files are up to date (their index rows) and which to build (tasks).
+
+    Returns:
+        The index rows of the up-to-date files, the build tasks (graph file, parameters, target,
+        build key, official subset rows), and every target's input file.
+    """
+    rows: list[dict] = []
+    tasks: list[tuple] = []
+    targets: dict[Path, GraphFile] = {}
+    params_of: dict[str, BuildParams] = {}
+    for c in {gf.collection for gf in files}:
+        pc = cfg.for_collection(c).prepare
+        params_of[c] = BuildParams(hops=pc.hops, collapse=pc.collapse_removed, rule=rule)
+    for gf in files:
+        params = params_of[gf.collection]
+        target = prepared_path(out, gf.collection, gf.split, gf.stem)
+        targets[target] = gf
+        eval_rows = subsets.get(gf.collection, {}).get(gf.stem) if gf.split == "valid" else None
+        key = build_key(gf, params, eval_rows)
+        found = read_build(target)
+        if found is not None and found[0] == key:
+            rows.append(found[1])
+        else:
+            tasks.append((gf, params, target, key, eval_rows))
+    return rows, tasks, targets
+
+
 def prepare_dataset(
     paths: Paths,
     cfg: Config,
@@ -281,24 +312,7 @@ def prepare_dataset(
     files, skipped, empty_tests = without_configs(files)
     failed += empty_tests
 
-    rows: list[dict] = []
-    tasks: list[tuple] = []
-    targets: dict[Path, GraphFile] = {}
-    params_of: dict[str, BuildParams] = {}
-    for c in {gf.collection for gf in files}:
-        pc = cfg.for_collection(c).prepare
-        params_of[c] = BuildParams(hops=pc.hops, collapse=pc.collapse_removed, rule=rule)
-    for gf in files:
-        params = params_of[gf.collection]
-        target = prepared_path(out, gf.collection, gf.split, gf.stem)
-        targets[target] = gf
-        eval_rows = subsets.get(gf.collection, {}).get(gf.stem) if gf.split == "valid" else None
-        key = build_key(gf, params, eval_rows)
-        found = read_build(target)
-        if found is not None and found[0] == key:
-            rows.append(found[1])
-        else:
-            tasks.append((gf, params, target, key, eval_rows))
+    rows, tasks, targets = plan_builds(files, cfg, rule, subsets, out)
     scope = {(gf.collection, gf.split) for gf in files}
     _clean_scope(out, scope, set(targets))
     reused = len(rows)
@@ -308,11 +322,10 @@ def prepare_dataset(
             failed.append(error)
         else:
             rows.append(row)
-    for row in rows:
+    for row in rows:  # where each cache file is, and its size beside its input's
         target = prepared_path(out, row["collection"], row["split"], row["stem"])
-        row["path"] = str(target.relative_to(out))
-        row["bytes"] = target.stat().st_size
-        row["input_bytes"] = targets[target].path.stat().st_size
+        row.update(path=str(target.relative_to(out)), bytes=target.stat().st_size,
+                   input_bytes=targets[target].path.stat().st_size)  # fmt: skip
     failed = sorted(set(failed))
     index = _write_index(out, rows, scope)
     write_sidecar(
@@ -339,13 +352,9 @@ def prepare_dataset(
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="cache folder (default: <out-dir>/features/prepared)")
-    parser.add_argument(
-        "--collections", nargs="+", choices=COLLECTIONS, metavar="C", help="default: all five"
-    )
-    parser.add_argument("--splits", nargs="+", choices=SPLITS, metavar="S", help="default: train valid test")
-    parser.add_argument(
-        "--jobs", type=jobs_arg, help="worker processes (default: prepare.jobs; 0 = one per core)"
-    )
+    add_collections(parser, all_by_default=False)
+    add_splits(parser, all_by_default=False)
+    add_jobs(parser, None, "worker processes (default: prepare.jobs; 0 = one per core)")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
     parser.add_argument(
         "--eval-indices",
@@ -356,7 +365,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def output_folders(args: argparse.Namespace) -> list[Path]:
-    """The cache folder, locked while prepare writes it (tpurank.lock)."""
+    """The cache folder, locked while prepare writes it (tpurank.core.lock)."""
     return [args.out or args.paths.prepared]
 
 

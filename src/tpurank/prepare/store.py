@@ -3,7 +3,7 @@
 Layout configs compress extremely well once transposed: a (config, node, slot) tensor holds few
 distinct column sequences (the compiler ties many tensors to one decision), so each chunk of rows
 is stored column-major as (nodes, 18, rows) and zstd finds the repeats: the whole cache of the real
-sample files is 0.18x their npz (`bench/bench_scale.py`, README "Scale").
+sample files is 0.18x their npz (`bench/bench_scale.py`, docs/scale.md).
 
 Members (stored, not deflated: the blobs are compressed already):
 - `meta.json`: everything small, plus the dtype and shape of every array.
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tpurank.errors import DataError
+from tpurank.core.errors import DataError
 
 META_MEMBER = "meta.json"
 ARRAYS_MEMBER = "arrays.zst"

@@ -1,4 +1,4 @@
-"""`tpurank synth`: write a synthetic dataset, or compare synthetic statistics with a real sample."""
+"""`tpurank synth`: write a synthetic dataset in the exact real format."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import argparse
 import os
 from pathlib import Path
 
-from tpurank.cli import jobs_arg
-from tpurank.dataset import COLLECTIONS, SPLITS
-from tpurank.errors import TpurankError
+from tpurank.core.errors import TpurankError
+from tpurank.core.options import add_collections, add_jobs, add_splits
 from tpurank.synth.scales import SCALES
 
 
@@ -18,48 +17,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--scale", choices=list(SCALES), default="tiny", help="tiny (tests), demo, full (default: tiny)"
     )
     p.add_argument("--seed", type=int, help="random seed (default: the config's seed, 0)")
-    p.add_argument("--collections", nargs="+", choices=COLLECTIONS, help="only these collections")
-    p.add_argument("--splits", nargs="+", choices=SPLITS, help="only these splits")
-    p.add_argument("--jobs", type=jobs_arg, default=1, help="worker processes (default: 1; 0 = one per core)")
-    p.add_argument(
-        "--compare-real",
-        metavar="SAMPLE_ROOT",
-        help="print synthetic vs real statistics side by side (synthetic: --out if it holds data, "
-        "else a fresh --scale tree in a temporary folder)",
-    )
-
-    p.add_argument(
-        "--difficulty-seeds",
-        type=int,
-        default=5,
-        metavar="N",
-        help="--compare-real: also rank the real train/valid pairs and N synthetic counterparts of "
-        "the same sizes with the random, heuristic and lgbm rankers (0: skip; default: 5)",
-    )
+    add_collections(p, all_by_default=False)
+    add_splits(p, all_by_default=False)
+    add_jobs(p, 1, "worker processes (default: 1; 0 = one per core)")
 
 
 def output_folders(args: argparse.Namespace) -> list[Path]:
-    """The data root synth writes, locked while it runs (tpurank.lock)."""
-    return [] if args.compare_real else [Path(args.out) if args.out else args.paths.data]
+    """The data root synth writes, locked while it runs (tpurank.core.lock)."""
+    return [Path(args.out) if args.out else args.paths.data]
 
 
 def run(args: argparse.Namespace) -> int:
-    seed = args.cfg.seed if args.seed is None else args.seed
-    if args.compare_real:
-        from tpurank.synth.compare import compare
-
-        if args.difficulty_seeds < 0:
-            raise TpurankError(f"--difficulty-seeds must be 0 or more, got {args.difficulty_seeds}")
-
-        print(compare(Path(args.compare_real), Path(args.out) if args.out else None, args.scale, seed))
-        if args.difficulty_seeds:
-            from tpurank.synth.difficulty import difficulty_rows, difficulty_table
-
-            print()
-            print(difficulty_table(difficulty_rows(Path(args.compare_real), args.difficulty_seeds)))
-        return 0
     from tpurank.synth.tree import generate
 
+    seed = args.cfg.seed if args.seed is None else args.seed
     out = Path(args.out) if args.out else args.paths.data
     try:
         generate(

@@ -1,6 +1,6 @@
-"""`tpurank synth --compare-real SAMPLE_ROOT`: synthetic vs real statistics, side by side.
+"""Synthetic vs real statistics, side by side (`tpurank compare-synth --real SAMPLE_ROOT`).
 
-Both trees are read the same way (`tpurank.npz.load_graph`, configs as int8) and summarised per
+Both trees are read the same way (`tpurank.data.npz.load_graph`, configs as int8) and summarised per
 file; the table shows medians and ranges so a sample of a handful of real files and a synthetic
 tree of hundreds can be read side by side. Runtime statistics use train/valid files only (test
 files have no runtimes).
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tpurank.dataset import discover, require_npz_root
-from tpurank.npz import load_graph
-from tpurank.paths import NPZ_SUBDIR
-from tpurank.progress import tqdm
+from tpurank.core.paths import NPZ_SUBDIR
+from tpurank.core.progress import tqdm
+from tpurank.data.dataset import discover, require_npz_root
+from tpurank.data.npz import load_graph
 from tpurank.synth.hlo import OP
 
 VALUES = range(-1, 6)

@@ -120,7 +120,7 @@ class LayoutSpace:
 
     Tensors are tied in groups that always take the same layout, as the compiler propagates one
     decision to many tensors: in the real sample, a file's distinct column sequences are 0.03-0.30
-    of its tensor columns (`synth --compare-real`, "distinct tensor columns"). A group holds
+    of its tensor columns (`compare-synth`, "distinct tensor columns"). A group holds
     tensors of one rank (one candidate set); a per-file share in TIED_SHARE sets how many groups.
     """
 

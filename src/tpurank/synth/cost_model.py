@@ -48,7 +48,7 @@ Measurements: each runtime is the modelled cost times `exp(PROGRAM_SIGMA * z + N
 `z` (`program_noise`) is a repeatable deviation per compiled program (hashed from the cost: equal
 costs, equal deviation), standing for what the model leaves out; it cannot be learned from the
 configs and sets how hard the ranking is (PROGRAM_SIGMA = 0.1% puts the random, heuristic and lgbm
-taus of `synth --compare-real` within 0.1 of the real sample's on the xla default pair). The
+taus of `compare-synth` within 0.1 of the real sample's on the xla default pair). The
 jitter is what re-measuring adds: real duplicate configs differ by ~1e-5 (at most 8e-5), and so
 do the synthetic ones. Runtimes are integer ns, so close runtimes tie as in the real files.
 """

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tpurank.npz import TileGraph, load_graph, member_shapes, save_graph
-from tpurank.paths import NPZ_SUBDIR
+from tpurank.core.paths import NPZ_SUBDIR
+from tpurank.data.npz import TileGraph, load_graph, member_shapes, save_graph
 from tpurank.synth import configs as cfgs
 from tpurank.synth.cost_model import measure, tile_cost
 from tpurank.synth.hlo import layout_graph, tile_graph

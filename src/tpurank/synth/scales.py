@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tpurank.dataset import COLLECTIONS, SPLITS
+from tpurank.core.collections import COLLECTIONS, SPLITS
 
 REAL_COUNTS: dict[str, tuple[int, int, int]] = {  # train / valid / test files of the real dataset
     "tile:xla": (5709, 676, 844),
@@ -104,7 +104,7 @@ def log_uniform(rng: np.random.Generator, lo: int, hi: int) -> int:
 
 
 def get_scale(name: str) -> Scale:
-    from tpurank.errors import TpurankError
+    from tpurank.core.errors import TpurankError
 
     if name not in SCALES:
         raise TpurankError(f"unknown scale {name!r}; expected one of {', '.join(SCALES)}")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tpurank.atomic import atomic_path
-from tpurank.errors import DataError
+from tpurank.core.atomic import atomic_path
+from tpurank.core.errors import DataError
 
 Source = np.ndarray | Iterable[np.ndarray] | Callable[[], np.ndarray]
 COMPRESS_LEVEL = 1  # DEFLATE level for streamed members: same format, several times faster than 6

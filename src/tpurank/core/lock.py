@@ -1,0 +1,84 @@
+"""One output lock per output folder: two tpurank runs never write the same folder at once.
+
+Every stage that writes a folder holds an exclusive `fcntl.flock` on `<folder>/.tpurank.lock`
+while it runs (`output_folders(args)` in the stage module names them; tpurank.cli takes the
+locks). A second run into a held folder is refused at once with one line naming the folder and
+the holder's pid; it does not wait (a waiting run would rebuild what the first just wrote, and a
+user who started both by mistake learns of it immediately). The kernel drops the lock when its
+holder exits, even on SIGKILL, so a stale lock file never blocks anything. Locks are re-entrant
+within a process (`tpurank all` runs the stages in-process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from tpurank.core.errors import TpurankError
+
+LOCK_NAME = ".tpurank.lock"
+_held: dict[Path, list] = {}  # resolved folder -> [fd, depth]
+
+
+def _holder(lock_file: Path) -> str:
+    try:
+        text = lock_file.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return "pid unknown"
+    return text or "pid unknown"
+
+
+@contextlib.contextmanager
+def output_lock(folder: str | Path, stage: str) -> Iterator[Path]:
+    """Hold the folder's lock (creating the folder) for the duration of the block.
+
+    Args:
+        folder: the output folder a stage writes.
+        stage: the stage's name, recorded for the message another run gets.
+
+    Raises:
+        TpurankError: when another process holds the folder's lock.
+    """
+    folder = Path(folder).resolve()
+    if folder in _held:
+        _held[folder][1] += 1
+        try:
+            yield folder
+        finally:
+            _held[folder][1] -= 1
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    lock_file = folder / LOCK_NAME
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise TpurankError(
+            f"{folder} is in use by another tpurank run ({_holder(lock_file)}); wait for it to finish "
+            "or stop it, then rerun (finished outputs are kept)"
+        ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.write(fd, f"pid {os.getpid()}, tpurank {stage}\n".encode())
+    _held[folder] = [fd, 1]
+    try:
+        yield folder
+    finally:
+        _held.pop(folder, None)
+        os.close(fd)  # closing the descriptor releases the lock; the file stays (harmless)
+
+
+@contextlib.contextmanager
+def output_locks(folders: Iterable[str | Path], stage: str) -> Iterator[None]:
+    """Hold the locks of several folders (taken in sorted order, so two runs never deadlock)."""
+    unique = sorted({Path(f).resolve() for f in folders})
+    with contextlib.ExitStack() as stack:
+        for f in unique:
+            stack.enter_context(output_lock(f, stage))
+        yield

@@ -1,0 +1,20 @@
+"""Per-graph normalisation of predicted costs, so rankers on different scales can be averaged
+(the ensemble's members, the GNN's seed members)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import rankdata
+
+from tpurank.core.errors import TpurankError
+
+
+def normalize(cost: np.ndarray, how: str) -> np.ndarray:
+    """Per-graph normalized cost: ranks in [0, 1] or z-scores (a constant graph maps to zeros)."""
+    cost = np.asarray(cost, dtype=np.float64)
+    if how == "rank":
+        return (rankdata(cost) - 1) / max(1, len(cost) - 1)
+    if how == "zscore":
+        std = cost.std()
+        return (cost - cost.mean()) / std if std > 0 else np.zeros_like(cost)
+    raise TpurankError(f"config: ensemble.normalize must be 'rank' or 'zscore', got {how!r}")

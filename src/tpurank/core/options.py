@@ -1,0 +1,77 @@
+"""The command-line options every stage shares, defined once so they read and behave alike.
+
+`add_common` adds the run-wide options (`--data-dir`, `--out-dir`, `--work-dir`, `--config`,
+`--set`) that the CLI resolves into `args.paths` and `args.cfg` before a stage runs; the others are
+added by the stages that take them.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from tpurank.core.collections import COLLECTIONS, SPLITS
+
+
+def jobs_arg(text: str) -> int:
+    """argparse type of every `--jobs`: a whole number >= 0 (0 = one per core)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 (0 = one per core), got {n}")
+    return n
+
+
+def add_collections(p: argparse.ArgumentParser, all_by_default: bool = True, help: str | None = None) -> None:
+    """`--collections C [C ...]`, checked against the five collections.
+
+    Args:
+        p: the stage's parser.
+        all_by_default: default to all five (else None: the stage decides).
+        help: the help text (default: "default: all five").
+    """
+    p.add_argument(
+        "--collections",
+        nargs="+",
+        choices=COLLECTIONS,
+        default=list(COLLECTIONS) if all_by_default else None,
+        metavar="C",
+        help=help or f"any of {', '.join(COLLECTIONS)} (default: all five)",
+    )
+
+
+def add_splits(p: argparse.ArgumentParser, all_by_default: bool = True) -> None:
+    """`--splits S [S ...]`: train, valid, test."""
+    p.add_argument(
+        "--splits",
+        nargs="+",
+        choices=SPLITS,
+        default=list(SPLITS) if all_by_default else None,
+        metavar="S",
+        help="any of train valid test (default: all three)",
+    )
+
+
+def add_jobs(p: argparse.ArgumentParser, default: int | None, help: str) -> None:
+    """`--jobs N`: worker processes (0 = one per core)."""
+    p.add_argument("--jobs", type=jobs_arg, default=default, metavar="N", help=help)
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    """The run-wide options: where data, outputs and intermediates live, and the config."""
+    g = p.add_argument_group("common options")
+    g.add_argument("--data-dir", help="data root (default: $TPURANK_DATA, Kaggle input, then data/)")
+    g.add_argument("--out-dir", help="root for models/, predictions/, submissions/, reports/ (and features/)")
+    g.add_argument(
+        "--work-dir",
+        help="root for the large intermediates, features/ (default: $TPURANK_WORK, else --out-dir)",
+    )
+    g.add_argument("--config", dest="config_file", help="TOML config file")
+    g.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override one config value (repeatable), e.g. --set gnn.hidden=128",
+    )

@@ -1,0 +1,76 @@
+"""What is saved next to every model, report and submission so a result can be reproduced:
+the seed and resolved config, the git commit, a fingerprint of the data, and the time."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tpurank import __version__
+from tpurank.core.atomic import write_json
+from tpurank.core.config import Config, to_dict
+from tpurank.core.paths import NPZ_SUBDIR, project_root
+
+
+def git_commit() -> str:
+    """The checkout's commit, with `+dirty` when it has uncommitted changes; 'unknown' elsewhere."""
+    root = project_root()
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return sha + ("+dirty" if dirty else "")
+
+
+def data_fingerprint(data_root: Path) -> str:
+    """sha256 over the sorted (relative path, size) of every npz and the sample submission.
+
+    Cheap (no file is read) and changes whenever a file is added, removed or rewritten with a
+    different size.
+    """
+    h = hashlib.sha256()
+    npz = data_root / NPZ_SUBDIR
+    files = sorted(npz.rglob("*.npz")) if npz.is_dir() else []
+    sample = data_root / "sample_submission.csv"
+    if sample.exists():
+        files.append(sample)
+    for f in files:
+        size = f.stat().st_size if f.exists() else -1  # a dangling symlink counts, without a size
+        h.update(f"{f.relative_to(data_root)}:{size}\n".encode())
+    return f"sha256:{h.hexdigest()[:16]}:{len(files)}files"
+
+
+def provenance(cfg: Config | None, data_root: Path | None, **extra: Any) -> dict[str, Any]:
+    """The standard record: version, commit, time, host, seed, config, data root and fingerprint."""
+    rec: dict[str, Any] = {
+        "tpurank_version": __version__,
+        "git_commit": git_commit(),
+        "created_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+    }
+    if cfg is not None:
+        rec["seed"] = cfg.seed
+        rec["config"] = to_dict(cfg)
+    if data_root is not None:
+        rec["data_root"] = str(data_root)
+        rec["data_fingerprint"] = data_fingerprint(data_root)
+    rec.update(extra)
+    return rec
+
+
+def write_sidecar(path: Path, cfg: Config | None, data_root: Path | None, **extra: Any) -> None:
+    """Write the provenance record as JSON at `path` (atomically)."""
+    write_json(path, provenance(cfg, data_root, **extra))

@@ -1,0 +1,116 @@
+"""`tpurank download`: fetch and unpack the competition data with the kaggle package.
+
+Credentials are whatever the kaggle package's own `authenticate()` finds (an access token,
+KAGGLE_USERNAME/KAGGLE_KEY, kaggle.json in $KAGGLE_CONFIG_DIR, ~/.kaggle or ~/.config/kaggle, OAuth
+credentials): tpurank keeps no list of its own. The endpoint follows kagglesdk's
+KAGGLE_API_ENVIRONMENT (TEST: http://localhost:7777, as the tests use).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from tpurank.core.errors import TpurankError
+
+COMPETITION = "predict-ai-model-runtime"
+HOW_TO = (
+    "Kaggle credentials not found. Create an API token at https://www.kaggle.com/settings "
+    "(Account > API > Create New Token), save it as ~/.kaggle/kaggle.json or ~/.config/kaggle/kaggle.json "
+    "(chmod 600) or set KAGGLE_USERNAME and KAGGLE_KEY (a newer access token: KAGGLE_API_TOKEN or "
+    "~/.kaggle/access_token), and accept the competition rules at "
+    f"https://www.kaggle.com/competitions/{COMPETITION}/rules."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--force", action="store_true", help="download even if the data is already there")
+
+
+def _api_class() -> type:
+    """KaggleApi, whose client honours KAGGLE_API_ENVIRONMENT.
+
+    kaggle 2.2.4 builds its client with an explicit env (PROD unless --staging/--local is in its
+    own argv), so kagglesdk's KAGGLE_API_ENVIRONMENT is ignored; when that variable is set, the
+    client is built with env=None and kagglesdk resolves it. Importing kaggle authenticates and
+    prints help when there are no credentials: that output is swallowed (we report it ourselves).
+    """
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            from kaggle.api.kaggle_api_extended import KaggleApi
+            from kagglesdk import KaggleClient
+    except ImportError as e:
+        raise TpurankError(f"the kaggle package is not installed ({e}); run ./run.sh setup") from None
+
+    class Api(KaggleApi):
+        def build_kaggle_client(self) -> Any:
+            if not os.environ.get("KAGGLE_API_ENVIRONMENT"):
+                return super().build_kaggle_client()
+            return KaggleClient(
+                env=None,
+                username=self.config_values.get(self.CONFIG_NAME_USER),
+                password=self.config_values.get(self.CONFIG_NAME_KEY),
+                api_token=self.config_values.get(self.CONFIG_NAME_TOKEN),
+                response_processor=self.get_response_processor(),
+            )
+
+    return Api
+
+
+def kaggle_api() -> Any:
+    """An authenticated KaggleApi (the package's own credential discovery), or a one-line TpurankError."""
+    api = _api_class()()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            api.authenticate()
+    except SystemExit:  # kaggle's authenticate() prints help and exits when it finds nothing
+        raise TpurankError(HOW_TO) from None
+    except Exception as e:  # the kaggle client raises plain exceptions for bad tokens
+        raise TpurankError(f"Kaggle authentication failed: {e}. {HOW_TO}") from None
+    return api
+
+
+def have_credentials() -> bool:
+    """Whether the kaggle package authenticates (used by `all` to choose Kaggle over synthetic data)."""
+    try:
+        kaggle_api()
+    except TpurankError:
+        return False
+    return True
+
+
+def download(data_root: Path, force: bool = False) -> Path:
+    """Download the competition archive into data_root and unpack it there."""
+    if (data_root / "npz_all" / "npz").is_dir() and not force:
+        print(f"data already present at {data_root} (use --force to download again)")
+        return data_root
+    api = kaggle_api()
+    data_root.mkdir(parents=True, exist_ok=True)
+    print(f"downloading {COMPETITION} into {data_root} (about 6 GB)...")
+    try:
+        api.competition_download_files(COMPETITION, path=str(data_root), force=force, quiet=False)
+    except Exception as e:
+        raise TpurankError(f"download failed: {e}") from None
+    archive = data_root / f"{COMPETITION}.zip"
+    if not archive.exists():
+        raise TpurankError(f"{archive}: the download produced no archive")
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            zf.extractall(data_root)
+    except zipfile.BadZipFile as e:
+        raise TpurankError(f"{archive}: corrupt archive ({e}); delete it and download again") from None
+    if not (data_root / "npz_all" / "npz").is_dir():
+        raise TpurankError(f"{archive}: unpacked, but it holds no npz_all/npz folder")
+    archive.unlink()
+    return data_root
+
+
+def run(args: argparse.Namespace) -> int:
+    download(args.paths.data, args.force)
+    print(f"data ready at {args.paths.data}")
+    return 0

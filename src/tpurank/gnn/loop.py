@@ -1,0 +1,417 @@
+"""The training loop shared by the GNN rankers, read top to bottom: `fit` = `build` (model,
+optimizer, schedule) -> `resume` (from `last.pt`) -> `loop` (`step_once`, then `score_valid` and
+`record` every `eval_interval` steps) -> `finetune` (GST only) -> `finish` (`model.pt` complete,
+`model.json`).
+
+Sampling, losses, AdamW/Adam, the cosine schedule, early stopping on the validation metric,
+resumable checkpoints, CUDA + mixed precision (device.py) and DDP: under `torchrun
+--nproc_per_node=N` every process trains on its own graphs of each step and
+DistributedDataParallel averages the gradients (gloo on CPU, nccl on GPU); process 0 validates,
+decides early stopping for all, and writes the files.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from tpurank.core.collections import kind_of
+from tpurank.core.config import Config, to_dict
+from tpurank.core.errors import TpurankError
+from tpurank.core.memory import release_free_memory
+from tpurank.core.paths import Paths
+from tpurank.core.progress import tqdm
+from tpurank.core.provenance import write_sidecar
+from tpurank.gnn import device as devices
+from tpurank.gnn import gst
+from tpurank.gnn.checkpoints import (
+    CHECKPOINT,
+    RESUME,
+    load_checkpoint,
+    prepared_fingerprint,
+    save_checkpoint,
+    unwrap,
+)
+from tpurank.gnn.data import GraphData, sample_rows
+from tpurank.gnn.device import Runtime
+from tpurank.gnn.recipe import ModelSpec, Recipe
+from tpurank.gnn.schedule import make_scheduler
+from tpurank.gnn.scoring import evaluate
+from tpurank.gnn.step import make_optimizer, micro_batches, train_step
+
+SIDECAR = "model.json"
+AUTO_EVAL_MAX = 200  # eval_every = 0: about one pass over the train configs, but at most this many steps
+
+
+# -------------------------------------------------------------------------------------------- training
+
+
+def _step_graphs(order: np.ndarray, step: int, rt: Runtime, per_rank: int) -> list[int]:
+    """This rank's graphs of one step: consecutive slices of the round's shuffled order, wrapping."""
+    start = step * per_rank * rt.world + rt.rank * per_rank
+    return [int(order[(start + i) % len(order)]) for i in range(per_rank)]
+
+
+def eval_interval(train: list[GraphData], r: Recipe, world: int) -> int:
+    """Steps between validations: `eval_every`, or (0) about one pass over the unique train configs
+    (each step takes C configs of B graphs per process), at most AUTO_EVAL_MAX and `max_steps`."""
+    if r.eval_every > 0:
+        return min(r.eval_every, r.max_steps)
+    per_step = r.configs_per_graph * r.graphs_per_batch * world
+    configs = sum(g.num_unique for g in train)
+    graphs = math.ceil(len(train) / (r.graphs_per_batch * world))
+    return max(1, min(AUTO_EVAL_MAX, r.max_steps, max(graphs, math.ceil(configs / per_step))))
+
+
+def check_recipe(r: Recipe) -> None:
+    if r.configs_per_graph < 2:
+        raise TpurankError("config: configs_per_graph must be at least 2 (ranking needs pairs)")
+    if r.graphs_per_batch < 1 or r.max_steps < 1 or r.eval_every < 0 or r.patience < 1:
+        raise TpurankError(
+            "config: graphs_per_batch, max_steps and patience must be at least 1, eval_every at least 0"
+        )
+    if r.time_budget_min < 0:
+        raise TpurankError(f"config: time_budget_min must be >= 0 (0 = no limit), got {r.time_budget_min}")
+
+
+def _out_of_time(r: Recipe, seconds: float, rt: Runtime) -> bool:
+    """True once the time budget is spent (the same answer on every rank)."""
+    late = r.time_budget_min > 0 and seconds >= r.time_budget_min * 60
+    if rt.world > 1:
+        flag = torch.tensor([float(late)], device=rt.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        late = bool(flag.item())
+    return late
+
+
+@dataclass
+class LoopState:
+    """Where a training run stands: what a resume restores, and what the summary reports.
+
+    Args:
+        step: optimizer steps taken.
+        seconds: training seconds spent (validation included), carried over on resume.
+        best: the best validation score so far (its weights are in `model.pt`).
+        bad: validations since the last gain (early stopping counts these).
+        history: one record per validation.
+        stopped: why the loop ended ("patience", "time budget"; "" while running).
+    """
+
+    step: int = 0
+    seconds: float = 0.0
+    best: float = -math.inf
+    bad: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+    stopped: str = ""
+
+
+@dataclass
+class Run:
+    """What one `fit` builds once and every phase reads: the model, its optimizer and schedule,
+    where it runs and where its files go."""
+
+    spec: ModelSpec
+    cfg: Config
+    collection: str
+    recipe: Recipe
+    model_args: dict[str, Any]
+    model: nn.Module
+    opt: torch.optim.Optimizer
+    sched: torch.optim.lr_scheduler.LRScheduler
+    segmented: gst.GstState | None
+    rt: Runtime
+    precision: str
+    scaler: torch.amp.GradScaler | None
+    data_key: str
+    out: Path
+    progress: bool
+
+    @property
+    def final(self) -> Path:
+        return self.out / CHECKPOINT
+
+    @property
+    def resume_file(self) -> Path:
+        return self.out / RESUME
+
+    def say(self, text: str) -> None:
+        """A progress line, from process 0 only."""
+        if self.rt.main and self.progress:
+            tqdm.write(text)
+
+    def checkpoint(self, st: LoopState, complete: bool, resumable: bool = False) -> dict[str, Any]:
+        """The checkpoint of the model as it stands: weights, config, constructor arguments, loop state."""
+        state = {
+            "model": self.spec.name,
+            "model_args": self.model_args,
+            "config": to_dict(self.cfg),
+            "recipe": asdict(self.recipe),
+            "collection": self.collection,
+            "state_dict": unwrap(self.model).state_dict(),
+            "step": st.step,
+            "seconds": st.seconds,
+            "best": st.best,
+            "bad": st.bad,
+            "history": st.history,
+            "complete": complete,
+            "data": self.data_key,
+            "device": str(self.rt.device),
+            "precision": self.precision,
+        }
+        if resumable:
+            state.update(optimizer=self.opt.state_dict(), scheduler=self.sched.state_dict())
+        return state
+
+
+def fit(
+    spec: ModelSpec,
+    paths: Paths,
+    cfg: Config,
+    collection: str,
+    train: list[GraphData],
+    valid: list[GraphData],
+    rt: Runtime,
+    progress: bool = True,
+) -> tuple[nn.Module, dict[str, Any]]:
+    """The training loop; writes `model.pt`, `last.pt` and `model.json` under the model folder.
+
+    Runs until `max_steps`, the time budget, or `patience` validations without a gain, validating
+    every `eval_interval` steps and at the end. Resumes from `last.pt` (steps and seconds spent
+    carry over) when it was written with the same config, model and data.
+
+    Args:
+        spec: the model family.
+        paths: resolved paths.
+        cfg: config with the collection's overrides applied.
+        collection: one of COLLECTIONS.
+        train, valid: the graphs.
+        rt: device and process group (from `setup_runtime`).
+        progress: show progress bars.
+
+    Returns:
+        The trained model (last weights, unwrapped from DDP) and the summary.
+    """
+    train = [g for g in train if g.rankable]
+    run = build(spec, paths, cfg, collection, train, rt, progress)
+    st = resume(run)
+    if rt.world > 1:
+        ids = [rt.device.index] if rt.device.type == "cuda" else None
+        run.model = nn.parallel.DistributedDataParallel(run.model, device_ids=ids)
+    loop(run, st, train, valid)
+    if run.segmented is not None and run.recipe.finetune_steps > 0 and run.final.exists():
+        finetune(run, st, train, valid)
+    summary = finish(run, st, paths)
+    return unwrap(run.model), summary
+
+
+def build(
+    spec: ModelSpec,
+    paths: Paths,
+    cfg: Config,
+    collection: str,
+    train: list[GraphData],
+    rt: Runtime,
+    progress: bool,
+) -> Run:
+    """A new model (seeded), its optimizer, schedule and precision; checks what cannot train."""
+    kind = kind_of(collection)
+    r = spec.recipe(cfg, kind)
+    check_recipe(r)
+    if not train:
+        raise TpurankError(f"{collection}: no train graph has two configs with different runtimes")
+    if train[0].kind != kind:
+        raise TpurankError(f"{collection}: prepared graphs are {train[0].kind}, expected {kind}")
+    torch.manual_seed(cfg.seed)
+    args = spec.model_args(cfg, kind, int(train[0].node_feat.shape[1]))
+    model = spec.build(args)
+    if spec.fit_train is not None:
+        spec.fit_train(model, train)  # statistics of the train graphs only (saved in the state dict)
+    model = model.to(rt.device)
+    opt = make_optimizer(model, r)
+    segmented = gst.GstState(r, args["hidden"]) if r.segment_nodes and kind == "layout" else None
+    if segmented is not None and args.get("layer_attention"):
+        raise TpurankError(
+            "config: gnn.segment_nodes (GST) cannot be combined with gnn.layer_attention: a segment's "
+            "embedding would depend on the other configs of the step, not only its own (on by default for the "
+            f'default collections: --set collections."{collection}".gnn.layer_attention=false)'
+        )
+    precision = devices.pick_precision(rt.device, r.bf16)
+    run = Run(
+        spec=spec, cfg=cfg, collection=collection, recipe=r, model_args=args, model=model, opt=opt,
+        sched=make_scheduler(opt, r), segmented=segmented, rt=rt, precision=precision,
+        scaler=devices.grad_scaler(precision), data_key=prepared_fingerprint(paths, collection),
+        out=paths.model_dir(spec.name, collection), progress=progress,
+    )  # fmt: skip
+    if rt.main and progress:
+        print(f"[{spec.name}] {collection}: {devices.describe(rt.device, precision)}")
+    return run
+
+
+def resume(run: Run) -> LoopState:
+    """The loop state of `last.pt` when it was written with the same config, model and data (its
+    weights, optimizer and schedule loaded), else a fresh one."""
+    if not run.resume_file.exists():
+        return LoopState()
+    state = load_checkpoint(run.resume_file)
+    same = (state.get("config"), state.get("model_args"), state.get("data")) == (
+        to_dict(run.cfg), run.model_args, run.data_key
+    )  # fmt: skip
+    if not (same and "step" in state):
+        return LoopState()
+    run.model.load_state_dict(state["state_dict"])
+    run.opt.load_state_dict(state["optimizer"])
+    run.sched.load_state_dict(state["scheduler"])
+    st = LoopState(step=state["step"], seconds=state["seconds"], best=state["best"], bad=state["bad"],
+                   history=state["history"])  # fmt: skip
+    st.stopped = "patience" if st.bad >= run.recipe.patience else ""
+    if run.rt.main and run.progress:
+        print(f"[{run.spec.name}] {run.collection}: resuming after step {st.step} from {run.resume_file}")
+    return st
+
+
+def step_once(run: Run, st: LoopState, train: list[GraphData], every: int) -> tuple[float, int]:
+    """One optimizer step on this step's graphs (seeded by the step: a resume repeats it exactly).
+
+    Returns:
+        The step's loss and the configs it saw.
+    """
+    r, rt = run.recipe, run.rt
+    run.model.train()
+    rnd, pos = divmod(st.step, every)
+    order = np.random.default_rng([run.cfg.seed, rnd]).permutation(len(train))  # same on every rank
+    torch.manual_seed(run.cfg.seed * 1_000_003 + st.step * 1009 + rt.rank)  # dropout; resumable
+    rng = np.random.default_rng([run.cfg.seed, st.step, rt.rank])
+    graphs = [train[i] for i in _step_graphs(order, pos, rt, r.graphs_per_batch)]
+    rows = [sample_rows(g, r.configs_per_graph, rng) for g in graphs]
+    if run.segmented is not None:  # Graph Segment Training (gst.py)
+        loss = gst.train_step(
+            unwrap(run.model), run.opt, state=run.segmented, graphs=graphs, rows=rows, r=r,
+            device=rt.device, precision=run.precision, scaler=run.scaler, rng=rng,
+        )  # fmt: skip
+    else:
+        batches = micro_batches(graphs, rows, r.max_batch_nodes)
+        loss = train_step(run.model, run.opt, batches, r, rt.device, run.precision, run.scaler)
+    run.sched.step()
+    if rt.device.type == "cpu":
+        release_free_memory()  # the heap's holes would keep growing (tpurank.core.memory)
+    st.step += 1
+    return loss, sum(len(x) for x in rows)
+
+
+def score_valid(run: Run, valid: list[GraphData], losses: list[float]) -> float:
+    """The validation score (process 0 scores, the others receive it); the training loss, negated,
+    where no valid graph is rankable."""
+    r, rt = run.recipe, run.rt
+    score = evaluate(unwrap(run.model), valid, r, rt.device, run.precision) if rt.main else 0.0
+    if rt.device.type == "cpu":
+        release_free_memory()  # else the next step's tensors stack on validation's freed heap
+    if math.isnan(score):
+        score = -float(np.mean(losses))
+    if rt.world > 1:
+        box = [score]
+        dist.broadcast_object_list(box, src=0)
+        score = box[0]
+    return score
+
+
+def record(run: Run, st: LoopState, score: float, losses: list[float], seconds: float, configs: int,
+           late: bool) -> None:  # fmt: skip
+    """Log a validation, keep the best weights (`model.pt`) and the resumable state (`last.pt`),
+    and decide whether to stop (patience, time budget)."""
+    r, rt = run.recipe, run.rt
+    improved = score > st.best
+    st.best, st.bad = (score, 0) if improved else (st.best, st.bad + 1)
+    st.history.append({
+        "step": st.step,
+        "train_loss": float(np.mean(losses)),
+        "valid_score": score,
+        "seconds": round(seconds, 3),
+        "configs_per_s": round(configs * rt.world / max(seconds, 1e-9), 1),
+    })  # fmt: skip
+    st.stopped = "patience" if st.bad >= r.patience else "time budget" if late else ""
+    if rt.main:
+        if improved:
+            save_checkpoint(run.final, run.checkpoint(st, complete=False))
+        save_checkpoint(run.resume_file, run.checkpoint(st, complete=False, resumable=True))
+    h = st.history[-1]
+    run.say(
+        f"[{run.spec.name}] {run.collection} step {st.step}/{r.max_steps}: loss {h['train_loss']:.4f} "
+        f"valid {score:.4f} (best {st.best:.4f}) {h['configs_per_s']:.0f} configs/s"
+    )
+
+
+def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]) -> None:
+    """Train until max_steps, the time budget or patience; validate every `eval_interval` steps."""
+    r, rt = run.recipe, run.rt
+    every = eval_interval(train, r, rt.world)
+    bar = tqdm(total=r.max_steps, initial=st.step, desc=f"{run.spec.name} {run.collection}", unit="step",
+               disable=not (run.progress and rt.main), leave=False)  # fmt: skip
+    losses, configs_seen, t0, clock = [], 0, time.perf_counter(), time.perf_counter()
+    while st.step < r.max_steps and not st.stopped:
+        loss, configs = step_once(run, st, train, every)
+        losses.append(loss)
+        configs_seen += configs
+        bar.update()
+        best = f"{st.best:.4f}" if st.best > -math.inf else "-"
+        bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", val=best)
+        late = _out_of_time(r, st.seconds + time.perf_counter() - clock, rt)
+        if st.step % every and st.step < r.max_steps and not late:
+            continue
+        seconds = time.perf_counter() - t0
+        score = score_valid(run, valid, losses)
+        st.seconds += time.perf_counter() - clock
+        clock = time.perf_counter()
+        record(run, st, score, losses, seconds, configs_seen, late)
+        losses, configs_seen, t0 = [], 0, time.perf_counter()
+    bar.close()
+
+
+def finetune(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]) -> None:
+    """GST: fine-tune the prediction head of the best weights on fresh segment embeddings."""
+    r, rt, model = run.recipe, run.rt, unwrap(run.model)
+    model.load_state_dict(load_checkpoint(run.final)["state_dict"])
+    t0 = time.perf_counter()
+    tune = gst.finetune_head(
+        model, run.segmented, train, r, rt.device, run.precision, run.cfg.seed, sample_rows
+    )
+    score = evaluate(model, valid, r, rt.device, run.precision) if rt.main else 0.0
+    tuned = {"finetune_loss": float(np.mean(tune)), "seconds": round(time.perf_counter() - t0, 3)}
+    st.history.append({"step": st.step, "valid_score": score, **tuned})
+    if rt.main and score > st.best:
+        st.best = score
+        save_checkpoint(run.final, run.checkpoint(st, complete=False))
+
+
+def finish(run: Run, st: LoopState, paths: Paths) -> dict[str, Any]:
+    """Mark `model.pt` complete with the summary, write `model.json`, drop `last.pt`."""
+    summary = {
+        "best_valid_score": st.best,
+        "steps_run": st.step,
+        "evals_run": len(st.history),
+        "seconds": round(st.seconds, 3),
+        "stopped_by": st.stopped or "max_steps",
+        "history": st.history,
+    }
+    if run.segmented is not None:
+        summary["history_table"] = run.segmented.table.stats()
+    rt = run.rt
+    if rt.main:
+        ckpt = load_checkpoint(run.final) if run.final.exists() else run.checkpoint(st, complete=False)
+        ckpt.update(complete=True, summary=summary)
+        save_checkpoint(run.final, ckpt)
+        write_sidecar(
+            run.out / SIDECAR, run.cfg, paths.data, model=run.spec.name, collection=run.collection,
+            device=str(rt.device), precision=run.precision, **summary,
+        )  # fmt: skip
+        run.resume_file.unlink(missing_ok=True)
+    if rt.world > 1:
+        dist.barrier()
+    return summary

@@ -1,0 +1,1 @@
+"""Kaggle: the code and models datasets for the notebooks, and inference from a models dataset."""

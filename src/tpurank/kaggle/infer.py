@@ -1,0 +1,103 @@
+"""`tpurank infer --models-dataset DIR`: a test submission from models trained elsewhere, no training.
+
+DIR holds what `build-models-dataset` wrote (searched below DIR, so on Kaggle `/kaggle/input` does;
+a `models.zip` that Kaggle unpacked into a folder is found too). The files are checked against the
+manifest's checksums and unpacked into the out folder; then only `prepare --splits test`, `predict
+--split test` for each ensemble member and the ensemble, and `check-submission` run, with the
+config the models were trained with. Writes submissions/submission.csv (and its sidecar).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+from tpurank.core.config import load_config
+from tpurank.core.errors import TpurankError
+from tpurank.core.paths import Paths
+from tpurank.kaggle.models_dataset import ARCHIVE, CONFIG, MANIFEST
+from tpurank.stages import guarded, run_stage
+from tpurank.submission.publish import incomplete_test_set, publish_submission
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--models-dataset", required=True, metavar="DIR", help="folder holding tpurank-models.json (searched)"
+    )
+
+
+def find_manifest(root: Path) -> Path:
+    if (root / MANIFEST).is_file():
+        return root / MANIFEST
+    found = sorted(root.rglob(MANIFEST)) if root.is_dir() else []
+    if not found:
+        raise TpurankError(f"{root}: no {MANIFEST} here or below (attach the models dataset)")
+    if len(found) > 1:
+        raise TpurankError(
+            f"{root}: several models datasets ({', '.join(str(f) for f in found[:3])}); name one"
+        )
+    return found[0]
+
+
+def unpack(dataset: Path, manifest: dict, out: Path) -> None:
+    """Extract the archive (or copy the tree Kaggle unpacked it into) into `out`, checking checksums."""
+    archive = dataset / ARCHIVE
+    if archive.is_file():
+        try:
+            with zipfile.ZipFile(archive) as zf:
+                zf.extractall(out)
+        except zipfile.BadZipFile as e:
+            raise TpurankError(f"{archive}: corrupt archive ({e})") from None
+    else:  # Kaggle unpacks uploaded zips: find the folder holding the files
+        first = next(iter(manifest["files"]))
+        roots = [p.parent for p in dataset.rglob(Path(first).name) if p.as_posix().endswith(first)]
+        if not roots:
+            raise TpurankError(f"{dataset}: neither {ARCHIVE} nor its unpacked files ({first})")
+        base = Path(roots[0].as_posix()[: -len(str(Path(first).parent))].rstrip("/"))
+        for rel in manifest["files"]:
+            target = out / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(base / rel, target)
+    for rel, digest in manifest["files"].items():
+        f = out / rel
+        if not f.is_file() or hashlib.sha256(f.read_bytes()).hexdigest() != digest:
+            raise TpurankError(f"{f}: missing or different from the models dataset's manifest")
+
+
+def run(args: argparse.Namespace) -> int:
+    manifest_file = find_manifest(Path(args.models_dataset))
+    dataset = manifest_file.parent
+    manifest = json.loads(manifest_file.read_text())
+    paths: Paths = args.paths
+    unpack(dataset, manifest, paths.out)
+    members = list(manifest["members"])
+    print(
+        f"[infer] models from {dataset}: ensemble of {', '.join(members)} "
+        f"(trained at commit {manifest.get('git_commit', '?')} on data {manifest.get('data_fingerprint', '?')})",
+        file=sys.stderr,
+    )
+    # the config the models were trained with, unless the user names another; --set goes over it
+    cfg = load_config(args.config_file or dataset / CONFIG, args.set)
+    partial = ["--partial"] if incomplete_test_set(paths) else []
+    steps = [
+        ["prepare", "--splits", "test"],
+        *[["predict", "--model", m, "--split", "test", *partial] for m in members],
+        ["predict", "--model", "ensemble", "--split", "test", *partial],
+    ]
+    for step in steps:
+        print(f"[infer] tpurank {' '.join(step)}", file=sys.stderr)
+        rc = guarded(step[0], lambda s=step: run_stage(s[0], s[1:], paths, cfg))
+        if rc != 0:
+            raise TpurankError(f"step '{' '.join(step)}' failed (exit {rc})")
+    submission = publish_submission(paths)
+    if guarded(
+        "check-submission", lambda: run_stage("check-submission", [str(submission), *partial], paths, cfg)
+    ):
+        raise TpurankError(f"{submission}: failed its check")
+    print(f"submission: {submission}")
+    return 0

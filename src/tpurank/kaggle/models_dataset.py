@@ -1,0 +1,181 @@
+"""`tpurank build-models-dataset`: pack trained models for inference on Kaggle (`tpurank infer`).
+
+Competitors train offline and run a short inference notebook on weights uploaded as a dataset.
+This packs what `infer` needs and nothing it does not: the ensemble's weights and its members'
+model folders (as one `models.zip`: `kaggle datasets create` uploads top-level files only), the
+node-feature rule of the prepared cache (test graphs must be prepared exactly as training saw
+them), the resolved config as `config.toml` (its prepare and features sections are checked against
+those each member was trained with), and `tpurank-models.json` (members, provenance: git
+commit, data fingerprint, seed, time, file checksums) plus `dataset-metadata.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from tpurank.core.atomic import atomic_path, write_json, write_text
+from tpurank.core.collections import COLLECTIONS
+from tpurank.core.config import Config, load_config, to_dict
+from tpurank.core.errors import TpurankError
+from tpurank.core.paths import Paths, project_root
+from tpurank.core.provenance import provenance
+from tpurank.kaggle.code_dataset import PLACEHOLDER_USER
+from tpurank.prepare.node_features import RULE_FILE
+
+DATASET_SLUG = "tpurank-models"
+MANIFEST = "tpurank-models.json"
+ARCHIVE = "models.zip"
+CONFIG = "config.toml"
+SKIPPED = {"last.pt"}  # resume state: training only
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--dest", default="dist/kaggle-models", help="output folder (relative to the project root)"
+    )
+    p.add_argument("--kaggle-user", default=PLACEHOLDER_USER, help="owner of the dataset")
+
+
+# ------------------------------------------------------------------------------------------- config
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TpurankError(f"config value {v!r} cannot be written as TOML")
+
+
+def _toml_key(k: str) -> str:
+    return k if k.replace("_", "").replace("-", "").isalnum() else json.dumps(k)
+
+
+def to_toml(data: dict[str, Any], prefix: str = "") -> str:
+    """A config dict (to_dict) as TOML that load_config reads back to the same config."""
+    scalars = [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    out = []
+    if scalars:
+        out.append((f"[{prefix}]\n" if prefix else "") + "\n".join(scalars) + "\n")
+    for k, v in data.items():
+        if isinstance(v, dict):
+            out.append(to_toml(v, f"{prefix}.{_toml_key(k)}" if prefix else _toml_key(k)))
+    return "\n".join(s for s in out if s)
+
+
+# ------------------------------------------------------------------------------------------- packing
+
+
+def ensemble_members(paths: Paths) -> list[str]:
+    """The models the fitted ensemble combines (every collection must be fitted)."""
+    members: set[str] = set()
+    for c in COLLECTIONS:
+        wfile = paths.model_dir("ensemble", c) / "weights.json"
+        if not wfile.exists():
+            raise TpurankError(f"{wfile}: ensemble not fitted for {c}; train it first (./run.sh all)")
+        members.update(json.loads(wfile.read_text())["members"])
+    return sorted(members)
+
+
+INFERENCE_SECTIONS = ("prepare", "features")  # what infer rebuilds on the test graphs
+
+
+def _results_part(section: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A config section without the settings that change speed only (worker counts)."""
+    return None if section is None else {k: v for k, v in section.items() if k != "jobs"}
+
+
+def training_configs(paths: Paths, cfg: Config, members: list[str]) -> dict[str, dict[str, Any]]:
+    """The config each member was trained with (from its sidecar), per `model/collection`.
+
+    Raises:
+        TpurankError: when a section infer depends on differs from `cfg` (then the test graphs
+            would be prepared differently from the training graphs).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for m in members:
+        for c in COLLECTIONS:
+            folder = paths.model_dir(m, c)
+            side = next(
+                (folder / n for n in ("provenance.json", "model.json") if (folder / n).exists()), None
+            )
+            trained = json.loads(side.read_text()).get("config") if side else None
+            if not trained:
+                continue
+            mine = to_dict(cfg.for_collection(c))
+            for section in INFERENCE_SECTIONS:
+                if _results_part(trained.get(section)) != _results_part(mine[section]):
+                    raise TpurankError(
+                        f"{side}: trained with [{section}] {trained.get(section)} but this config has "
+                        f"{mine[section]}; pass the --config/--set used for training"
+                    )
+            out[f"{m}/{c}"] = trained
+    return out
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def build(paths: Paths, cfg: Config, dest: Path, user: str) -> dict[str, Any]:
+    """Write the models dataset into `dest`; returns its manifest."""
+    members = ensemble_members(paths)
+    trained = training_configs(paths, cfg, members)
+    rule = paths.prepared / RULE_FILE
+    if not rule.exists():
+        raise TpurankError(
+            f"{rule}: no node-feature rule; the models were trained on another prepared cache?"
+        )
+    files: list[Path] = [rule]
+    for m in ["ensemble", *members]:
+        for c in COLLECTIONS:
+            folder = paths.model_dir(m, c)
+            found = [f for f in sorted(folder.rglob("*")) if f.is_file() and f.name not in SKIPPED]
+            if not found:
+                raise TpurankError(f"{folder}: no trained {m} model for {c}")
+            files.extend(found)
+    dest.mkdir(parents=True, exist_ok=True)
+    with atomic_path(dest / ARCHIVE) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+        for f in files:
+            zf.write(f, f.relative_to(paths.out).as_posix())
+    write_text(dest / CONFIG, to_toml(to_dict(cfg)))
+    if load_config(dest / CONFIG) != cfg:
+        raise TpurankError(f"{dest / CONFIG}: the written config does not read back to the same values")
+    manifest = provenance(
+        cfg,
+        paths.data,
+        members=members,
+        collections=list(COLLECTIONS),
+        archive=ARCHIVE,
+        archive_sha256=_sha256(dest / ARCHIVE),
+        files={f.relative_to(paths.out).as_posix(): _sha256(f) for f in files},
+        training_configs=trained,
+    )
+    write_json(dest / MANIFEST, manifest)
+    write_json(
+        dest / "dataset-metadata.json",
+        {"title": DATASET_SLUG, "id": f"{user}/{DATASET_SLUG}", "licenses": [{"name": "apache-2.0"}]},
+    )
+    return manifest
+
+
+def run(args: argparse.Namespace) -> int:
+    dest = project_root() / args.dest if not Path(args.dest).is_absolute() else Path(args.dest)
+    manifest = build(args.paths, args.cfg, dest, args.kaggle_user)
+    size = (dest / ARCHIVE).stat().st_size / 1e6
+    print(
+        f"models dataset in {dest}: ensemble of {', '.join(manifest['members'])}, {len(manifest['files'])} files, {ARCHIVE} {size:.1f} MB"
+    )
+    print(
+        f"upload: kaggle datasets create -p {dest}   (a new version: kaggle datasets version -p {dest} -m MSG)"
+    )
+    return 0

@@ -1,0 +1,252 @@
+"""`tpurank predict --model M --split valid|test`: predictions and the submission CSV of a model.
+
+Per collection the model returns graph ID -> cost per config index; they are kept in
+`predictions/<M>/<split>.npz` (saved after each collection, so an interrupted run resumes where
+it stopped; a collection is recomputed when its config, model files, prepared cache or data
+change, or with --force). Then `submissions/<split>_<M>.csv` is written, fastest first, after
+the full submission check, with a JSON sidecar holding the validation scores when the split has
+runtimes. A test CSV is only written when every collection is predicted.
+
+One rule keeps finished output safe: a collection's predictions are replaced only when its new
+run succeeds for every expected graph. A collection that fails (a damaged model file, a test
+file missing from the prepared cache) gets one line, keeps its previous predictions, and the
+CSV is not rewritten; the exit code is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+from tpurank.core.collections import COLLECTIONS, check_collection
+from tpurank.core.config import Config, to_dict
+from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.metrics import summarize
+from tpurank.core.options import add_collections
+from tpurank.core.paths import Paths
+from tpurank.core.progress import tqdm
+from tpurank.core.provenance import data_fingerprint, write_sidecar
+from tpurank.rankers.predictions import load_predictions, save_predictions
+from tpurank.rankers.registry import MODEL_NAMES, get_model
+from tpurank.submission.format import (
+    ExpectedGraph,
+    expected_for_split,
+    missing_files,
+    top_configs,
+    write_submission,
+)
+from tpurank.submission.score import score_parsed, scores_json
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, choices=MODEL_NAMES, help="which model predicts")
+    p.add_argument("--split", required=True, choices=["valid", "test"], help="split to rank")
+    add_collections(p)
+    p.add_argument(
+        "--partial",
+        action="store_true",
+        help="test: write rows only for the sample IDs whose test file exists (not accepted by Kaggle)",
+    )
+    p.add_argument("--force", action="store_true", help="recompute predictions that are up to date")
+
+
+def _files_stamp(folder: Path) -> list[tuple[str, int, int]]:
+    if not folder.is_dir():
+        return []
+    return sorted(
+        (str(f.relative_to(folder)), f.stat().st_size, f.stat().st_mtime_ns)
+        for f in folder.rglob("*")
+        if f.is_file() and not f.name.startswith(".")  # not lock or temporary files
+    )
+
+
+def collection_stamp(paths: Paths, cfg: Config, model: str, collection: str, fingerprint: str) -> str:
+    """What a collection's predictions depend on: config, model files, prepared index, data (and,
+    for the ensemble, its members' prediction files)."""
+    index = paths.prepared / "index.parquet"
+    parts = {
+        "model": model,
+        "config": to_dict(cfg.for_collection(collection)),
+        "model_files": _files_stamp(paths.model_dir(model, collection)),
+        "prepared": [index.stat().st_size, index.stat().st_mtime_ns] if index.exists() else None,
+        "data": fingerprint,
+    }
+    if model == "ensemble":  # it combines the other models' predictions: they are inputs too
+        parts["member_predictions"] = [
+            f for f in _files_stamp(paths.predictions) if not f[0].startswith(f"{model}/")
+        ]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _expected(paths: Paths, split: str, partial: bool) -> list[ExpectedGraph]:
+    expected = expected_for_split(paths, split, partial=partial)
+    absent = missing_files(expected)
+    if absent:
+        raise TpurankError(
+            f"{paths.sample_submission} lists {len(expected)} test IDs but {len(absent)} have no file under "
+            f"{paths.npz} (e.g. {absent[0]}); pass --partial to rank only the files present "
+            "(such a CSV is not a valid Kaggle submission)"
+        )
+    return expected
+
+
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """The model's predictions folder, locked while it predicts (tpurank.core.lock)."""
+    return [args.paths.prediction_file(args.model, args.split).parent]
+
+
+def check_complete(got: dict, ids: list[str], name: str, collection: str, split: str) -> None:
+    """A collection's predictions count only when every expected graph has one.
+
+    Raises:
+        TpurankError: naming the graphs without a prediction (usually files added to the data
+            after `prepare`, or files that failed it).
+    """
+    missing = [i for i in ids if i not in got]
+    if not got:
+        raise TpurankError(
+            f"model {name} returned no {split} predictions ({len(ids)} files); "
+            "is the prepared cache built (`python -m tpurank prepare`) and the model trained?"
+        )
+    if missing:
+        raise TpurankError(
+            f"model {name} predicted {len(ids) - len(missing)} of {len(ids)} {split} graphs; no prediction for "
+            f"{missing[0]}{f' and {len(missing) - 1} more' if len(missing) > 1 else ''}: not in the prepared "
+            "cache? (added after `prepare`, or failed it): rerun `tpurank prepare` and `features`"
+        )
+
+
+def finished_predictions(pred_file: Path, meta_file: Path) -> tuple[dict, dict]:
+    """(graph ID -> costs, collection -> stamp) of an earlier run; empty when there is none.
+
+    A damaged file holds nothing to keep: it is reported in one line and everything is
+    recomputed (rather than blocking even `--force`).
+    """
+    if not pred_file.exists():
+        return {}, {}
+    try:
+        preds = load_predictions(pred_file)
+    except DataError as e:
+        print(f"tpurank predict: warning: {e}; recomputing every collection", file=sys.stderr)
+        return {}, {}
+    try:
+        stamps = json.loads(meta_file.read_text()).get("stamps", {})
+    except (OSError, ValueError, AttributeError):  # missing or damaged: every collection is stale
+        stamps = {}
+    return preds, stamps if isinstance(stamps, dict) else {}
+
+
+def replace_collection(preds: dict, collection: str, got: dict) -> dict:
+    """`preds` with one collection's entries replaced by `got` (the others untouched)."""
+    return {k: v for k, v in preds.items() if not k.startswith(collection + ":")} | got
+
+
+def run(args: argparse.Namespace) -> int:
+    return predict_split(
+        args.paths, args.cfg, args.model, args.split, args.collections, partial=args.partial, force=args.force
+    )
+
+
+def predict_split(
+    paths: Paths,
+    cfg: Config,
+    name: str,
+    split: str,
+    collections: list[str],
+    partial: bool = False,
+    force: bool = False,
+) -> int:
+    """Predict `split` with model `name`, keeping up-to-date collections, and write its CSV.
+
+    Args:
+        paths: the resolved folders.
+        cfg: the run's config (each collection's overrides are applied here).
+        name: a registered model.
+        split: valid or test.
+        collections: the collections to predict.
+        partial: test: rank only the sample IDs whose file exists.
+        force: recompute predictions that are up to date.
+    """
+    for c in collections:
+        check_collection(c)
+    model = get_model(name)
+    expected = _expected(paths, split, partial)
+    wanted = [c for c in COLLECTIONS if c in collections and any(e.collection == c for e in expected)]
+    pred_file = paths.prediction_file(name, split)
+    meta_file = pred_file.with_suffix(".json")
+    # the finished predictions of every collection stay until a new run of that collection
+    # succeeds: --force recomputes, but a failure never drops what was there
+    preds, stamps = finished_predictions(pred_file, meta_file)
+    fingerprint = data_fingerprint(paths.data)
+    failed: list[str] = []
+    for c in tqdm(wanted, desc=f"predict {name} {split}", unit="collection", file=sys.stderr):
+        ids = [e.id for e in expected if e.collection == c]
+        stamp = collection_stamp(paths, cfg, name, c, fingerprint)
+        if not force and stamps.get(c) == stamp and all(i in preds for i in ids):
+            tqdm.write(f"predict {name} {split} {c}: up to date, kept", file=sys.stderr)
+            continue
+        t = time.perf_counter()
+        try:
+            got = dict(model.predict(paths, cfg.for_collection(c), c, split))
+            check_complete(got, ids, name, c, split)
+        except TpurankError as e:
+            failed.append(f"{c}: {e}")
+            tqdm.write(f"tpurank predict: error: {c}: {e}", file=sys.stderr)
+            continue
+        preds = replace_collection(preds, c, got)
+        stamps[c] = stamp
+        save_predictions(pred_file, preds)
+        write_sidecar(meta_file, cfg, paths.data, model=name, split=split, stamps=stamps)
+        print(
+            f"predict {name} {split} {c}: {len(got)} graphs, {time.perf_counter() - t:.1f} s", file=sys.stderr
+        )
+    if failed:
+        target = paths.submissions / f"{split}_{name}.csv"
+        raise TpurankError(
+            f"{len(failed)} of {len(wanted)} collections failed (above); {pred_file} keeps their previous "
+            f"predictions, if any, and {target} was not rewritten"
+        )
+    return write_csv(paths, cfg, name, split, expected, preds, partial, collections)
+
+
+def write_csv(
+    paths: Paths,
+    cfg: Config,
+    name: str,
+    split: str,
+    expected: list[ExpectedGraph],
+    preds: dict,
+    partial: bool,
+    collections: list[str] | None = None,
+) -> int:
+    """Write `submissions/<split>_<name>.csv` for the collections fully predicted (test: all of
+    `collections` that have test files; a subset of the five only with `partial`)."""
+    chosen = collections or list(COLLECTIONS)
+    if partial:
+        expected = [e for e in expected if e.collection in chosen]
+    present = [c for c in COLLECTIONS if any(e.collection == c for e in expected)]
+    covered = [c for c in present if all(e.id in preds for e in expected if e.collection == c)]
+    target = paths.submissions / f"{split}_{name}.csv"
+    if split == "test" and covered != present:
+        todo = [c for c in present if c not in covered]
+        print(f"{target}: not written yet; predict {', '.join(todo)} first", file=sys.stderr)
+        return 0
+    rows = [e for e in expected if e.collection in covered]
+    costs = {e.id: preds[e.id] for e in rows}
+    extra: dict = {"models": [name], "split": split, "collections": covered, "partial": partial}
+    if split != "test":
+        parsed = {e.id: top_configs(e.collection, costs[e.id]).tolist() for e in rows}
+        summary = summarize(score_parsed(parsed, paths, split))
+        extra["scores"] = scores_json(summary)
+        extra["graphs"] = {c: int(s["graphs"]) for c, s in summary.items()}
+    write_submission(target, costs, rows, cfg, paths.data, **extra)
+    scored = extra.get("scores", {}).get("overall")
+    note = (
+        f" (overall {split} score {scored:.4f} over {len(covered)} collections)" if scored is not None else ""
+    )
+    print(f"wrote {target}: {len(rows)} rows{note}", file=sys.stderr)
+    return 0

@@ -1,0 +1,49 @@
+"""`REGISTRY`: model name -> the module that trains and predicts it (imported only when used).
+
+A model module provides `train(paths, cfg, collection) -> None` and
+`predict(paths, cfg, collection, split) -> dict[str, np.ndarray]` (graph ID -> cost per original
+config index, lower = faster). `cfg` is the collection's config (`Config.for_collection`): the
+callers (the train, predict and ensemble stages) apply the per-collection overrides, once. A value `module:attr` names an object inside a module that
+provides both (the two baselines share tpurank.rankers.baselines).
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+from tpurank.core.errors import TpurankError
+
+REGISTRY: dict[str, str] = {
+    "random": "tpurank.rankers.baselines:RANDOM",
+    "heuristic": "tpurank.rankers.baselines:HEURISTIC",
+    "lgbm": "tpurank.lgbm.model",
+    "gnn": "tpurank.gnn.model",
+    "baseline": "tpurank.gnn.official",
+    "ensemble": "tpurank.rankers.ensemble",
+}
+MODEL_NAMES: tuple[str, ...] = tuple(REGISTRY)
+
+
+def get_model(name: str) -> ModuleType | Any:
+    """The object with `train` and `predict` for a model name.
+
+    Raises:
+        TpurankError: for an unknown name or a module missing from this version.
+    """
+    target = REGISTRY.get(name)
+    if target is None:
+        raise TpurankError(f"unknown model {name!r}; expected one of {', '.join(MODEL_NAMES)}")
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name and module_name.startswith(e.name):
+            raise TpurankError(f"model {name!r} ({module_name}) is not available in this version") from None
+        raise
+    obj = getattr(module, attr) if attr else module
+    for fn in ("train", "predict"):
+        if not callable(getattr(obj, fn, None)):
+            raise TpurankError(f"model {name!r}: {target} has no {fn}()")
+    return obj

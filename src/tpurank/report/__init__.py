@@ -1,0 +1,1 @@
+"""Offline validation: the report, its plots, and the synthetic-vs-real comparison."""

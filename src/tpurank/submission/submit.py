@@ -1,0 +1,62 @@
+"""`tpurank submit`: check the submission CSV, then send it to Kaggle with the kaggle package.
+
+kaggle's `competition_submit` does not raise when the upload is refused: it returns a response
+whose message says so. The response is checked here, so a refusal is a one-line error and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tpurank.core.errors import TpurankError
+from tpurank.data.download import COMPETITION, kaggle_api
+
+UPLOAD_FAILED = "Could not submit to competition"  # KaggleApi.COMPETITION_SUBMIT_UPLOAD_FAILED_MESSAGE
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--file", help="CSV to submit (default: submissions/submission.csv)")
+    p.add_argument("--message", "-m", default="tpurank", help="submission description shown on Kaggle")
+
+
+def accepted(response: Any) -> tuple[bool, str]:
+    """(whether Kaggle accepted the submission, its message) from competition_submit's response."""
+    if response is None:
+        return False, "no response"
+    message = str(getattr(response, "message", "") or "").strip()
+    ref = getattr(response, "ref", 0) or 0
+    if message == UPLOAD_FAILED:
+        return False, f"{message} (the upload was refused)"
+    if ref or message.lower().startswith("successfully"):
+        return True, message
+    return False, message or "no submission reference in Kaggle's answer"
+
+
+def run(args: argparse.Namespace) -> int:
+    from tpurank.submission.check import check_submission_file
+
+    csv = Path(args.file) if args.file else args.paths.submissions / "submission.csv"
+    if not csv.exists():
+        raise TpurankError(
+            f"{csv}: no submission yet; run ./run.sh all or `python -m tpurank predict --split test`"
+        )
+    api = kaggle_api()  # credentials first: the check below reads the whole test set
+    problems = check_submission_file(csv, args.paths)
+    if problems:
+        for line in problems:
+            print(line)
+        raise TpurankError(f"{csv}: {len(problems)} problem(s); not submitted")
+    try:
+        response = api.competition_submit(str(csv), args.message, COMPETITION, quiet=True)
+    except Exception as e:  # the kaggle client raises plain exceptions (HTTPError for a 4xx answer)
+        raise TpurankError(
+            f"Kaggle refused the submission: {str(e).splitlines()[0] if str(e) else e}"
+        ) from None
+    ok, message = accepted(response)
+    if not ok:
+        raise TpurankError(f"{csv}: Kaggle refused the submission: {message}")
+    print(f"submitted {csv} to {COMPETITION}: {message}")
+    print(f"see https://www.kaggle.com/competitions/{COMPETITION}/submissions")
+    return 0
