@@ -11,7 +11,7 @@ and data included):
      on valid), per collection (target: gnn wins every layout collection);
   4. with `--ablate CHANGE ...`: the gnn's valid score under that demo budget, then with each
      change alone (what each design choice is worth on demo).
-Results go to bench/results_gnn_<device>.json (the device is named inside).
+Results go to bench/results/gnn_<device>.json (the device is named inside).
 
     .venv/bin/python bench/bench_gnn.py                 # generates data/synthetic-demo and data/bench once
     .venv/bin/python bench/bench_gnn.py --skip-big --max-steps 40 --steps 5    # a quick look
@@ -76,7 +76,7 @@ for step in range(steps + 2):
     chosen = [graphs[i] for i in pick]
     rows = [sample_rows(g, r.configs_per_graph, rng) for g in chosen]
     batches = micro_batches(chosen, rows, r.max_batch_nodes)
-    train_step(model, opt, batches, r, rt.device, precision, scaler)
+    train_step(model, opt, batches, r, rt.device, precision=precision, scaler=scaler)
     if step >= 2:
         configs += sum(int(b.mask.sum()) for b in batches)
 if rt.device.type == "cuda":
@@ -288,7 +288,7 @@ def main() -> int:
         print("gnn valid per collection (" + ", ".join(COLLECTIONS) + "):", flush=True)
         results["ablation"] = ablate(a.ablate)
 
-    out = ROOT / "bench" / f"results_gnn_{slug}.json"
+    out = ROOT / "bench" / "results" / f"gnn_{slug}.json"
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {out}")
     return 0

@@ -15,7 +15,7 @@ Two parts (docs/models.md, "Graph Segment Training"):
     .venv/bin/python bench/bench_gst.py memory --segment-nodes 1000 4000
     .venv/bin/python bench/bench_gst.py tau --max-steps 100 --configs 32 --segment-nodes 500
 
-Results go to bench/results_gst.json (each part under its own key).
+Results go to bench/results/gst.json (each part under its own key).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results_gst.json"
+RESULTS = ROOT / "bench" / "results" / "gst.json"
 LAYOUT = ["layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random"]
 
 
@@ -96,9 +96,20 @@ def child(args: argparse.Namespace) -> None:
         rows = [sample_rows(g, r.configs_per_graph, rng)]
         t = time.perf_counter()
         if state is not None:
-            gst.train_step(model, opt, state, [g], rows, r, cpu, "fp32", None, rng)
+            gst.train_step(
+                model,
+                opt,
+                state=state,
+                graphs=[g],
+                rows=rows,
+                r=r,
+                device=cpu,
+                precision="fp32",
+                scaler=None,
+                rng=rng,
+            )
         else:
-            train_step(model, opt, micro_batches([g], rows, r.max_batch_nodes), r, cpu, "fp32", None)
+            train_step(model, opt, micro_batches([g], rows, r.max_batch_nodes), r, cpu, precision="fp32")
         release_free_memory()
         if step:
             times.append(time.perf_counter() - t)

@@ -19,9 +19,9 @@ seed of `--seeds`; the table shows mean, std and min..max.
 
     .venv/bin/python bench/bench_real.py              # seeds 0 1 2, 5 tile folds
     .venv/bin/python bench/bench_real.py --quick      # seeds 0 1, 3 tile folds, shorter training
-    .venv/bin/python bench/bench_real.py --only layout      # one half: bench/results_real_layout.json
-    .venv/bin/python bench/bench_real.py --merge bench/results_real_layout.json bench/results_real_tile.json
-Saves bench/results_real.json (or --out). Exits 0 with the reason when ../shared is absent.
+    .venv/bin/python bench/bench_real.py --only layout      # one half: bench/results/real_layout.json
+    .venv/bin/python bench/bench_real.py --merge bench/results/real_layout.json bench/results/real_tile.json
+Saves bench/results/real.json (or --out). Exits 0 with the reason when ../shared is absent.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from tpurank.rankers.ensemble import combine, weight_grid  # noqa: E402
 from tpurank.rankers.predictions import load_predictions  # noqa: E402
 
 PYTHON = sys.executable
-RESULTS = ROOT / "bench" / "results_real.json"
+RESULTS = ROOT / "bench" / "results" / "real.json"
 RANKERS = ("random", "heuristic")  # no training
 LEARNED = ("lgbm", "gnn", "baseline")
 FOLD_FITTED = "ensemble_fold_fitted"  # tile only: each fold's weights fitted on the other folds
@@ -324,7 +324,7 @@ def main() -> int:
     )
     p.add_argument("--work", type=Path, default=ROOT / "data" / "bench" / "real")
     p.add_argument(
-        "--out", type=Path, help="results file (default bench/results_real.json; with --only X: _X.json)"
+        "--out", type=Path, help="results file (default bench/results/real.json; with --only X: real_X.json)"
     )
     p.add_argument(
         "--merge",

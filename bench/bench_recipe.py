@@ -6,7 +6,7 @@ and scores demo valid (every original config of each valid graph against its own
 validation report does). Per variant and collection it reports the mean and the spread (population
 standard deviation) over seeds, and the score of the seeds' predictions averaged after per-graph
 normalisation (what `gnn.seeds = N` predicts). Models are kept under data/bench/gnn/recipe/, so a
-rerun reuses them; results go to bench/results_recipe_<device>.json.
+rerun reuses them; results go to bench/results/recipe_<device>.json.
 
     .venv/bin/python bench/bench_recipe.py --seeds 3 --collections tile:xla layout:xla:default \\
         --variants gnn.hidden=128 gnn.dropout=0.1 gnn.warmup_steps=24 gnn.standardize=true
@@ -141,7 +141,7 @@ def main() -> int:
                 flush=True,
             )
         results["rows"][variant] = row
-        out = ROOT / "bench" / f"results_recipe_{slug}.json"
+        out = ROOT / "bench" / "results" / f"recipe_{slug}.json"
         results["seconds"] = round(time.perf_counter() - t_all, 1)
         out.write_text(json.dumps(results, indent=2) + "\n")  # after every variant: partial results survive
     print(markdown(results, a.collections))
@@ -150,7 +150,7 @@ def main() -> int:
 
 
 def markdown(results: dict, collections: list[str]) -> str:
-    """The README table: mean +- spread over seeds, and the seed-averaged score, per collection."""
+    """The results table: mean +- spread over seeds, and the seed-averaged score, per collection."""
     head = "| variant | " + " | ".join(f"{c} (mean +- sd) | {c} (seed avg)" for c in collections) + " |"
     lines = [head, "|---" * (1 + 2 * len(collections)) + "|"]
     for variant, row in results["rows"].items():

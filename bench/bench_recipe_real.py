@@ -9,7 +9,7 @@ over seeds, and the tau of the seeds' predictions averaged after per-graph rank 
 
     .venv/bin/python bench/bench_recipe_real.py --seeds 0 1 2 --steps 150 \\
         --variants today recipe=gnn.standardize=true,gnn.warmup_steps=15
-Saves bench/results_recipe_real.json (or --out). Exits 0 with the reason when ../shared is absent.
+Saves bench/results/recipe_real.json (or --out). Exits 0 with the reason when ../shared is absent.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def main() -> int:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--steps", type=int, default=150, help="GNN training steps (one validation, at the end)")
     p.add_argument("--work", type=Path, default=ROOT / "data" / "bench" / "recipe-real")
-    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results_recipe_real.json")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "recipe_real.json")
     a = p.parse_args()
     if reason := rd.missing_sample():
         print(f"bench_recipe_real: skipped: {reason}")

@@ -5,7 +5,7 @@ subprocess, the argv that `all` builds), and prints per stage: wall time, peak R
 process tree (sampled every 0.2 s), bytes read and written by that tree (/proc io rchar/wchar,
 sampled), and graphs / rows / configs processed. Then each target of the issue with its measured
 ratio and pass/fail, and projections (labelled as such) for what was not run whole. Saves
-`bench/results_scale.json`.
+`bench/results/scale.json`.
 
 Beside the steps it measures, in the same run: decompressing every input array once (the yardstick
 of `prepare`), the prepared cache's bytes against the npz's on the full data and on the real sample
@@ -15,7 +15,7 @@ files (`../shared`), and the synthetic data's shape and compressibility next to 
     .venv/bin/python bench/bench_scale.py --collections tile:xla layout:xla:random   # the 60-minute target
 Options: --data DIR (default data/synthetic-full, generated when missing), --work DIR, --config F
 (default configs/cpu-budget.toml), --models (default lgbm gnn), --gnn-steps N (the measured GNN
-slice for the default-config projection), --out F (default bench/results_scale.json).
+slice for the default-config projection), --out F (default bench/results/scale.json).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from tpurank.pipeline import plan  # noqa: E402
 
 PYTHON = sys.executable
 SHARED = ROOT.parent / "shared" / "data" / "tpugraphs-sample"
-RESULTS = ROOT / "bench" / "results_scale.json"
+RESULTS = ROOT / "bench" / "results" / "scale.json"
 GB = 1e9
 # the issue's targets on this 2-core, 24 GB machine
 MAX_CACHE_RATIO = 1.5  # prepared cache bytes / npz bytes
@@ -55,7 +55,7 @@ MAX_GNN_RSS = 4 * GB
 MAX_PREPARE_VS_DECOMPRESS = 2.0
 MAX_FEATURES_LGBM_MIN = 60.0  # all five collections
 MAX_PARTIAL_ALL_MIN = 60.0  # `all --collections tile:xla layout:xla:random` with the CPU budget config
-REAL_SIZES = {  # the real dataset (../shared/docs/tpugraphs.md), for the README table
+REAL_SIZES = {  # the real dataset (../shared/docs/tpugraphs.md), for the results table
     "npz_gb": 7.0,
     "mean_nodes": {"xla": 14_000, "nlp": 5_700},
 }
@@ -363,7 +363,7 @@ def features_lgbm_default(a: argparse.Namespace, collections: list[str]) -> int:
           f"({'projected' if rest else 'measured'}): {projected / 60:.1f} min")  # fmt: skip
     result = {"per_collection": per, "measured_seconds": measured, "projected_seconds_all_five": projected,
               "projection_rows": rest, "seconds_per_layout_row": rate, "pass": ok}  # fmt: skip
-    (ROOT / "bench" / "results_scale_lgbm_default.json").write_text(json.dumps(result, indent=2) + "\n")
+    (ROOT / "bench" / "results" / "scale_lgbm_default.json").write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
 
@@ -402,7 +402,7 @@ def prepare_only(a: argparse.Namespace, collections: list[str]) -> int:
     )
     result = {"collections": collections, "decompress": [before, after], "prepare": rec, "ratio": ratio,
               "cache_bytes": cache, "npz_bytes": npz}  # fmt: skip
-    (ROOT / "bench" / "results_scale_prepare.json").write_text(json.dumps(result, indent=2) + "\n")
+    (ROOT / "bench" / "results" / "scale_prepare.json").write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
 
@@ -465,7 +465,7 @@ def main() -> int:
         print(
             f"[{'PASS' if ok else 'FAIL'}] the default cap ({caps[0]}) loses at most 0.01 tau on every layout collection"
         )
-        out = ROOT / "bench" / "results_scale_demo_cap.json"
+        out = ROOT / "bench" / "results" / "scale_demo_cap.json"
         out.write_text(json.dumps({"scores": scores, "default_cap": caps[0], "pass": ok}, indent=2) + "\n")
         return 0
     results: dict = {"collections": collections, "config": str(a.config), "cpus": os.cpu_count(),

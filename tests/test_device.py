@@ -120,7 +120,7 @@ def test_scaled_step_equals_the_plain_step() -> None:
         m = GnnRanker("layout", 7, hidden=16, layers=2)
         opt = torch.optim.SGD(m.parameters(), lr=0.1)
         batches = loop.micro_batches(graphs, rows, 0)
-        loop.train_step(m, opt, batches, r, torch.device("cpu"), "fp32", scaler)
+        loop.train_step(m, opt, batches, r, torch.device("cpu"), precision="fp32", scaler=scaler)
         after.append(m.state_dict())
     for k in after[0]:
         assert torch.allclose(after[0][k], after[1][k], atol=1e-6), k

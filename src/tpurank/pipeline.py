@@ -44,7 +44,7 @@ BANNER = """
  No TpuGraphs data found and no Kaggle credentials: running on the SYNTHETIC
  '{scale}' dataset in {root}.
  Its scores measure the pipeline, they are NOT Kaggle scores. For the real data
- see README.md ("Using the real data").
+ see README.md ("The real data").
 ==============================================================================
 """
 
@@ -281,5 +281,5 @@ def run(args: argparse.Namespace) -> int:
         "check-submission", lambda: run_stage("check-submission", [str(submission), *check], paths, cfg)
     ):
         raise TpurankError(f"{submission}: failed its check")
-    print_summary(paths, models, steps, scale, time.perf_counter() - t0)
+    print_summary(paths, models, steps, scale=scale, seconds=time.perf_counter() - t0)
     return 0

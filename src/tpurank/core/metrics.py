@@ -4,7 +4,7 @@ A ranking is an `order`: config indices, fastest predicted first. Layout graphs 
 Kendall's tau-b between each config's predicted rank and its measured runtime; tile graphs by
 `2 - min(y[top5]) / min(y)` on normalized runtimes `y = runtime / normalizer`.
 
-Choices where the spec is silent (documented in README.md, "Scoring"):
+Choices where the spec is silent (documented in docs/validation.md, "Scoring"):
 - ties in runtime: tau-b handles them (tied pairs count as neither concordant nor discordant);
 - constant runtimes (or fewer than 2 configs): tau is undefined (NaN); such graphs are left out
   of the collection mean and counted separately;

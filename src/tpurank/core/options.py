@@ -23,34 +23,27 @@ def jobs_arg(text: str) -> int:
     return n
 
 
+def _names(p: argparse.ArgumentParser, flag: str, names: tuple[str, ...], metavar: str, all_by_default: bool,
+           help: str) -> None:  # fmt: skip
+    p.add_argument(flag, nargs="+", choices=names, default=list(names) if all_by_default else None,
+                   metavar=metavar, help=help)  # fmt: skip
+
+
 def add_collections(p: argparse.ArgumentParser, all_by_default: bool = True, help: str | None = None) -> None:
     """`--collections C [C ...]`, checked against the five collections.
 
     Args:
         p: the stage's parser.
         all_by_default: default to all five (else None: the stage decides).
-        help: the help text (default: "default: all five").
+        help: the help text (default: the five names).
     """
-    p.add_argument(
-        "--collections",
-        nargs="+",
-        choices=COLLECTIONS,
-        default=list(COLLECTIONS) if all_by_default else None,
-        metavar="C",
-        help=help or f"any of {', '.join(COLLECTIONS)} (default: all five)",
-    )
+    help = help or f"any of {', '.join(COLLECTIONS)} (default: all five)"
+    _names(p, "--collections", COLLECTIONS, "C", all_by_default, help)
 
 
 def add_splits(p: argparse.ArgumentParser, all_by_default: bool = True) -> None:
     """`--splits S [S ...]`: train, valid, test."""
-    p.add_argument(
-        "--splits",
-        nargs="+",
-        choices=SPLITS,
-        default=list(SPLITS) if all_by_default else None,
-        metavar="S",
-        help="any of train valid test (default: all three)",
-    )
+    _names(p, "--splits", SPLITS, "S", all_by_default, "any of train valid test (default: all three)")
 
 
 def add_jobs(p: argparse.ArgumentParser, default: int | None, help: str) -> None:

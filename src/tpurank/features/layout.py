@@ -101,7 +101,16 @@ def layout_nodes(g: PreparedGraph) -> LayoutNodes:
     for i, op in enumerate(OP_GROUPS):
         group[ops == op] = i
     direct, two_hop = configurable_pairs(g.edge_index, idx, g.num_nodes)
-    return LayoutNodes(group, dims7, rank, numel, numel * element_bytes(raw), own, direct, two_hop)
+    return LayoutNodes(
+        group,
+        dims7,
+        rank,
+        numel=numel,
+        nbytes=numel * element_bytes(raw),
+        own=own,
+        direct=direct,
+        two_hop=two_hop,
+    )
 
 
 def _pair_features(
@@ -179,8 +188,8 @@ def config_features(configs: np.ndarray, nodes: LayoutNodes) -> dict[str, np.nda
     has_dim = rank >= 1
     n_dim = max(int(has_dim.sum()), 1)
     f["minor_aligned128_frac"] = (has_dim & (s0 % LANE == 0)).sum(1) / n_dim
-    f.update(_pair_features(eff, inp, nodes, nodes.direct, "direct"))
-    f.update(_pair_features(eff, inp, nodes, nodes.two_hop, "2hop"))
+    f.update(_pair_features(eff, inp, nodes, pairs=nodes.direct, name="direct"))
+    f.update(_pair_features(eff, inp, nodes, pairs=nodes.two_hop, name="2hop"))
     means = configs.mean(1, dtype=np.float64) if k else np.zeros((u, 18))
     for j in range(18):
         f[f"pos{j}_mean"] = means[:, j]

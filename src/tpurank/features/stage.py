@@ -211,7 +211,9 @@ def build_features(
             if not force and io.stored_key(paths, collection, split) == key:
                 done[(collection, split)] = {"reused": True, "graphs": len(stems)}
                 continue
-            done[(collection, split)] = build_table(paths, ccfg, collection, split, stems, key)
+            done[(collection, split)] = build_table(
+                paths, ccfg, collection, split=split, stems=stems, key=key
+            )
     if not done:
         raise TpurankError(
             f"{paths.prepared}: no prepared graphs for {', '.join(collections)} / {', '.join(splits)}"
@@ -225,7 +227,7 @@ def output_folders(args: argparse.Namespace) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    results = build_features(args.paths, args.cfg, args.collections, args.splits, args.force)
+    results = build_features(args.paths, args.cfg, args.collections, splits=args.splits, force=args.force)
     for (collection, split), s in results.items():
         if s.get("reused"):
             print(f"{collection} {split}: up to date ({s['graphs']} graphs)")

@@ -174,11 +174,11 @@ def graph_loss(
             model,
             total.unsqueeze(0),
             nodes.unsqueeze(0).to(device),
-            cfg_nodes.unsqueeze(0).to(device),
-            torch.tensor([[float(n_seg.sum())]], device=device),
-            mask,
+            config_nodes=cfg_nodes.unsqueeze(0).to(device),
+            total_nodes=torch.tensor([[float(n_seg.sum())]], device=device),
+            mask=mask,
         )
-    loss = ranking_loss(r.loss, cost.float(), runtime, mask, r.margin, weight)
+    loss = ranking_loss(r.loss, cost.float(), runtime, mask=mask, margin=r.margin, weight=weight)
     (loss * scale).backward()
     if update:
         state.table.put(keys[:, pick], fresh.detach())
@@ -200,6 +200,7 @@ def _average_gradients(params: Iterable[nn.Parameter]) -> None:
 def train_step(
     model: nn.Module,
     opt: torch.optim.Optimizer,
+    *,
     state: GstState,
     graphs: list[GraphData],
     rows: list[np.ndarray],
@@ -226,7 +227,10 @@ def train_step(
     for g, rws in zip(graphs, rows, strict=True):
         share = 1.0 / len(graphs)
         scale = float(scaler.get_scale()) * share if scaled else share
-        total += graph_loss(model, state, g, rws, r, device, precision, rng, scale) * share
+        loss = graph_loss(
+            model, state, g, rows=rws, r=r, device=device, precision=precision, rng=rng, scale=scale
+        )
+        total += loss * share
     _average_gradients(model.parameters())
     if scaled:
         scaler.unscale_(opt)
@@ -277,10 +281,17 @@ def fresh_costs(
         device, precision: where the model is, and its autocast precision.
     """
     n, k = float(len(g.opcode)), float(len(g.config_nodes))
-    sums, full = _all_sums(model, g, segs, rows, device, precision)
+    sums, full = _all_sums(model, g, segs, rows=rows, device=device, precision=precision)
     ones = torch.ones((1, len(rows)), device=device)
     with autocast(device, precision):
-        cost = head_from_sums(model, sums[None], ones * n, ones * k, ones[:, :1] * n, full.mask.to(device))
+        cost = head_from_sums(
+            model,
+            sums[None],
+            ones * n,
+            config_nodes=ones * k,
+            total_nodes=ones[:, :1] * n,
+            mask=full.mask.to(device),
+        )
     return cost, full
 
 
@@ -326,9 +337,11 @@ def finetune_head(
         for i in picks:
             g = train[int(i)]
             rows = sample(g, r.configs_per_graph, rng)
-            cost, full = fresh_costs(model, g, state.segments(g), rows, device, precision)
+            cost, full = fresh_costs(
+                model, g, state.segments(g), rows=rows, device=device, precision=precision
+            )
             mask, runtime, weight = (t.to(device) for t in (full.mask, full.runtime, full.weight))
-            loss = ranking_loss(r.loss, cost.float(), runtime, mask, r.margin, weight)
+            loss = ranking_loss(r.loss, cost.float(), runtime, mask=mask, margin=r.margin, weight=weight)
             (loss / len(picks)).backward()
             total += float(loss.detach()) / len(picks)
         _average_gradients(params)  # the head's only: the frozen backbone keeps stale grads

@@ -200,7 +200,7 @@ def fit(
         The trained model (last weights, unwrapped from DDP) and the summary.
     """
     train = [g for g in train if g.rankable]
-    run = build(spec, paths, cfg, collection, train, rt, progress)
+    run = build(spec, paths, cfg, collection=collection, train=train, rt=rt, progress=progress)
     st = resume(run)
     if rt.world > 1:
         ids = [rt.device.index] if rt.device.type == "cuda" else None
@@ -298,7 +298,9 @@ def step_once(run: Run, st: LoopState, train: list[GraphData], every: int) -> tu
         )  # fmt: skip
     else:
         batches = micro_batches(graphs, rows, r.max_batch_nodes)
-        loss = train_step(run.model, run.opt, batches, r, rt.device, run.precision, run.scaler)
+        loss = train_step(
+            run.model, run.opt, batches, r, rt.device, precision=run.precision, scaler=run.scaler
+        )
     run.sched.step()
     if rt.device.type == "cpu":
         release_free_memory()  # the heap's holes would keep growing (tpurank.core.memory)
@@ -310,7 +312,9 @@ def score_valid(run: Run, valid: list[GraphData], losses: list[float]) -> float:
     """The validation score (process 0 scores, the others receive it); the training loss, negated,
     where no valid graph is rankable."""
     r, rt = run.recipe, run.rt
-    score = evaluate(unwrap(run.model), valid, r, rt.device, run.precision) if rt.main else 0.0
+    score = (
+        evaluate(unwrap(run.model), valid, r, device=rt.device, precision=run.precision) if rt.main else 0.0
+    )
     if rt.device.type == "cpu":
         release_free_memory()  # else the next step's tensors stack on validation's freed heap
     if math.isnan(score):
@@ -369,7 +373,7 @@ def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]
         score = score_valid(run, valid, losses)
         st.seconds += time.perf_counter() - clock
         clock = time.perf_counter()
-        record(run, st, score, losses, seconds, configs_seen, late)
+        record(run, st, score=score, losses=losses, seconds=seconds, configs=configs_seen, late=late)
         losses, configs_seen, t0 = [], 0, time.perf_counter()
     bar.close()
 
@@ -380,9 +384,10 @@ def finetune(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphD
     model.load_state_dict(load_checkpoint(run.final)["state_dict"])
     t0 = time.perf_counter()
     tune = gst.finetune_head(
-        model, run.segmented, train, r, rt.device, run.precision, run.cfg.seed, sample_rows
-    )
-    score = evaluate(model, valid, r, rt.device, run.precision) if rt.main else 0.0
+        model, run.segmented, train, r=r, device=rt.device, precision=run.precision, seed=run.cfg.seed,
+        sample=sample_rows,
+    )  # fmt: skip
+    score = evaluate(model, valid, r, device=rt.device, precision=run.precision) if rt.main else 0.0
     tuned = {"finetune_loss": float(np.mean(tune)), "seconds": round(time.perf_counter() - t0, 3)}
     st.history.append({"step": st.step, "valid_score": score, **tuned})
     if rt.main and score > st.best:

@@ -99,7 +99,7 @@ def ranking_loss(
         weight: per-config weights of the hinge (ListMLE, the likelihood of one order, ignores them).
     """
     if name == "hinge":
-        return pairwise_hinge(cost, runtime, mask, margin, weight)
+        return pairwise_hinge(cost, runtime, mask, margin=margin, weight=weight)
     if name == "listmle":
         return listmle(cost, runtime, mask)
     raise TpurankError(f"config: unknown gnn.loss {name!r}; expected one of {', '.join(LOSSES)}")

@@ -227,5 +227,5 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
         split: train, valid or test.
     """
     if trained_seeds(SPEC, paths, collection):  # as many seeds as were trained (seeds.json)
-        return predict_seeds(SPEC, paths, cfg, collection, split)
-    return predict_collection(SPEC, paths, cfg, collection, split)
+        return predict_seeds(SPEC, paths, cfg, collection=collection, split=split)
+    return predict_collection(SPEC, paths, cfg, collection=collection, split=split)

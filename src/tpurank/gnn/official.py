@@ -131,4 +131,4 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
         collection: one of tpurank.core.collections.COLLECTIONS.
         split: train, valid or test.
     """
-    return predict_collection(SPEC, paths, cfg, collection, split)
+    return predict_collection(SPEC, paths, cfg, collection=collection, split=split)

@@ -61,6 +61,14 @@ def predict_collection(
                 "re-run prepare and train together"
             )
         rows = np.arange(g.num_unique)
-        unique_cost = score_rows(model, g, rows, chunk, rt.device, precision, trained.segment_nodes)
+        unique_cost = score_rows(
+            model,
+            g,
+            rows,
+            chunk=chunk,
+            device=rt.device,
+            precision=precision,
+            segment_nodes=trained.segment_nodes,
+        )
         out[g.id] = unique_cost[g.inverse]
     return out

@@ -60,7 +60,7 @@ def score_rows(
         pass_nodes = min(segment_nodes, pass_nodes)
 
         def costs(part: np.ndarray) -> torch.Tensor:
-            return gst.fresh_costs(model, g, segs, part, device, precision)[0][0]
+            return gst.fresh_costs(model, g, segs, rows=part, device=device, precision=precision)[0][0]
     else:
 
         def costs(part: np.ndarray) -> torch.Tensor:
@@ -103,7 +103,15 @@ def evaluate(
             continue
         configs = eval_configs(g, recipe.eval_max_configs)
         rows, back = np.unique(g.inverse[configs], return_inverse=True)  # score each unique config once
-        cost = score_rows(model, g, rows, recipe.predict_chunk, device, precision, recipe.segment_nodes)[back]
+        cost = score_rows(
+            model,
+            g,
+            rows,
+            chunk=recipe.predict_chunk,
+            device=device,
+            precision=precision,
+            segment_nodes=recipe.segment_nodes,
+        )[back]
         s = graph_score(g.kind, cost, g.config_runtime[configs])
         if not math.isnan(s):
             scores.append(s)

@@ -82,7 +82,18 @@ def _valid_costs(spec: ModelSpec, paths: Paths, cfg: Config, collection: str, va
         configs = eval_configs(g, r.eval_max_configs)
         rows, back = np.unique(g.inverse[configs], return_inverse=True)
         seg = ckpt.get("recipe", {}).get("segment_nodes", 0)  # scored as training and predict score it
-        out[g.id] = (configs, score_rows(model, g, rows, r.predict_chunk, rt.device, precision, seg)[back])
+        out[g.id] = (
+            configs,
+            score_rows(
+                model,
+                g,
+                rows,
+                chunk=r.predict_chunk,
+                device=rt.device,
+                precision=precision,
+                segment_nodes=seg,
+            )[back],
+        )
     return out
 
 
@@ -112,8 +123,10 @@ def train_seeds(
         mp, mc = member_paths(paths, k), member_config(cfg, k)
         if progress:
             print(f"[{spec.name}] {collection}: seed member {k + 1}/{n} (seed {mc.seed})")
-        train_collection(spec, mp, mc, collection, train, valid, progress=progress)
-        costs.append(_valid_costs(spec, mp, mc, collection, valid))
+        train_collection(
+            spec, mp, mc, collection=collection, train_graphs=train, valid_graphs=valid, progress=progress
+        )
+        costs.append(_valid_costs(spec, mp, mc, collection=collection, valid=valid))
     kind = kind_of(collection)
     graphs = {g.id: g for g in valid}
 
@@ -183,7 +196,13 @@ def predict_seeds(
     graphs = load_split(paths, collection, split, progress)
     members = [
         predict_collection(
-            spec, member_paths(paths, k), member_config(cfg, k), collection, split, graphs, progress
+            spec,
+            member_paths(paths, k),
+            member_config(cfg, k),
+            collection=collection,
+            split=split,
+            graphs=graphs,
+            progress=progress,
         )
         for k in range(n)
     ]

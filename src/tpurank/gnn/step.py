@@ -61,6 +61,7 @@ def train_step(
     batches: Batch | list[Batch],
     r: Recipe,
     device: torch.device,
+    *,
     precision: str = "fp32",
     scaler: torch.amp.GradScaler | None = None,
 ) -> float:
@@ -91,7 +92,9 @@ def train_step(
         with sync or contextlib.nullcontext():
             with autocast(device, precision):
                 cost = model(batch)
-            loss = ranking_loss(r.loss, cost.float(), batch.runtime, batch.mask, r.margin, batch.weight)
+            loss = ranking_loss(
+                r.loss, cost.float(), batch.runtime, mask=batch.mask, margin=r.margin, weight=batch.weight
+            )
             share = batch.num_graphs / total_graphs
             (scaler.scale(loss * share) if scaler is not None else loss * share).backward()
         total += float(loss.detach()) * share

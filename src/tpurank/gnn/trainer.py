@@ -60,4 +60,4 @@ def train_collection(
 
     train = train_graphs if train_graphs is not None else load_split(paths, collection, "train", progress)
     valid = valid_graphs if valid_graphs is not None else load_split(paths, collection, "valid", progress)
-    return fit(spec, paths, cfg, collection, train, valid, rt, progress)[1]
+    return fit(spec, paths, cfg, collection, train=train, valid=valid, rt=rt, progress=progress)[1]

@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     src, out = Path(args.input), Path(args.output)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        written = featurize(src, out, args.pad_layout_with, args.kind, args.cfg, args.force)
+        written = featurize(src, out, args.pad_layout_with, kind=args.kind, cfg=args.cfg, force=args.force)
     for w in caught:
         print(f"tpurank featurize-pb: warning: {w.message}", file=sys.stderr)
     if written is None:

@@ -77,7 +77,7 @@ def build_graph(
         d = dedup_layout(
             gf.path, (g.num_configs, len(g.node_config_ids), 18), g.config_runtime.astype(np.float64)
         )
-        p = prune(n, g.edge_index, g.node_config_ids, params.hops, params.collapse)
+        p = prune(n, g.edge_index, g.node_config_ids, hops=params.hops, collapse=params.collapse)
         node_map, edges = p.node_map, p.edge_index
         position = np.full(n, -1, dtype=np.int64)
         real = node_map >= 0

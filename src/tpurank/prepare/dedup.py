@@ -141,7 +141,15 @@ def dedup_layout(path: str | Path, config_shape: tuple[int, int, int], runtime: 
         varying |= (buf[start : start + chunk_rows] != buf[0]).any(axis=(0, 2))
     configs = _compact_nodes(buf, u, np.flatnonzero(varying), chunk_rows)
     lo, mean, count = aggregate_runtimes(inverse, runtime, u)
-    return Dedup(configs, varying, lo, mean, count, inverse.astype(np.int32), runtime)
+    return Dedup(
+        configs,
+        varying,
+        lo,
+        runtime_mean=mean,
+        count=count,
+        inverse=inverse.astype(np.int32),
+        runtime=runtime,
+    )
 
 
 def unique_rows_in_memory(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -174,4 +182,12 @@ def dedup_tile(config_feat: np.ndarray, runtime: np.ndarray, normalizers: np.nda
     u = len(configs)
     y = runtime.astype(np.float64) / normalizers.astype(np.float64)
     lo, mean, count = aggregate_runtimes(inverse, y, u)
-    return Dedup(configs, np.zeros(0, bool), lo, mean, count, inverse.astype(np.int32), y)
+    return Dedup(
+        configs,
+        np.zeros(0, bool),
+        lo,
+        runtime_mean=mean,
+        count=count,
+        inverse=inverse.astype(np.int32),
+        runtime=y,
+    )

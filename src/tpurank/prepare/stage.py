@@ -107,7 +107,7 @@ def _build_task(
     gf: GraphFile, params: BuildParams, out: Path, key: str, eval_rows: np.ndarray | None
 ) -> tuple[dict | None, str | None]:
     try:
-        return build_file(gf, params, out, key, eval_rows), None
+        return build_file(gf, params, out, key=key, eval_rows=eval_rows), None
     except DiskFullError:
         raise  # not this file's fault: every later one would fail too, so the stage stops
     except Exception as e:  # one line per bad file; the others go on
@@ -179,7 +179,9 @@ def ensure_rule(out: Path, npz_root: Path, jobs: int, progress: bool) -> tuple[F
     saved = FeatureRule.load(out / RULE_FILE)
     if saved is not None and saved.train_key == key:
         return saved, []
-    results = _run_tasks(_range_task, [(gf,) for gf in train], jobs, progress, "fit feature rule")
+    results = _run_tasks(
+        _range_task, [(gf,) for gf in train], jobs, progress=progress, desc="fit feature rule"
+    )
     ranges = [r for r, _ in results if r is not None]
     errors = [e for _, e in results if e is not None]
     rule = fit_rule(ranges, key)
@@ -312,12 +314,12 @@ def prepare_dataset(
     files, skipped, empty_tests = without_configs(files)
     failed += empty_tests
 
-    rows, tasks, targets = plan_builds(files, cfg, rule, subsets, out)
+    rows, tasks, targets = plan_builds(files, cfg, rule, subsets=subsets, out=out)
     scope = {(gf.collection, gf.split) for gf in files}
     _clean_scope(out, scope, set(targets))
     reused = len(rows)
     tasks.sort(key=lambda t: -t[0].path.stat().st_size)  # largest first: the pool ends together
-    for row, error in _run_tasks(_build_task, tasks, jobs, progress, "prepare"):
+    for row, error in _run_tasks(_build_task, tasks, jobs, progress=progress, desc="prepare"):
         if error is not None:
             failed.append(error)
         else:

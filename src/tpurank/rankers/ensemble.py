@@ -163,7 +163,7 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
         m: collection_score(collection, {g: p[g] for g in ids}, truth)
         for m, p in zip(members, preds, strict=True)
     }
-    crossed = cross_fit(collection, preds, truth, how, cfg.seed)
+    crossed = cross_fit(collection, preds, truth, how=how, seed=cfg.seed)
     out = paths.model_dir("ensemble", collection)
     record = {
         "collection": collection,
@@ -284,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
     for c in args.collections:
         train(args.paths, args.cfg.for_collection(c), c)
     for split in ("valid", "test"):
-        rc = predict_split(args.paths, args.cfg, "ensemble", split, args.collections)
+        rc = predict_split(args.paths, args.cfg, "ensemble", split=split, collections=args.collections)
         if rc != 0:
             return rc
     return 0

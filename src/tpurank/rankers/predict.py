@@ -147,7 +147,13 @@ def replace_collection(preds: dict, collection: str, got: dict) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     return predict_split(
-        args.paths, args.cfg, args.model, args.split, args.collections, partial=args.partial, force=args.force
+        args.paths,
+        args.cfg,
+        args.model,
+        split=args.split,
+        collections=args.collections,
+        partial=args.partial,
+        force=args.force,
     )
 
 
@@ -185,14 +191,14 @@ def predict_split(
     failed: list[str] = []
     for c in tqdm(wanted, desc=f"predict {name} {split}", unit="collection", file=sys.stderr):
         ids = [e.id for e in expected if e.collection == c]
-        stamp = collection_stamp(paths, cfg, name, c, fingerprint)
+        stamp = collection_stamp(paths, cfg, name, collection=c, fingerprint=fingerprint)
         if not force and stamps.get(c) == stamp and all(i in preds for i in ids):
             tqdm.write(f"predict {name} {split} {c}: up to date, kept", file=sys.stderr)
             continue
         t = time.perf_counter()
         try:
             got = dict(model.predict(paths, cfg.for_collection(c), c, split))
-            check_complete(got, ids, name, c, split)
+            check_complete(got, ids, name, collection=c, split=split)
         except TpurankError as e:
             failed.append(f"{c}: {e}")
             tqdm.write(f"tpurank predict: error: {c}: {e}", file=sys.stderr)
@@ -210,7 +216,16 @@ def predict_split(
             f"{len(failed)} of {len(wanted)} collections failed (above); {pred_file} keeps their previous "
             f"predictions, if any, and {target} was not rewritten"
         )
-    return write_csv(paths, cfg, name, split, expected, preds, partial, collections)
+    return write_csv(
+        paths,
+        cfg,
+        name,
+        split=split,
+        expected=expected,
+        preds=preds,
+        partial=partial,
+        collections=collections,
+    )
 
 
 def write_csv(
@@ -243,7 +258,7 @@ def write_csv(
         summary = summarize(score_parsed(parsed, paths, split))
         extra["scores"] = scores_json(summary)
         extra["graphs"] = {c: int(s["graphs"]) for c, s in summary.items()}
-    write_submission(target, costs, rows, cfg, paths.data, **extra)
+    write_submission(target, costs, rows, cfg=cfg, data_root=paths.data, **extra)
     scored = extra.get("scores", {}).get("overall")
     note = (
         f" (overall {split} score {scored:.4f} over {len(covered)} collections)" if scored is not None else ""

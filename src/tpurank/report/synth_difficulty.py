@@ -113,7 +113,7 @@ def _layout_side(sample_root: Path, seed: int | None) -> list[dict]:
         return ranker_taus(sample_root, collection)
     with tempfile.TemporaryDirectory(prefix="tpurank-counterpart-") as tmp:
         for rel in (train, valid):
-            layout_counterpart(real_dir / rel, Path(tmp), collection, rel.split("/")[0], seed)
+            layout_counterpart(real_dir / rel, Path(tmp), collection, split=rel.split("/")[0], seed=seed)
         return ranker_taus(Path(tmp), collection)
 
 

@@ -203,7 +203,9 @@ def run(args: argparse.Namespace) -> int:
     tag = f"SYNTHETIC data ({synthetic}): not Kaggle scores" if synthetic else ""
     reports = paths.reports
     plot_dir = reports / "plots"
-    plots.collection_scores(table, dict(BEST_PUBLIC), COLUMNS, plot_dir / "collection_scores.png", tag)
+    plots.collection_scores(
+        table, dict(BEST_PUBLIC), COLUMNS, out=plot_dir / "collection_scores.png", tag=tag
+    )
     taus = {
         c: {m: [r["score"] for r in rs if r["collection"] == c] for m, rs in rows.items()}
         for c in COLLECTIONS
@@ -222,7 +224,14 @@ def run(args: argparse.Namespace) -> int:
     write_text(
         reports / "validation.md",
         markdown(
-            table, summaries, skipped, args.official_subsets, paths.data, synthetic, best, ensemble_lines
+            table,
+            summaries,
+            skipped,
+            subsets_dir=args.official_subsets,
+            data_root=paths.data,
+            synthetic=synthetic,
+            rank_model=best,
+            ensemble=ensemble_lines,
         ),
     )
     write_sidecar(

@@ -313,7 +313,7 @@ def check_csv(
 ) -> tuple[list[str], dict[str, list[int]]]:
     """Read and validate a CSV: (every problem, {id: indices} of the valid rows)."""
     rows, problems = read_rows(path)
-    more, parsed = validate_rows(rows, expected, str(path), reference, absent)
+    more, parsed = validate_rows(rows, expected, str(path), reference=reference, absent=absent)
     return problems + more, parsed
 
 

@@ -192,11 +192,11 @@ class LayoutCostModel:
         k_a, k_b, k_set = self._pair(cfg, "k", 12)
         # a default input takes the producer's layout (its dims renamed through any transposes
         # between them: then the transpose is a free bitcast); an explicit one may force a copy
-        src_a, src_b = self._propagate(out_a, out_b, self.src, self.src_dim, self.has_src, "in")
+        src_a, src_b = self._propagate(out_a, out_b, self.src, dim=self.src_dim, has=self.has_src, t="in")
         in_a = np.where(in_set, in_a, src_a)
         in_b = np.where(in_set, in_b, src_b)
         if self.has_k_src.any():  # an activation kernel: likewise
-            ks_a, ks_b = self._propagate(out_a, out_b, self.k_src, self.k_dim, self.has_k_src, "k")
+            ks_a, ks_b = self._propagate(out_a, out_b, self.k_src, dim=self.k_dim, has=self.has_k_src, t="k")
             k_a = np.where(k_set | ~self.has_k_src, k_a, ks_a)
             k_b = np.where(k_set | ~self.has_k_src, k_b, ks_b)
         else:

@@ -60,7 +60,7 @@ def layout_counterpart(
     search = collection.split(":")[2]
     path = out / NPZ_SUBDIR / "layout" / family / search / split / real.name
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_layout_file(path, graph, collection, split, configs, rng, (dup, dup))
+    write_layout_file(path, graph, collection, split=split, total=configs, rng=rng, dup_share=(dup, dup))
     return path
 
 

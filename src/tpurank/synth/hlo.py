@@ -179,7 +179,7 @@ class Builder:
 
     def param(self, shape: tuple[int, ...], etype: str | None = None) -> int:
         """A new parameter (numbered in order, as node_feat column 30 records)."""
-        i = self.add("parameter", shape, [], etype, {COL_PARAM: self.n_params})
+        i = self.add("parameter", shape, [], etype=etype, feats={COL_PARAM: self.n_params})
         self.n_params += 1
         return i
 
@@ -224,7 +224,14 @@ class Builder:
         node = self.add("convolution", out, [x, k], feats=feats)
         flops = 2.0 * np.prod(out, dtype=np.float64) * c * np.prod(window)
         self._configurable(
-            node, "conv", out, self.nodes[x].shape, self.nodes[k].shape, flops, rank - 1, rank - 2
+            node,
+            "conv",
+            out,
+            inp=self.nodes[x].shape,
+            k=self.nodes[k].shape,
+            flops=flops,
+            contract_in=rank - 1,
+            contract_k=rank - 2,
         )
         return node
 
@@ -236,7 +243,16 @@ class Builder:
         out = (*lead, self.nodes[w].shape[-1])
         node = self.add("dot", out, [x, w])
         flops = 2.0 * np.prod(out, dtype=np.float64) * kdim
-        self._configurable(node, "dot", out, self.nodes[x].shape, self.nodes[w].shape, flops, len(lead), 0)
+        self._configurable(
+            node,
+            "dot",
+            out,
+            inp=self.nodes[x].shape,
+            k=self.nodes[w].shape,
+            flops=flops,
+            contract_in=len(lead),
+            contract_k=0,
+        )
         return node
 
     def batched_dot(self, x: int, y: int, out: tuple[int, ...], contract_x: int, contract_y: int) -> int:
@@ -244,7 +260,14 @@ class Builder:
         node = self.add("dot", out, [x, y])
         flops = 2.0 * np.prod(out, dtype=np.float64) * self.nodes[x].shape[contract_x]
         self._configurable(
-            node, "dot", out, self.nodes[x].shape, self.nodes[y].shape, flops, contract_x, contract_y
+            node,
+            "dot",
+            out,
+            inp=self.nodes[x].shape,
+            k=self.nodes[y].shape,
+            flops=flops,
+            contract_in=contract_x,
+            contract_k=contract_y,
         )
         return node
 
@@ -261,7 +284,9 @@ class Builder:
         """x reshaped to `shape` (same element count); configurable."""
         assert np.prod(shape) == np.prod(self.nodes[x].shape), (shape, self.nodes[x].shape)
         node = self.add("reshape", shape, [x])
-        self._configurable(node, "reshape", shape, self.nodes[x].shape, (), 0.0, 0, 0)
+        self._configurable(
+            node, "reshape", shape, inp=self.nodes[x].shape, k=(), flops=0.0, contract_in=0, contract_k=0
+        )
         return node
 
     def _configurable(self, node, kind, out, inp, k, flops, contract_in, contract_k) -> None:
@@ -274,12 +299,12 @@ class Builder:
                 node,
                 kind,
                 tuple(out),
-                tuple(inp),
-                tuple(k),
-                float(flops),
-                contract_in,
-                contract_k,
-                src,
+                in_shape=tuple(inp),
+                k_shape=tuple(k),
+                flops=float(flops),
+                contract_in=contract_in,
+                contract_k=contract_k,
+                src=src,
                 etype_bytes=ETYPE_BYTES[self.etype],
                 src_perm=src_perm,
                 k_src=k_src,
@@ -516,7 +541,7 @@ def xla_graph(rng: np.random.Generator, nodes: int, configurable: int) -> HloGra
     flat = b.reshape(x, (shape[0], int(np.prod(shape[1:]))))
     logits = b.dot(flat, _pick(rng, [10, 100, 1000]))
     outputs.append(b.add("add", b.nodes[logits].shape, [logits, b.param(b.nodes[logits].shape)]))
-    _tail(b, rng, nodes, outputs, [64, 128, 256, 1000])
+    _tail(b, rng, nodes, outputs=outputs, sizes=[64, 128, 256, 1000])
     return b.finish(outputs)
 
 
@@ -557,14 +582,14 @@ def nlp_graph(rng: np.random.Generator, nodes: int, configurable: int) -> HloGra
     for i in range(layers):
         q, k, v = b.dot(x, hidden), b.dot(x, hidden), b.dot(x, hidden)
         kt = b.transpose(k, (0, 2, 1))
-        s = b.batched_dot(q, kt, att, 2, 1)
+        s = b.batched_dot(q, kt, att, contract_x=2, contract_y=1)
         m = b.add("reduce", (batch, seq), [s, b.add("constant", ())], feats={COL_DIMENSIONS0: 2})
         mb = b.add("broadcast", att, [m], feats={COL_DIMENSIONS0: 0, COL_DIMENSIONS0 + 1: 1})
         e = b.add("exponential", att, [b.add("subtract", att, [s, mb])])
         z = b.add("reduce", (batch, seq), [e, b.add("constant", ())], feats={COL_DIMENSIONS0: 2})
         zb = b.add("broadcast", att, [z], feats={COL_DIMENSIONS0: 0, COL_DIMENSIONS0 + 1: 1})
         p = b.add("divide", att, [e, zb])
-        a = b.batched_dot(p, v, (batch, seq, hidden), 2, 1)
+        a = b.batched_dot(p, v, (batch, seq, hidden), contract_x=2, contract_y=1)
         r = b.add("add", (batch, seq, hidden), [b.dot(a, hidden), x])
         r = b.chain(r, filler[i] if i < len(filler) else 0)
         flat = rng.random() < p_flat
@@ -578,7 +603,7 @@ def nlp_graph(rng: np.random.Generator, nodes: int, configurable: int) -> HloGra
         if rng.random() < 0.1:
             b.split()
     outputs.append(x)
-    _tail(b, rng, nodes, outputs, [hidden])
+    _tail(b, rng, nodes, outputs=outputs, sizes=[hidden])
     return b.finish(outputs)
 
 

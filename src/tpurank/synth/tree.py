@@ -156,8 +156,8 @@ def layout_config_stream(
     if collection.endswith(":default"):
         # a search re-measures less on purpose, but also revisits configs by itself
         unique = unique if split == "test" else 1.0 - 0.2 * (1.0 - unique)
-        return cfgs.default_search_configs(graph, rng, total, unique, chunk)
-    return cfgs.random_configs(graph, rng, total, unique, chunk)
+        return cfgs.default_search_configs(graph, rng, total, unique_share=unique, chunk=chunk)
+    return cfgs.random_configs(graph, rng, total, unique_share=unique, chunk=chunk)
 
 
 def write_layout(path: Path, spec: FileSpec, scale: Scale, seed: int) -> None:
@@ -165,7 +165,9 @@ def write_layout(path: Path, spec: FileSpec, scale: Scale, seed: int) -> None:
     c_rng = _rng(seed, "configs", spec.collection, spec.split, spec.index)
     total = scale.test_layout_configs if (spec.split == "test" and scale.test_layout_configs) else None
     total = total or log_uniform(c_rng, *scale.layout_configs)
-    write_layout_file(path, graph, spec.collection, spec.split, total, c_rng, scale.dup_share)
+    write_layout_file(
+        path, graph, spec.collection, split=spec.split, total=total, rng=c_rng, dup_share=scale.dup_share
+    )
 
 
 def write_layout_file(
@@ -180,7 +182,9 @@ def write_layout_file(
     """Sample `total` configs of `graph`, measure them, and write the file (streamed when big)."""
     nc = len(graph.configurable)
     chunk = max(8, min(1024, STREAM_CHUNK_ITEMS // max(1, nc * 18)))
-    blocks = layout_config_stream(graph, collection, split, total, rng, dup_share, chunk)
+    blocks = layout_config_stream(
+        graph, collection, split, total=total, rng=rng, dup_share=dup_share, chunk=chunk
+    )
     is_test = split == "test"
     if total * nc * 18 * 4 <= IN_MEMORY_BYTES:
         parts = list(blocks)
@@ -397,4 +401,6 @@ def write_big_layout_graph(
         raise TpurankError("write_big_layout_graph writes layout files; got tile:xla")
     rng = _rng(seed, "big", collection, nodes, configurable, configs)
     graph = layout_graph(rng, collection.split(":")[1], nodes, configurable)
-    write_layout_file(Path(path), graph, collection, split, configs, rng, (dup_share, dup_share))
+    write_layout_file(
+        Path(path), graph, collection, split=split, total=configs, rng=rng, dup_share=(dup_share, dup_share)
+    )

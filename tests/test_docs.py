@@ -1,0 +1,105 @@
+"""The README and docs/ say what the code does: the README stays short, every command it shows names
+a real stage and real options, and every relative link points at a file that exists."""
+
+from __future__ import annotations
+
+import functools
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tpurank.stages import STAGES, stage_module, stage_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "README.md"]
+RUN_SH_COMMANDS = {"all", "test", "setup", "help"}
+
+
+def _commands(text: str) -> list[list[str]]:
+    """The tpurank commands of the ```bash blocks: `./run.sh X ...` and `python -m tpurank X ...`."""
+    out = []
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split(" #")[0].strip()
+            m = re.search(r"(?:\./run\.sh|python -m tpurank|tpurank)\s+(.*)", line)
+            if m and not line.startswith("#"):
+                out.append(shlex.split(m.group(1)))
+    return out
+
+
+def test_readme_is_short() -> None:
+    assert len(README.read_text().splitlines()) <= 200
+
+
+def test_readme_shows_the_two_commands() -> None:
+    firsts = [c[0] for c in _commands(README.read_text()) if c]
+    assert "all" in firsts and "test" in firsts
+
+
+COMMANDS = [(p.name, c) for p in PAGES for c in _commands(p.read_text())]
+
+
+@pytest.mark.parametrize(("page", "argv"), COMMANDS, ids=[f"{p}: {' '.join(c)[:50]}" for p, c in COMMANDS])
+def test_documented_command_parses(page: str, argv: list[str]) -> None:
+    """Each command of the README and docs names a stage whose parser takes its options."""
+    if not argv:
+        return
+    stage = argv[0]
+    assert stage in STAGES or stage in RUN_SH_COMMANDS, f"{stage}: no such stage"
+    if stage not in STAGES:
+        return
+    parser = stage_parser(stage, stage_module(stage))
+    known = {s for a in parser._actions for s in a.option_strings}
+    for word in argv[1:]:
+        if word.startswith("-") and not word[1:2].isdigit():
+            assert word.split("=")[0] in known, f"`{' '.join(argv)}`: {stage} has no option {word}"
+
+
+def _bench_commands() -> list[list[str]]:
+    """The `bench/<script>.py ...` commands of the README and docs."""
+    out = []
+    for page in PAGES:
+        for block in re.findall(r"```bash\n(.*?)```", page.read_text(), flags=re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                m = re.search(r"\b(bench/\w+\.py)(.*)", line.split(" #")[0])
+                if m and not line.lstrip().startswith("#"):
+                    out.append([m.group(1), *shlex.split(m.group(2))])
+    return out
+
+
+BENCH_COMMANDS = _bench_commands()
+
+
+@pytest.mark.parametrize("argv", BENCH_COMMANDS, ids=[" ".join(c)[:60] for c in BENCH_COMMANDS])
+def test_documented_bench_command_has_its_options(argv: list[str]) -> None:
+    """A benchmark command in the docs names a script that exists and options its --help lists."""
+    assert (ROOT / argv[0]).exists(), f"{argv[0]}: no such benchmark"
+    sub = argv[1:2] if len(argv) > 1 and not argv[1].startswith("-") else []  # a subcommand (bench_gst)
+    usage = _help(argv[0], *sub)
+    for word in argv[1:]:
+        if word.startswith("--"):
+            assert word.split("=")[0] in usage, f"`{' '.join(argv)}`: no option {word}"
+
+
+@functools.cache
+def _help(script: str, *sub: str) -> str:
+    r = subprocess.run([sys.executable, script, *sub, "--help"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_relative_links_point_at_files(page: Path) -> None:
+    for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text()):
+        assert (page.parent / target).exists(), f"{page.name}: broken link {target}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_no_commit_hashes_outside_the_bench_log(page: Path) -> None:
+    hashes = re.findall(r"(?<![\w/.-])[0-9a-f]{7,40}(?![\w-])", page.read_text())
+    assert not [h for h in hashes if re.search(r"[a-f]", h) and re.search(r"\d", h)], page.name
