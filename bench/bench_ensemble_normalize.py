@@ -19,8 +19,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from tpurank.core.collections import COLLECTIONS  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
-from tpurank.data.dataset import COLLECTIONS  # noqa: E402
 from tpurank.rankers import ensemble as ens  # noqa: E402
 
 MEMBERS = ("lgbm", "gnn")

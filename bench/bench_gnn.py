@@ -36,7 +36,7 @@ WORK = (
 BIG_ROOT = ROOT / "data" / "bench" / "gnn-big"
 BIG = {"nodes": 25_000, "configurable": 2_500, "configs": 10_000}  # synth `full` nlp: up to 25,000 nodes
 BIG_FILE = BIG_ROOT / "npz_all/npz/layout/nlp/random/train/bench_gnn_big_nlp.npz"
-MEMORY_TARGET = 8 * 10**9  # bytes: the 8 GB
+MEMORY_TARGET = 8 * 10**9  # bytes: peak RSS of training on the largest graph (docs/scale.md)
 PYTHON = sys.executable
 
 # Child: train `steps` steps of one model on one collection; prints one JSON line.
@@ -48,9 +48,9 @@ from tpurank.core.collections import kind_of
 from tpurank.gnn import model as gnn, official
 from tpurank.gnn.data import sample_rows
 from tpurank.gnn import device as devices
-from tpurank.gnn.data import load_split  # noqa: E402
-from tpurank.gnn.device import setup_runtime  # noqa: E402
-from tpurank.gnn.step import make_optimizer, micro_batches, train_step  # noqa: E402
+from tpurank.gnn.data import load_split
+from tpurank.gnn.device import setup_runtime
+from tpurank.gnn.step import make_optimizer, micro_batches, train_step
 from tpurank.core.paths import Paths
 
 from pathlib import Path

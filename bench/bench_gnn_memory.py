@@ -44,8 +44,10 @@ from tpurank.core.config import load_config  # noqa: E402
 from tpurank.core.memory import peak_rss_gb, reset_peak_rss  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
 from tpurank.gnn import device as devices  # noqa: E402
-from tpurank.gnn import loop as trainer  # noqa: E402
+from tpurank.gnn import loop  # noqa: E402
 from tpurank.gnn import model as gnn_model  # noqa: E402
+from tpurank.gnn.data import load_split  # noqa: E402
+from tpurank.gnn.device import setup_runtime  # noqa: E402
 
 
 def main() -> int:
@@ -106,15 +108,15 @@ def main() -> int:
         )
         return batches(graphs, rows, max_nodes)
 
-    batches = tagged("micro-batches", trainer.micro_batches)
-    trainer.micro_batches = sized
-    trainer.train_step = tagged("train step", trainer.train_step, traced=True)
-    trainer.evaluate = tagged("validation", trainer.evaluate, traced=True)
-    trim = trainer.release_free_memory
+    batches = tagged("micro-batches", loop.micro_batches)
+    loop.micro_batches = sized
+    loop.train_step = tagged("train step", loop.train_step, traced=True)
+    loop.evaluate = tagged("validation", loop.evaluate, traced=True)
+    trim = loop.release_free_memory
     if a.no_trim:
-        trainer.release_free_memory = lambda: False
+        loop.release_free_memory = lambda: False
     elif a.no_eval_trim:
-        trainer.release_free_memory = lambda: calls[-1]["phase"] != "validation" and trim()
+        loop.release_free_memory = lambda: calls[-1]["phase"] != "validation" and trim()
     threshold = 0 if a.old_heap else round(a.mmap_threshold_mb * 2**20)
     # set here, not through bound_cpu_heap: that one skips the threshold without huge pages
     if threshold != memory.MMAP_THRESHOLD or a.no_huge_pages:
@@ -125,9 +127,9 @@ def main() -> int:
     paths = Paths(a.data, out, a.work)
     t = time.perf_counter()
     phase[0] = "load"
-    train = trainer.load_split(paths, a.collection, "train", False)
-    valid = trainer.load_split(paths, a.collection, "valid", False)
-    trainer.fit(gnn_model.SPEC, paths, cfg, a.collection, train, valid, trainer.setup_runtime(), False)
+    train = load_split(paths, a.collection, "train", False)
+    valid = load_split(paths, a.collection, "valid", False)
+    loop.fit(gnn_model.SPEC, paths, cfg, a.collection, train, valid, setup_runtime(), False)
     seconds = time.perf_counter() - t
     time.sleep(0.2)
     print(f"{a.collection}, {a.steps} steps, {' '.join(a.set) or 'config as given'}"

@@ -42,14 +42,14 @@ def _step(step: str, data: str, out: str, overrides: list[str], collection: str,
     elif step == "train":
         from tpurank.lgbm import model
 
-        model.train(paths, cfg, collection)
+        model.train(paths, cfg.for_collection(collection), collection)
         import json
 
         result = json.loads((paths.model_dir("lgbm", collection) / "provenance.json").read_text())
     elif step == "predict":
         from tpurank.lgbm import model
 
-        result = model.predict(paths, cfg, collection, "valid")
+        result = model.predict(paths, cfg.for_collection(collection), collection, "valid")
     queue.put((time.perf_counter() - start, _peak_mb(), result))
 
 

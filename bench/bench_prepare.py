@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BIG_ROOT = ROOT / "data" / "bench" / "prepare-big"  # a one-file dataset tree (data/ is gitignored)
 BIG_FILE = BIG_ROOT / "npz_all/npz/layout/nlp/random/train/bench_big_nlp.npz"
 DEMO_ROOT = ROOT / "data" / "synthetic-demo"
-MIN_CONFIG_BYTES = int(1.5 * 2**30)  # the ">= 1.5 GB" taken as GiB, the stricter reading
+MIN_CONFIG_BYTES = int(1.5 * 2**30)  # the target's ">= 1.5 GB" taken as GiB, the stricter reading
 BIG_CONFIGS = 32_000  # x ~700 configurable nodes x 18 x 4 bytes: ~1.6 GB float32
 PYTHON = sys.executable
 

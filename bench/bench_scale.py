@@ -1,9 +1,9 @@
 """Benchmark at real scale: every stage of `all` on a `full`-scale synthetic dataset.
 
 Runs the steps of `./run.sh all` one by one, as a user runs them (`python -m tpurank <stage>` in a
-subprocess, the argv that `all` builds), and prints per stage: wall time, peak RSS of the whole
+subprocess, with the options `all` gives it), and prints per stage: wall time, peak RSS of the whole
 process tree (sampled every 0.2 s), bytes read and written by that tree (/proc io rchar/wchar,
-sampled), and graphs / rows / configs processed. Then each target of the issue with its measured
+sampled), and graphs / rows / configs processed. Then each target (docs/scale.md) with its measured
 ratio and pass/fail, and projections (labelled as such) for what was not run whole. Saves
 `bench/results/scale.json`.
 
@@ -48,7 +48,7 @@ PYTHON = sys.executable
 SHARED = ROOT.parent / "shared" / "data" / "tpugraphs-sample"
 RESULTS = ROOT / "bench" / "results" / "scale.json"
 GB = 1e9
-# the issue's targets on this 2-core, 24 GB machine
+# the scale targets (docs/scale.md) on this 2-core, 24 GB machine
 MAX_CACHE_RATIO = 1.5  # prepared cache bytes / npz bytes
 MAX_STAGE_RSS = 12 * GB
 MAX_GNN_RSS = 4 * GB
@@ -280,7 +280,7 @@ def gnn_slice(a: argparse.Namespace, collections: list[str], steps: int) -> dict
 
 def demo_cap_check(work: Path, caps: list[int]) -> dict:
     """LightGBM's valid scores on demo with each feature cap, side by side with no cap (0), the way
-    `all` trains it (features, train lgbm, predict lgbm valid); the issue's target: the default
+    `all` trains it (features, train lgbm, predict lgbm valid); the target: the default
     cap loses at most 0.01 tau on every layout collection."""
     demo = ROOT / "data" / "synthetic-demo"
     if not (demo / "npz_all/npz").is_dir():
@@ -505,13 +505,14 @@ def main() -> int:
         "--config",
         str(a.config),
     ]
-    steps = plan(paths, a.models, common, 0, collections)
+    steps = plan(paths, a.models, 0, collections)
     print(
         f"the steps of `all --collections {' '.join(collections)} --models {' '.join(a.models)}`:", flush=True
     )
     t_all = time.perf_counter()
     for step in steps:
-        rec = run_measured(step.name, step.argv, a.work / f"{step.name.replace(' ', '_')}.log")
+        log = a.work / f"{step.name.replace(' ', '_')}.log"
+        rec = run_measured(step.name, [*step.argv, *common], log)  # the stage's own options, then the run's
         results["stages"].append(rec)
         if rec["rc"] != 0:
             break

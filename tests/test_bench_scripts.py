@@ -3,6 +3,9 @@ next person who runs the benchmark (the benchmarks themselves are too long for t
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -30,3 +33,30 @@ def test_script_imports_and_prints_its_help(script: Path) -> None:
     assert r.returncode == 0, r.stderr[-2000:]
     if "--help" in cmd:
         assert "usage:" in r.stdout
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[s.stem for s in SCRIPTS])
+def test_every_tpurank_name_a_script_uses_exists(script: Path) -> None:
+    """`--help` runs only the top of a script: the names it takes from tpurank inside functions
+    (imports and `module.attribute` uses) are checked here, so a moved function fails CI too."""
+    tree = ast.parse(script.read_text())
+    modules: dict[str, object] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tpurank"):
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                if not hasattr(module, alias.name):  # a submodule: `from tpurank.gnn import loop`
+                    importlib.import_module(f"{node.module}.{alias.name}")
+                obj = getattr(module, alias.name)
+                if inspect.ismodule(obj):
+                    modules[alias.asname or alias.name] = obj
+    uses = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in modules
+    ]
+    for node in uses:
+        if not isinstance(node.ctx, ast.Store):  # a script may patch a module (bench_gnn_memory)
+            assert hasattr(modules[node.value.id], node.attr), (
+                f"line {node.lineno}: {node.value.id}.{node.attr}"
+            )

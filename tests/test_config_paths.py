@@ -123,3 +123,15 @@ def test_discover_rejects_unknown_names(tmp_path: Path) -> None:
         discover(tmp_path, collections=["layout:xla:fast"])
     with pytest.raises(TpurankError, match="unknown split"):
         discover(tmp_path, splits=["dev"])
+
+
+def test_project_root_is_the_checkout_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outputs and the demo data go to the checkout whatever the current folder (not to $PWD)."""
+    monkeypatch.delenv("TPURANK_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    root = Path(__file__).resolve().parents[1]
+    assert paths_mod.checkout_root() == root and paths_mod.project_root() == root
+    assert paths_mod.preset_file("demo.toml") == root / "configs" / "demo.toml"
+    assert paths_mod.Paths.resolve().out == root

@@ -1,4 +1,4 @@
-"""Device and precision choice , with torch.cuda monkeypatched: no GPU is needed.
+"""Device and precision choice, with torch.cuda monkeypatched: no GPU is needed.
 
 CUDA only where the installed torch has kernels for the GPU, bf16 only where supported, fp16 with
 a gradient scaler elsewhere; the choice is saved in the checkpoint and reused at prediction.

@@ -93,7 +93,7 @@ def test_seed_members_train_resumably_and_average(tiny_paths: Paths, tmp_path) -
     (tmp_path / "features").mkdir()
     (tmp_path / "features" / "prepared").symlink_to(tiny_paths.prepared, target_is_directory=True)
     cfg = small_cfg(max_steps=3, eval_every=3, graphs_per_batch=2, configs_per_graph=8, seeds=2)
-    cfg = cfg.for_collection(collection)  # as gnn_model.train hands it on
+    cfg = cfg.for_collection(collection)  # as the train stage hands it on
     summary = train_seeds(gnn_model.SPEC, paths, cfg, collection, progress=False)
     top = paths.model_dir("gnn", collection)
     assert (top / CHECKPOINT).exists() and (top / "seed-1" / CHECKPOINT).exists()

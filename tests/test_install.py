@@ -49,3 +49,15 @@ def test_installed_versions_match_the_pins() -> None:
     needs = {re.split(r"[<>=!;\[ ]", r)[0].lower() for r in metadata.requires("kaggle") or []}
     unpinned = sorted(n for n in needs if n.replace("_", "-") not in {p.lower() for p in pins})
     assert not unpinned, f"kaggle's dependencies without a pin: {unpinned}"
+
+
+def test_the_wheel_lists_every_package_and_the_presets() -> None:
+    """pyproject.toml lists the packages by hand (configs/ ships as tpurank.presets): a new
+    subpackage left off the list would be missing from the wheel."""
+    import tomllib
+
+    from setuptools import find_packages
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    assert listed == {*find_packages(str(ROOT / "src")), "tpurank.presets"}
+    assert sorted((ROOT / "configs").glob("*.toml"))  # what tpurank.presets carries

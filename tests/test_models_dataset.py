@@ -48,13 +48,18 @@ def _fake_dataset(tmp_path: Path) -> tuple[Path, dict]:
 def test_unpack_archive_or_the_folder_kaggle_unpacked(tmp_path: Path) -> None:
     ds, manifest = _fake_dataset(tmp_path)
     assert find_manifest(tmp_path / "input") == ds / MANIFEST  # searched below the input root
-    unpack(ds, manifest, tmp_path / "out1")
+    unpack(ds, manifest, Paths(data=tmp_path, out=tmp_path / "out1"))
     assert (tmp_path / "out1/models/gnn/tile-xla/model.pt").read_bytes() == b"weights"
+    # with a work folder, the cache's rule goes there (where prepare reads it), the models to out
+    unpack(ds, manifest, Paths(data=tmp_path, out=tmp_path / "out3", work=tmp_path / "work3"))
+    assert (tmp_path / "work3/features/prepared/node_feature_rule.json").read_bytes() == b"{}"
+    assert (tmp_path / "out3/models/gnn/tile-xla/model.pt").read_bytes() == b"weights"
+    assert not (tmp_path / "out3/features").exists()
     # Kaggle unpacks an uploaded zip into a folder: no archive, the files one level down
     with zipfile.ZipFile(ds / ARCHIVE) as zf:
         zf.extractall(ds / "models")
     (ds / ARCHIVE).unlink()
-    unpack(ds, manifest, tmp_path / "out2")
+    unpack(ds, manifest, Paths(data=tmp_path, out=tmp_path / "out2"))
     assert (tmp_path / "out2/features/prepared/node_feature_rule.json").read_bytes() == b"{}"
 
 
@@ -62,7 +67,7 @@ def test_unpack_refuses_a_changed_file(tmp_path: Path) -> None:
     ds, manifest = _fake_dataset(tmp_path)
     manifest["files"]["models/gnn/tile-xla/model.pt"] = "0" * 64
     with pytest.raises(TpurankError, match="different from the models dataset"):
-        unpack(ds, manifest, tmp_path / "out")
+        unpack(ds, manifest, Paths(data=tmp_path, out=tmp_path / "out"))
 
 
 def test_no_fitted_ensemble_is_a_one_line_error(tmp_path: Path) -> None:

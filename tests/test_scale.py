@@ -166,7 +166,16 @@ def _meta_diff(a: bytes, b: bytes) -> dict:
     import zipfile
 
     ma, mb = (json.loads(zipfile.ZipFile(io.BytesIO(x)).read("meta.json")) for x in (a, b))
-    return {k: (ma.get(k), mb.get(k)) for k in ma.keys() | mb.keys() if ma.get(k) != mb.get(k)}
+    out = {}
+    for k in ma.keys() | mb.keys():
+        va, vb = ma.get(k), mb.get(k)
+        if isinstance(va, dict) and isinstance(vb, dict):  # the index row: name the fields that differ
+            out.update(
+                {f"{k}.{f}": (va.get(f), vb.get(f)) for f in va.keys() | vb.keys() if va.get(f) != vb.get(f)}
+            )
+        elif va != vb:
+            out[k] = (va, vb)
+    return out
 
 
 def _common(data: Path, out: Path) -> list[str]:

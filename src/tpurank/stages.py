@@ -25,6 +25,10 @@ from tpurank.core.paths import Paths
 STAGES: dict[str, tuple[str, str]] = {
     "download": ("tpurank.data.download", "download and unpack the competition data with the kaggle package"),
     "synth": ("tpurank.synth.cli", "generate a synthetic dataset in the exact real format"),
+    "compare-synth": (
+        "tpurank.report.compare_synth",
+        "compare a synthetic dataset with real files, side by side",
+    ),
     "check": ("tpurank.data.check", "validate npz files or whole dataset trees"),
     "featurize-pb": ("tpurank.pb.featurize", "turn raw tuning protobufs into dataset npz files"),
     "prepare": ("tpurank.prepare.stage", "prune, deduplicate and compact every graph into the cache"),
@@ -37,10 +41,6 @@ STAGES: dict[str, tuple[str, str]] = {
     "check-submission": ("tpurank.submission.check", "validate a submission CSV, listing every problem"),
     "submit": ("tpurank.submission.submit", "submit the checked CSV to Kaggle with the kaggle package"),
     "all": ("tpurank.pipeline", "run the whole pipeline end to end"),
-    "compare-synth": (
-        "tpurank.report.compare_synth",
-        "compare a synthetic dataset with real files, side by side",
-    ),
     "build-code-dataset": ("tpurank.kaggle.code_dataset", "package the code for the Kaggle notebooks"),
     "build-models-dataset": (
         "tpurank.kaggle.models_dataset",

@@ -20,14 +20,17 @@ NPZ_SUBDIR = Path("npz_all/npz")
 SAMPLE_SUBMISSION = "sample_submission.csv"
 
 
+def checkout_root() -> Path | None:
+    """The source checkout this package runs from (the folder holding run.sh), None when installed."""
+    here = Path(__file__).resolve().parents[3]  # src/tpurank/core/paths.py -> the checkout
+    return here if (here / "run.sh").exists() and (here / "src" / "tpurank").exists() else None
+
+
 def project_root() -> Path:
-    """The folder holding run.sh (a source checkout), else the current directory."""
+    """$TPURANK_HOME, else the source checkout, else the current directory."""
     if home := os.environ.get("TPURANK_HOME"):
         return Path(home).resolve()
-    here = Path(__file__).resolve().parents[2]
-    if (here / "run.sh").exists() and (here / "src" / "tpurank").exists():
-        return here
-    return Path.cwd().resolve()
+    return checkout_root() or Path.cwd().resolve()
 
 
 def resolve_data_root(data_dir: str | Path | None = None) -> tuple[Path, bool]:
@@ -45,9 +48,9 @@ def resolve_data_root(data_dir: str | Path | None = None) -> tuple[Path, bool]:
 def preset_file(name: str) -> Path:
     """A config preset of configs/ (`cpu-budget.toml`, `demo.toml`): the checkout's, else the copy an
     installed wheel carries as `tpurank.presets`."""
-    here = project_root() / "configs" / name
-    if here.exists():
-        return here
+    checkout = checkout_root()
+    if checkout is not None:
+        return checkout / "configs" / name
     return Path(str(resources.files("tpurank.presets") / name))
 
 

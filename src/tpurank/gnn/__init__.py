@@ -2,5 +2,6 @@
 (`official.py`).
 
 Both share the batching (`data.py`), the ranking losses (`losses.py`) and the training loop
-(`trainer.py`: early stopping, checkpoints, CUDA/bf16, DistributedDataParallel).
+(`loop.py`: early stopping, checkpoints, CUDA/bf16, DistributedDataParallel; `trainer.py` trains
+one collection).
 """

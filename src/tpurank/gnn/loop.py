@@ -32,6 +32,7 @@ from tpurank.core.progress import tqdm
 from tpurank.core.provenance import write_sidecar
 from tpurank.gnn import device as devices
 from tpurank.gnn import gst
+from tpurank.gnn.budget import eval_interval, out_of_time, step_graphs
 from tpurank.gnn.checkpoints import (
     CHECKPOINT,
     RESUME,
@@ -42,54 +43,12 @@ from tpurank.gnn.checkpoints import (
 )
 from tpurank.gnn.data import GraphData, sample_rows
 from tpurank.gnn.device import Runtime
-from tpurank.gnn.recipe import ModelSpec, Recipe
+from tpurank.gnn.recipe import ModelSpec, Recipe, check_recipe
 from tpurank.gnn.schedule import make_scheduler
 from tpurank.gnn.scoring import evaluate
 from tpurank.gnn.step import make_optimizer, micro_batches, train_step
 
 SIDECAR = "model.json"
-AUTO_EVAL_MAX = 200  # eval_every = 0: about one pass over the train configs, but at most this many steps
-
-
-# -------------------------------------------------------------------------------------------- training
-
-
-def _step_graphs(order: np.ndarray, step: int, rt: Runtime, per_rank: int) -> list[int]:
-    """This rank's graphs of one step: consecutive slices of the round's shuffled order, wrapping."""
-    start = step * per_rank * rt.world + rt.rank * per_rank
-    return [int(order[(start + i) % len(order)]) for i in range(per_rank)]
-
-
-def eval_interval(train: list[GraphData], r: Recipe, world: int) -> int:
-    """Steps between validations: `eval_every`, or (0) about one pass over the unique train configs
-    (each step takes C configs of B graphs per process), at most AUTO_EVAL_MAX and `max_steps`."""
-    if r.eval_every > 0:
-        return min(r.eval_every, r.max_steps)
-    per_step = r.configs_per_graph * r.graphs_per_batch * world
-    configs = sum(g.num_unique for g in train)
-    graphs = math.ceil(len(train) / (r.graphs_per_batch * world))
-    return max(1, min(AUTO_EVAL_MAX, r.max_steps, max(graphs, math.ceil(configs / per_step))))
-
-
-def check_recipe(r: Recipe) -> None:
-    if r.configs_per_graph < 2:
-        raise TpurankError("config: configs_per_graph must be at least 2 (ranking needs pairs)")
-    if r.graphs_per_batch < 1 or r.max_steps < 1 or r.eval_every < 0 or r.patience < 1:
-        raise TpurankError(
-            "config: graphs_per_batch, max_steps and patience must be at least 1, eval_every at least 0"
-        )
-    if r.time_budget_min < 0:
-        raise TpurankError(f"config: time_budget_min must be >= 0 (0 = no limit), got {r.time_budget_min}")
-
-
-def _out_of_time(r: Recipe, seconds: float, rt: Runtime) -> bool:
-    """True once the time budget is spent (the same answer on every rank)."""
-    late = r.time_budget_min > 0 and seconds >= r.time_budget_min * 60
-    if rt.world > 1:
-        flag = torch.tensor([float(late)], device=rt.device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        late = bool(flag.item())
-    return late
 
 
 @dataclass
@@ -289,7 +248,7 @@ def step_once(run: Run, st: LoopState, train: list[GraphData], every: int) -> tu
     order = np.random.default_rng([run.cfg.seed, rnd]).permutation(len(train))  # same on every rank
     torch.manual_seed(run.cfg.seed * 1_000_003 + st.step * 1009 + rt.rank)  # dropout; resumable
     rng = np.random.default_rng([run.cfg.seed, st.step, rt.rank])
-    graphs = [train[i] for i in _step_graphs(order, pos, rt, r.graphs_per_batch)]
+    graphs = [train[i] for i in step_graphs(order, pos, rt, r.graphs_per_batch)]
     rows = [sample_rows(g, r.configs_per_graph, rng) for g in graphs]
     if run.segmented is not None:  # Graph Segment Training (gst.py)
         loss = gst.train_step(
@@ -366,7 +325,7 @@ def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]
         bar.update()
         best = f"{st.best:.4f}" if st.best > -math.inf else "-"
         bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", val=best)
-        late = _out_of_time(r, st.seconds + time.perf_counter() - clock, rt)
+        late = out_of_time(r, st.seconds + time.perf_counter() - clock, rt)
         if st.step % every and st.step < r.max_steps and not late:
             continue
         seconds = time.perf_counter() - t0

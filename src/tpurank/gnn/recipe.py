@@ -11,6 +11,7 @@ from typing import Any
 from torch import nn
 
 from tpurank.core.config import Config
+from tpurank.core.errors import TpurankError
 
 
 @dataclass
@@ -79,3 +80,16 @@ class ModelSpec:
     recipe: Callable[[Config, str], Recipe]  # (cfg, kind) -> how it is trained and run
     # called once on a new model with the train graphs before training (e.g. fit feature statistics)
     fit_train: Callable[[nn.Module, list[Any]], None] | None = None
+
+
+def check_recipe(r: Recipe) -> None:
+    """One-line errors for a recipe that cannot train (the config checks each field; these are the
+    limits of the loop)."""
+    if r.configs_per_graph < 2:
+        raise TpurankError("config: configs_per_graph must be at least 2 (ranking needs pairs)")
+    if r.graphs_per_batch < 1 or r.max_steps < 1 or r.eval_every < 0 or r.patience < 1:
+        raise TpurankError(
+            "config: graphs_per_batch, max_steps and patience must be at least 1, eval_every at least 0"
+        )
+    if r.time_budget_min < 0:
+        raise TpurankError(f"config: time_budget_min must be >= 0 (0 = no limit), got {r.time_budget_min}")

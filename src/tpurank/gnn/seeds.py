@@ -28,10 +28,11 @@ from tpurank.core.paths import Paths
 from tpurank.gnn import device as devices
 from tpurank.gnn.checkpoints import CHECKPOINT, load_checkpoint, load_model
 from tpurank.gnn.data import GraphData, eval_configs, load_split
+from tpurank.gnn.device import setup_runtime
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.recipe import ModelSpec
 from tpurank.gnn.scoring import graph_score, score_rows
-from tpurank.gnn.trainer import setup_runtime, train_collection
+from tpurank.gnn.trainer import train_collection
 
 SUMMARY = "seeds.json"
 

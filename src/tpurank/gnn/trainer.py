@@ -20,8 +20,8 @@ from tpurank.core.paths import Paths
 from tpurank.gnn.checkpoints import CHECKPOINT, load_checkpoint, prepared_fingerprint
 from tpurank.gnn.data import GraphData, load_split
 from tpurank.gnn.device import setup_runtime
-from tpurank.gnn.loop import check_recipe, fit
-from tpurank.gnn.recipe import ModelSpec
+from tpurank.gnn.loop import fit
+from tpurank.gnn.recipe import ModelSpec, check_recipe
 
 
 def train_collection(

@@ -20,7 +20,7 @@ from pathlib import Path
 from tpurank.core.config import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
-from tpurank.kaggle.models_dataset import ARCHIVE, CONFIG, MANIFEST
+from tpurank.kaggle.models_dataset import ARCHIVE, CONFIG, MANIFEST, unpacked_path
 from tpurank.stages import guarded, run_stage
 from tpurank.submission.publish import incomplete_test_set, publish_submission
 
@@ -44,14 +44,19 @@ def find_manifest(root: Path) -> Path:
     return found[0]
 
 
-def unpack(dataset: Path, manifest: dict, out: Path) -> None:
-    """Extract the archive (or copy the tree Kaggle unpacked it into) into `out`, checking checksums."""
+def unpack(dataset: Path, manifest: dict, paths: Paths) -> None:
+    """Extract the archive (or copy the tree Kaggle unpacked it into), each file where its stage reads
+    it (`models_dataset.unpacked_path`: the cache's rule under the work folder, models under the out
+    folder), checking checksums."""
     archive = dataset / ARCHIVE
     if archive.is_file():
         try:
             with zipfile.ZipFile(archive) as zf:
-                zf.extractall(out)
-        except zipfile.BadZipFile as e:
+                for name in manifest["files"]:
+                    target = unpacked_path(paths, name)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(zf.read(name))
+        except (zipfile.BadZipFile, KeyError) as e:
             raise TpurankError(f"{archive}: corrupt archive ({e})") from None
     else:  # Kaggle unpacks uploaded zips: find the folder holding the files
         first = next(iter(manifest["files"]))
@@ -60,11 +65,11 @@ def unpack(dataset: Path, manifest: dict, out: Path) -> None:
             raise TpurankError(f"{dataset}: neither {ARCHIVE} nor its unpacked files ({first})")
         base = Path(roots[0].as_posix()[: -len(str(Path(first).parent))].rstrip("/"))
         for rel in manifest["files"]:
-            target = out / rel
+            target = unpacked_path(paths, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(base / rel, target)
     for rel, digest in manifest["files"].items():
-        f = out / rel
+        f = unpacked_path(paths, rel)
         if not f.is_file() or hashlib.sha256(f.read_bytes()).hexdigest() != digest:
             raise TpurankError(f"{f}: missing or different from the models dataset's manifest")
 
@@ -74,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     dataset = manifest_file.parent
     manifest = json.loads(manifest_file.read_text())
     paths: Paths = args.paths
-    unpack(dataset, manifest, paths.out)
+    unpack(dataset, manifest, paths)
     members = list(manifest["members"])
     print(
         f"[infer] models from {dataset}: ensemble of {', '.join(members)} "

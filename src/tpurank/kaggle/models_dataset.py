@@ -122,6 +122,18 @@ def training_configs(paths: Paths, cfg: Config, members: list[str]) -> dict[str,
     return out
 
 
+def archive_name(paths: Paths, f: Path) -> str:
+    """A file's name in the archive: the cache's files relative to the work folder (`features/...`),
+    the models relative to the out folder (`models/...`), so infer puts each where its stage reads it."""
+    root = paths.work_root if f.is_relative_to(paths.features) else paths.out
+    return f.relative_to(root).as_posix()
+
+
+def unpacked_path(paths: Paths, name: str) -> Path:
+    """Where infer puts an archive member (the inverse of `archive_name`)."""
+    return (paths.work_root if name.startswith("features/") else paths.out) / name
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -146,7 +158,7 @@ def build(paths: Paths, cfg: Config, dest: Path, user: str) -> dict[str, Any]:
     dest.mkdir(parents=True, exist_ok=True)
     with atomic_path(dest / ARCHIVE) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
         for f in files:
-            zf.write(f, f.relative_to(paths.out).as_posix())
+            zf.write(f, archive_name(paths, f))
     write_text(dest / CONFIG, to_toml(to_dict(cfg)))
     if load_config(dest / CONFIG) != cfg:
         raise TpurankError(f"{dest / CONFIG}: the written config does not read back to the same values")
@@ -157,7 +169,7 @@ def build(paths: Paths, cfg: Config, dest: Path, user: str) -> dict[str, Any]:
         collections=list(COLLECTIONS),
         archive=ARCHIVE,
         archive_sha256=_sha256(dest / ARCHIVE),
-        files={f.relative_to(paths.out).as_posix(): _sha256(f) for f in files},
+        files={archive_name(paths, f): _sha256(f) for f in files},
         training_configs=trained,
     )
     write_json(dest / MANIFEST, manifest)

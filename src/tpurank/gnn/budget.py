@@ -1,0 +1,46 @@
+"""The step budget of a training run: which graphs a step takes, when to validate, when time is up.
+
+Training length is a budget (`Recipe.max_steps` optimizer steps, `Recipe.time_budget_min`
+minutes), not epochs: collections differ 80-fold in size, so an epoch means nothing across them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from tpurank.gnn.data import GraphData
+from tpurank.gnn.device import Runtime
+from tpurank.gnn.recipe import Recipe
+
+AUTO_EVAL_MAX = 200  # eval_every = 0: about one pass over the train configs, but at most this many steps
+
+
+def step_graphs(order: np.ndarray, step: int, rt: Runtime, per_rank: int) -> list[int]:
+    """This rank's graphs of one step: consecutive slices of the round's shuffled order, wrapping."""
+    start = step * per_rank * rt.world + rt.rank * per_rank
+    return [int(order[(start + i) % len(order)]) for i in range(per_rank)]
+
+
+def eval_interval(train: list[GraphData], r: Recipe, world: int) -> int:
+    """Steps between validations: `eval_every`, or (0) about one pass over the unique train configs
+    (each step takes C configs of B graphs per process), at most AUTO_EVAL_MAX and `max_steps`."""
+    if r.eval_every > 0:
+        return min(r.eval_every, r.max_steps)
+    per_step = r.configs_per_graph * r.graphs_per_batch * world
+    configs = sum(g.num_unique for g in train)
+    graphs = math.ceil(len(train) / (r.graphs_per_batch * world))
+    return max(1, min(AUTO_EVAL_MAX, r.max_steps, max(graphs, math.ceil(configs / per_step))))
+
+
+def out_of_time(r: Recipe, seconds: float, rt: Runtime) -> bool:
+    """True once the time budget is spent (the same answer on every rank)."""
+    late = r.time_budget_min > 0 and seconds >= r.time_budget_min * 60
+    if rt.world > 1:
+        flag = torch.tensor([float(late)], device=rt.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        late = bool(flag.item())
+    return late
