@@ -27,7 +27,7 @@ from tpurank.core.paths import NPZ_SUBDIR, Paths, preset_file
 from tpurank.core.provenance import data_fingerprint
 from tpurank.data.download import download, have_credentials
 from tpurank.rankers.ensemble import summary_note
-from tpurank.stages import guarded, run_stage
+from tpurank.stages import run_command
 from tpurank.submission.publish import SUBMITTED_MODEL, incomplete_test_set, publish_submission
 from tpurank.synth.tree import synthetic_scale
 
@@ -231,7 +231,7 @@ def run_steps(steps: list[Step], paths: Paths, cfg: Config, force: bool) -> None
             continue
         print(f"[all] {step.name}: tpurank {' '.join(step.argv)}", file=sys.stderr)
         t = time.perf_counter()
-        rc = guarded(step.argv[0], lambda s=step: run_stage(s.argv[0], s.argv[1:], paths, cfg))
+        rc = run_command(step.argv, paths, cfg)
         step.seconds = time.perf_counter() - t
         if rc != 0:
             raise TpurankError(
@@ -277,9 +277,7 @@ def run(args: argparse.Namespace) -> int:
     run_steps(steps, paths, cfg, args.force)
     submission = publish_submission(paths)
     check = ["--partial"] if partial else []
-    if guarded(
-        "check-submission", lambda: run_stage("check-submission", [str(submission), *check], paths, cfg)
-    ):
+    if run_command(["check-submission", str(submission), *check], paths, cfg):
         raise TpurankError(f"{submission}: failed its check")
     print_summary(paths, models, steps, scale=scale, seconds=time.perf_counter() - t0)
     return 0

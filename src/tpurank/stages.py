@@ -96,6 +96,12 @@ def run_stage(name: str, argv: list[str], paths: Paths, cfg: Config) -> int:
     return execute(module, args)
 
 
+def run_command(argv: list[str], paths: Paths, cfg: Config) -> int:
+    """Run `tpurank <argv>` (argv[0] names the stage) on resolved paths and config, as `all` and
+    `infer` run their steps: an expected failure is printed in one line and returns 1."""
+    return guarded(argv[0], lambda: run_stage(argv[0], argv[1:], paths, cfg))
+
+
 def os_error_line(e: OSError) -> str:
     """`<file>: <reason>` for an OSError, without Python's `[Errno N]` prefix."""
     where = f"{e.filename}: " if e.filename else ""

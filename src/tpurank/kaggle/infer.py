@@ -21,7 +21,7 @@ from tpurank.core.config import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.kaggle.models_dataset import ARCHIVE, CONFIG, MANIFEST, unpacked_path
-from tpurank.stages import guarded, run_stage
+from tpurank.stages import run_command
 from tpurank.submission.publish import incomplete_test_set, publish_submission
 
 
@@ -96,13 +96,11 @@ def run(args: argparse.Namespace) -> int:
     ]
     for step in steps:
         print(f"[infer] tpurank {' '.join(step)}", file=sys.stderr)
-        rc = guarded(step[0], lambda s=step: run_stage(s[0], s[1:], paths, cfg))
+        rc = run_command(step, paths, cfg)
         if rc != 0:
             raise TpurankError(f"step '{' '.join(step)}' failed (exit {rc})")
     submission = publish_submission(paths)
-    if guarded(
-        "check-submission", lambda: run_stage("check-submission", [str(submission), *partial], paths, cfg)
-    ):
+    if run_command(["check-submission", str(submission), *partial], paths, cfg):
         raise TpurankError(f"{submission}: failed its check")
     print(f"submission: {submission}")
     return 0

@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-from tpurank.core.collections import check_collection
 from tpurank.core.options import add_collections
 from tpurank.rankers.registry import MODEL_NAMES, get_model
 
@@ -27,9 +26,7 @@ def output_folders(args: argparse.Namespace) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    model = get_model(args.model)
-    for c in args.collections:
-        check_collection(c)
+    model = get_model(args.model)  # the collections are checked by the parser (core/options.py)
     for c in args.collections:
         t = time.perf_counter()
         model.train(args.paths, args.cfg.for_collection(c), c)
