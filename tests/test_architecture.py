@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("lgbm", "gnn"),
     ("rankers",),
     ("report",),
+    ("chain",),
     ("stages",),
     ("kaggle",),
     ("pipeline",),

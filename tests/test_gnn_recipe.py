@@ -276,3 +276,29 @@ def test_tile_all_configs_samples_every_config(kind: str, all_configs: bool) -> 
     every = kind == "tile" and all_configs
     assert sorted(rows.tolist()) == list(range(50)) if every else len(rows) == 8
     assert math.isfinite(r.lr)
+
+
+@pytest.mark.parametrize(("free_gb", "hidden"), [(15.0, 64), (15.0, 256), (79.0, 256)])
+def test_scoring_passes_grow_with_a_gpus_free_memory(
+    monkeypatch: pytest.MonkeyPatch, free_gb: float, hidden: int
+) -> None:
+    """On a CUDA device (faked: no GPU here) the budgets follow its free memory and the model's
+    width; the CPU keeps the fixed budgets its 4 GB target was measured with."""
+    from tpurank.gnn import scoring
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (int(free_gb * 1e9), int(80e9)))
+    cuda = torch.device("cuda", 0)
+    nodes, scores = scoring.pass_budgets(cuda, hidden)
+    half = scoring.PASS_DEVICE_SHARE * free_gb * 1e9 / 2
+    assert nodes == int(half // (4 * scoring.STATE_COPIES * hidden)) > scoring.PASS_NODE_BUDGET * 64 // hidden
+    assert scores == int(half // (4 * scoring.SCORE_COPIES)) > scoring.PASS_ATTENTION_BUDGET
+    assert scoring.pass_budgets(torch.device("cpu"), hidden) == (
+        scoring.PASS_NODE_BUDGET,
+        scoring.PASS_ATTENTION_BUDGET,
+    )
+    g = from_prepared(prepared_graph("layout", seed=1, n=30, k=5))
+    m = attention_model().eval()
+    big = 20_000  # nodes of a large nlp graph
+    assert scoring.pass_configs(m, g, 4096, big, cuda) > scoring.pass_configs(m, g, 4096, big)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (int(0.1e9), int(80e9)))
+    assert scoring.pass_budgets(cuda, 64) == (scoring.PASS_NODE_BUDGET, scoring.PASS_ATTENTION_BUDGET)

@@ -42,6 +42,8 @@ class KaggleStandIn(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", PORT), Handler)
         self.archive = archive
         self.refuse: str | None = None  # "upload" or "create"
+        self.stall_upload = False  # read the upload, then never answer (until `release`)
+        self.release = threading.Event()
         self.calls: list[str] = []
         self.auth: list[str] = []
         self.uploaded: bytes = b""
@@ -100,6 +102,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_PUT(self) -> None:
         self.server.calls.append(f"PUT {self.path}")
         body = self._body()
+        if self.server.stall_upload:
+            self.server.release.wait(60)
+            return
         if self.server.refuse == "upload":
             self._send(403, b"forbidden", "text/plain")
             return
@@ -128,6 +133,7 @@ def kaggle_server(tiny_root: Path) -> Iterator[KaggleStandIn]:
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         yield server
+        server.release.set()
         server.shutdown()
         server.server_close()
     finally:
@@ -223,3 +229,29 @@ def test_submit_refused_is_a_one_line_error(
     if refuse == "create":
         assert "Submission limit reached" in err[0]
     assert "submitted" not in r.stdout.lower().replace("not submitted", "")
+
+
+def test_submit_whose_upload_is_never_answered_fails_in_one_line(
+    kaggle_server: KaggleStandIn, tiny_root: Path, tmp_path: Path
+) -> None:
+    """The kaggle client swallows an upload error (prints it, returns "failed") and retries the PUT ten
+    times: the timeout still ends the command at once, naming the host, with no retry."""
+    kaggle_server.stall_upload = True
+    csv = _submission(tiny_root, tmp_path)
+    env = _env(
+        tmp_path,
+        KAGGLE_USERNAME=USER,
+        KAGGLE_KEY=KEY,
+        KAGGLE_CONFIG_DIR=str(tmp_path / "cfg"),
+        TPURANK_NET_TIMEOUT="1",
+    )
+    r = _tpurank(["submit", "--file", str(csv), "--data-dir", str(tiny_root)], env)
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert err[0].startswith(f"tpurank submit: error: submit: localhost:{PORT} did not answer within 1 s")
+    assert r.stdout == ""
+    assert [c.split("?")[0] for c in kaggle_server.calls] == [
+        f"POST {SERVICE}StartSubmissionUpload",
+        "PUT /upload/blob-token-1",
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -79,11 +80,20 @@ def _tpurank(*args: str, env: dict | None = None) -> subprocess.CompletedProcess
     )
 
 
-@pytest.mark.slow
-def test_all_end_to_end_on_tiny(tiny_root: Path, tmp_path: Path) -> None:
-    out = tmp_path / "run"
+@pytest.fixture(scope="module")
+def clean_all(
+    tiny_root: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, subprocess.CompletedProcess]:
+    """One clean `all` on the tiny data: (its out folder, the process)."""
+    out = tmp_path_factory.mktemp("clean-all") / "run"
     r = _tpurank("all", "--data-dir", str(tiny_root), "--out-dir", str(out), *FAST)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return out, r
+
+
+@pytest.mark.slow
+def test_all_end_to_end_on_tiny(tiny_root: Path, clean_all: tuple[Path, subprocess.CompletedProcess]) -> None:
+    out, r = clean_all
     sub = out / "submissions" / "submission.csv"
     assert sub.exists() and (out / "submissions" / "submission.json").exists()
     check = _tpurank("check-submission", str(sub), "--data-dir", str(tiny_root))
@@ -99,8 +109,86 @@ def test_all_end_to_end_on_tiny(tiny_root: Path, tmp_path: Path) -> None:
     assert not (out / "models" / "baseline").exists() and "[all] models: lgbm gnn" in r.stderr
     assert (out / "reports" / "validation.md").exists()
     assert "Validation scores" in r.stdout and "time per step" in r.stdout
-    # a second run skips every step whose inputs did not change
-    again = _tpurank("all", "--data-dir", str(tiny_root), "--out-dir", str(out), *FAST)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert again.stderr.count("up to date, skipped") >= 10
+
+
+def _table(out: Path) -> str:
+    """The validation report without the lines naming its own folder."""
+    return "\n".join(
+        x for x in (out / "reports" / "validation.md").read_text().splitlines() if str(out) not in x
+    )
+
+
+@pytest.mark.slow
+def test_manual_commands_then_all_equal_a_clean_all(
+    tiny_root: Path, clean_all: tuple[Path, subprocess.CompletedProcess], tmp_path: Path
+) -> None:
+    """Retrain one model by hand with other settings and predict with it, then `all`: every step
+    the manual commands touched, and those downstream, run again; the rest is skipped; the
+    submission bytes and the validation table are the clean run's."""
+    clean, _ = clean_all
+    out = tmp_path / "run"
+    shutil.copytree(clean, out)
+    run = ["--data-dir", str(tiny_root), "--out-dir", str(out)]
+    again = _tpurank("all", *run, *FAST)  # a second `all` on an unchanged run skips everything
+    assert again.returncode == 0 and again.stderr.count("up to date, skipped") == 14, again.stderr[-3000:]
     assert "tpurank train" not in again.stderr
+    other = [*FAST, "--set", "gnn.hidden=8", "--set", "gnn.max_steps=5"]
+    one = ["--collections", "layout:xla:random"]
+    for cmd in (["train", "--model", "gnn"], ["predict", "--model", "gnn", "--split", "valid"]):
+        r = _tpurank(*cmd, *one, *run, *other)
+        assert r.returncode == 0, r.stderr[-2000:]
+    assert _table(out) == _table(clean)  # validate has not run yet: the report is the old one
+    r = _tpurank("all", *run, *FAST)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ran = {
+        line.split(":")[0].removeprefix("[all] ") for line in r.stderr.splitlines() if ": tpurank " in line
+    }
+    assert {"train gnn", "predict gnn valid", "predict gnn test"} <= ran
+    assert not ran & {"prepare", "features", "train lgbm", "predict lgbm valid"}
+    sub = "submissions/submission.csv"
+    assert (out / sub).read_bytes() == (clean / sub).read_bytes()
+    assert _table(out) == _table(clean)
+
+
+def _copy_without_times(src: Path, dst: Path) -> None:
+    """A copy as Kaggle's /kaggle/input gives one: same bytes, new timestamps."""
+    for f in src.rglob("*"):
+        if f.is_file():
+            (dst / f.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, dst / f.relative_to(src))
+
+
+@pytest.mark.slow
+def test_all_follows_the_data_content_not_its_timestamps(
+    tiny_root: Path, clean_all: tuple[Path, subprocess.CompletedProcess], tmp_path: Path
+) -> None:
+    """The same bytes with new timestamps reuse every step; a test file rewritten under its own
+    name (configs reordered) reruns what depends on it and ends where a clean `all` on it ends."""
+    clean, _ = clean_all
+    data, out = tmp_path / "data", tmp_path / "run"
+    _copy_without_times(tiny_root, data)
+    shutil.copytree(clean, out)
+    run = ["--data-dir", str(data), "--out-dir", str(out)]
+    r = _tpurank("all", *run, *FAST)
+    assert r.returncode == 0 and r.stderr.count("up to date, skipped") == 14, r.stderr[-3000:]
+
+    f = sorted((data / "npz_all/npz/layout/xla/random/test").glob("*.npz"))[0]
+    with np.load(f) as z:
+        arrays = {k: z[k] for k in z.files}
+    order = np.arange(len(arrays["config_runtime"]))[::-1]
+    arrays["node_config_feat"], arrays["config_runtime"] = (
+        arrays["node_config_feat"][order],
+        arrays["config_runtime"][order],
+    )
+    np.savez(f, **arrays)
+    r = _tpurank("all", *run, *FAST)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ran = {
+        line.split(":")[0].removeprefix("[all] ") for line in r.stderr.splitlines() if ": tpurank " in line
+    }
+    assert {"prepare", "predict gnn test", "predict lgbm test", "predict ensemble test"} <= ran
+    fresh = tmp_path / "fresh"
+    assert _tpurank("all", "--data-dir", str(data), "--out-dir", str(fresh), *FAST).returncode == 0
+    sub = "submissions/submission.csv"
+    assert (out / sub).read_bytes() == (fresh / sub).read_bytes() != (clean / sub).read_bytes()
+    assert _table(out) == _table(fresh)

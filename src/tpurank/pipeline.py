@@ -3,31 +3,30 @@
 Data: the data root when it holds the dataset; else a Kaggle download when credentials exist; else
 the synthetic `demo` dataset in `data/synthetic-demo/` (announced: its scores are not Kaggle
 scores). Then every stage runs as a user would run it, on the paths and config the CLI resolved
-once (tpurank.stages.run_stage). A step whose inputs (code, data fingerprint, the config sections it
-reads, its arguments) are unchanged since it last succeeded, and whose outputs exist, is skipped,
-so a second `./run.sh all` is fast.
+once (tpurank.stages.run_stage). Each step is skipped only when its record (tpurank.chain) still
+matches: same code, options and config, the same content read, and its outputs still the ones it
+wrote. So a second `./run.sh all` is fast, and `all` after any manual command ends where a clean
+`all` ends.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tpurank.core.atomic import write_json
+from tpurank.chain import Step as ChainStep
 from tpurank.core.collections import COLLECTIONS
-from tpurank.core.config import Config, load_config, to_dict
+from tpurank.core.config import Config, load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.options import add_collections, add_jobs
 from tpurank.core.paths import NPZ_SUBDIR, Paths, preset_file
-from tpurank.core.provenance import data_fingerprint
 from tpurank.data.download import download, have_credentials
 from tpurank.rankers.ensemble import summary_note
-from tpurank.stages import run_command
+from tpurank.stages import execute, guarded, run_command, stage_args
 from tpurank.submission.publish import SUBMITTED_MODEL, incomplete_test_set, publish_submission
 from tpurank.synth.tree import synthetic_scale
 
@@ -68,20 +67,8 @@ class Step:
 
     name: str
     argv: list[str]
-    sections: list[str]  # config sections the step reads
-    outputs: list[Path]
     seconds: float = 0.0
     skipped: bool = False
-
-
-def source_hash() -> str:
-    """Hash of the package's source: a code change reruns the steps."""
-    h = hashlib.sha256()
-    pkg = Path(__file__).resolve().parent
-    for f in sorted(pkg.rglob("*.py")):
-        h.update(f.relative_to(pkg).as_posix().encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()[:16]
 
 
 def resolve_data(paths: Paths, seed: int) -> tuple[Path, str | None]:
@@ -114,76 +101,24 @@ def run_config(args: argparse.Namespace, scale: str | None) -> Config:
 
 def plan(paths: Paths, models: list[str], jobs: int, collections: list[str] | None = None) -> list[Step]:
     """The steps of `all`, in order; `collections` (default: all) restricts every step that takes them."""
-    preds = paths.predictions
-    steps = [
-        Step(
-            "prepare",
-            ["prepare", *(["--jobs", str(jobs)] if jobs else [])],
-            ["prepare"],
-            [paths.prepared / "index.parquet"],
-        ),
-    ]
+    steps = [Step("prepare", ["prepare", *(["--jobs", str(jobs)] if jobs else [])])]
     if "lgbm" in models:
-        steps.append(Step("features", ["features"], ["prepare", "features"], [paths.tabular]))
-    for m in models:
-        sections = ["prepare", "features", m] if m == "lgbm" else ["prepare", m]
-        steps.append(Step(f"train {m}", ["train", "--model", m], sections, [paths.models / m]))
+        steps.append(Step("features", ["features"]))
+    steps += [Step(f"train {m}", ["train", "--model", m]) for m in models]
     for m in [*BASELINE_RANKERS, *models]:
-        sections = ["prepare", "features", "lgbm", "gnn", "baseline"]
-        steps.append(
-            Step(
-                f"predict {m} valid",
-                ["predict", "--model", m, "--split", "valid"],
-                sections,
-                [preds / m / "valid.npz", paths.submissions / f"valid_{m}.csv"],
-            )
-        )
-    every = ["prepare", "features", "lgbm", "gnn", "baseline", "ensemble"]
-    steps.append(Step("train ensemble", ["train", "--model", "ensemble"], every, [paths.models / "ensemble"]))
+        steps.append(Step(f"predict {m} valid", ["predict", "--model", m, "--split", "valid"]))
+    steps.append(Step("train ensemble", ["train", "--model", "ensemble"]))
+    steps.append(Step("predict ensemble valid", ["predict", "--model", "ensemble", "--split", "valid"]))
+    steps.append(Step("validate", ["validate"]))
+    steps += [Step(f"predict {m} test", ["predict", "--model", m, "--split", "test"]) for m in models]
     steps.append(
-        Step(
-            "predict ensemble valid",
-            ["predict", "--model", "ensemble", "--split", "valid"],
-            every,
-            [preds / "ensemble" / "valid.npz", paths.submissions / "valid_ensemble.csv"],
-        )
-    )
-    steps.append(Step("validate", ["validate"], every, [paths.reports / "validation.md"]))
-    for m in models:
-        steps.append(
-            Step(
-                f"predict {m} test",
-                ["predict", "--model", m, "--split", "test"],
-                every,
-                [preds / m / "test.npz"],
-            )
-        )
-    steps.append(
-        Step(
-            f"predict {SUBMITTED_MODEL} test",
-            ["predict", "--model", SUBMITTED_MODEL, "--split", "test"],
-            every,
-            [paths.submissions / f"test_{SUBMITTED_MODEL}.csv"],
-        )
+        Step(f"predict {SUBMITTED_MODEL} test", ["predict", "--model", SUBMITTED_MODEL, "--split", "test"])
     )
     subset = [c for c in COLLECTIONS if c in (collections or COLLECTIONS)]
     for s in steps:
         if subset != list(COLLECTIONS) and s.argv[0] in ("prepare", "features", "train", "predict"):
             s.argv += ["--collections", *subset]
     return steps
-
-
-def step_key(step: Step, cfg: Config, fingerprint: str, code: str) -> str:
-    d = to_dict(cfg)
-    parts = {
-        "argv": step.argv,
-        "code": code,
-        "data": fingerprint,
-        "seed": cfg.seed,
-        "config": {s: d[s] for s in step.sections},
-        "overrides": d["collections"],
-    }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def scores_table(paths: Paths, models: list[str]) -> str:
@@ -219,26 +154,21 @@ def models_to_train(ensemble_models: list[str], extra: list[str]) -> list[str]:
 
 
 def run_steps(steps: list[Step], paths: Paths, cfg: Config, force: bool) -> None:
-    """Run the steps in order, skipping those whose key matches their last success."""
-    state_file = paths.reports / "pipeline_state.json"
-    state = json.loads(state_file.read_text()) if state_file.exists() and not force else {}
-    fingerprint, code = data_fingerprint(paths.data), source_hash()
+    """Run the steps in order, skipping those whose record still matches (tpurank.chain)."""
     for step in steps:
-        key = step_key(step, cfg, fingerprint, code)
-        if state.get(step.name) == key and all(p.exists() for p in step.outputs):
+        module, args = stage_args(step.argv[0], step.argv[1:], paths, cfg)
+        if not force and ChainStep(args).up_to_date():
             step.skipped = True
             print(f"[all] {step.name}: up to date, skipped", file=sys.stderr)
             continue
         print(f"[all] {step.name}: tpurank {' '.join(step.argv)}", file=sys.stderr)
         t = time.perf_counter()
-        rc = run_command(step.argv, paths, cfg)
+        rc = guarded(step.argv[0], lambda module=module, args=args: execute(module, args))
         step.seconds = time.perf_counter() - t
         if rc != 0:
             raise TpurankError(
                 f"step '{step.name}' failed (exit {rc}); fix it and rerun: finished steps are kept"
             )
-        state[step.name] = key
-        write_json(state_file, state)
 
 
 def print_summary(

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from types import ModuleType
 
+from tpurank.chain import Step
 from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
 from tpurank.core.lock import output_locks
@@ -74,10 +75,26 @@ def stage_parser(name: str, module: ModuleType, common: bool = True) -> argparse
 
 
 def execute(module: ModuleType, args: argparse.Namespace) -> int:
-    """Run a stage on parsed arguments, its output folders locked."""
+    """Run a stage on parsed arguments, its output folders locked; a success leaves its step
+    record (tpurank.chain: what it read and wrote, by content), which `all` trusts."""
     folders = module.output_folders(args) if hasattr(module, "output_folders") else []
     with output_locks(folders, args.stage):
-        return int(module.run(args) or 0)
+        step = Step(args)  # its inputs named before it reads them
+        rc = int(module.run(args) or 0)
+        if rc == 0:
+            step.save()
+        return rc
+
+
+def stage_args(
+    name: str, argv: list[str], paths: Paths, cfg: Config
+) -> tuple[ModuleType, argparse.Namespace]:
+    """The module of stage `name` and its parsed options `argv` on the caller's paths and config."""
+    module = stage_module(name)
+    args = stage_parser(name, module, common=False).parse_args(argv)
+    args.stage, args.paths, args.cfg = name, paths, cfg
+    args.config_file, args.set = None, []
+    return module, args
 
 
 def run_stage(name: str, argv: list[str], paths: Paths, cfg: Config) -> int:
@@ -89,11 +106,7 @@ def run_stage(name: str, argv: list[str], paths: Paths, cfg: Config) -> int:
         paths: the resolved folders.
         cfg: the resolved config.
     """
-    module = stage_module(name)
-    args = stage_parser(name, module, common=False).parse_args(argv)
-    args.stage, args.paths, args.cfg = name, paths, cfg
-    args.config_file, args.set = None, []
-    return execute(module, args)
+    return execute(*stage_args(name, argv, paths, cfg))
 
 
 def run_command(argv: list[str], paths: Paths, cfg: Config) -> int:

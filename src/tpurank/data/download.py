@@ -3,7 +3,8 @@
 Credentials are whatever the kaggle package's own `authenticate()` finds (an access token,
 KAGGLE_USERNAME/KAGGLE_KEY, kaggle.json in $KAGGLE_CONFIG_DIR, ~/.kaggle or ~/.config/kaggle, OAuth
 credentials): tpurank keeps no list of its own. The endpoint follows kagglesdk's
-KAGGLE_API_ENVIRONMENT (TEST: http://localhost:7777, as the tests use).
+KAGGLE_API_ENVIRONMENT (TEST: http://localhost:7777, as the tests use). Every request has a
+timeout (`tpurank.data.net`: TPURANK_NET_TIMEOUT, default 60 s); a silent server is a one-line error.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tpurank.core.errors import TpurankError
+from tpurank.data.net import network_timeouts
 
 COMPETITION = "predict-ai-model-runtime"
 HOW_TO = (
@@ -66,8 +68,10 @@ def kaggle_api() -> Any:
     """An authenticated KaggleApi (the package's own credential discovery), or a one-line TpurankError."""
     api = _api_class()()
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stdout(io.StringIO()), network_timeouts("Kaggle authentication"):
             api.authenticate()
+    except TpurankError:
+        raise
     except SystemExit:  # kaggle's authenticate() prints help and exits when it finds nothing
         raise TpurankError(HOW_TO) from None
     except Exception as e:  # the kaggle client raises plain exceptions for bad tokens
@@ -93,7 +97,10 @@ def download(data_root: Path, force: bool = False) -> Path:
     data_root.mkdir(parents=True, exist_ok=True)
     print(f"downloading {COMPETITION} into {data_root} (about 6 GB)...")
     try:
-        api.competition_download_files(COMPETITION, path=str(data_root), force=force, quiet=False)
+        with network_timeouts("download"):
+            api.competition_download_files(COMPETITION, path=str(data_root), force=force, quiet=False)
+    except TpurankError:
+        raise
     except Exception as e:
         raise TpurankError(f"download failed: {e}") from None
     archive = data_root / f"{COMPETITION}.zip"

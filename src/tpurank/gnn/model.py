@@ -85,6 +85,7 @@ class GnnRanker(nn.Module):
     ) -> None:
         super().__init__()
         self.kind = kind
+        self.hidden = hidden
         self.checkpoint_layers = checkpoint_layers
         self.opcode = nn.Embedding(OPCODE_VOCAB, opcode_dim)
         self.node_in = mlp([node_feat_dim + opcode_dim, hidden, hidden])

@@ -15,20 +15,47 @@ from tpurank.gnn.device import autocast
 from tpurank.gnn.recipe import Recipe
 from tpurank.gnn.segments import split_graph
 
+# The CPU budgets, sized on the real data (bench/LOG.md): with them one graph's scoring peaks at 1.12 GB.
 PASS_NODE_BUDGET = 500_000  # configs x nodes per scoring pass: (C, N, 64) float32 states stay ~128 MB
 # heads x configurable nodes x C^2 attention scores per pass (`gnn.layer_attention`): ~64 MB float32.
 # torch's CPU attention materialises them: 254 configs of a 712-configurable-node nlp graph peaked at 2.5 GB
 PASS_ATTENTION_BUDGET = 16_000_000
+# On a GPU the budgets follow the device's free memory instead (the 1st place scored 128-256 configs
+# per pass): a pass may take this share of it, half for the states and half for attention scores.
+PASS_DEVICE_SHARE = 0.5
+STATE_COPIES = 9  # live (C, N, H) tensors of a pass: 1.12 GB peak / 128 MB of states at the CPU budget
+SCORE_COPIES = 4  # live copies of the attention scores (softmax and its input): 2.52 GB peak at 184M scores
+FLOAT_BYTES = 4
 
 
-def pass_configs(model: nn.Module, g: GraphData, chunk: int, pass_nodes: int) -> int:
+def pass_budgets(device: torch.device, hidden: int) -> tuple[int, int]:
+    """(configs x nodes, attention scores) one scoring pass may hold on `device`.
+
+    The CPU keeps the fixed budgets (the 4 GB per-stage target); a CUDA device gets budgets from
+    its free memory now (torch.cuda.mem_get_info), so a bigger GPU scores more configs per pass.
+    """
+    if device.type != "cuda":
+        return PASS_NODE_BUDGET, PASS_ATTENTION_BUDGET
+    free, _ = torch.cuda.mem_get_info(device)
+    half = PASS_DEVICE_SHARE * free / 2
+    nodes = int(half // (FLOAT_BYTES * STATE_COPIES * max(1, hidden)))
+    scores = int(half // (FLOAT_BYTES * SCORE_COPIES))
+    return max(PASS_NODE_BUDGET * 64 // max(64, hidden), nodes), max(PASS_ATTENTION_BUDGET, scores)
+
+
+def pass_configs(
+    model: nn.Module, g: GraphData, chunk: int, pass_nodes: int, device: torch.device | None = None
+) -> int:
     """Configs per scoring pass: `chunk`, lowered so the (C, N, H) states and, with attention across
-    configs at every configurable node, the (heads x K, C, C) attention scores stay bounded."""
-    c = min(chunk, PASS_NODE_BUDGET // pass_nodes)
+    configs at every configurable node, the (heads x K, C, C) attention scores stay within the
+    device's budgets (`pass_budgets`)."""
+    hidden = int(getattr(model, "hidden", 64))
+    node_budget, attention_budget = pass_budgets(device or torch.device("cpu"), hidden)
+    c = min(chunk, node_budget // pass_nodes)
     attention = getattr(model, "layer_attention", None)
     if attention is not None and g.kind == "layout" and len(g.config_nodes):
         heads = attention[0].attn.num_heads
-        c = min(c, math.isqrt(PASS_ATTENTION_BUDGET // (heads * len(g.config_nodes))))
+        c = min(c, math.isqrt(attention_budget // (heads * len(g.config_nodes))))
     return max(1, c)
 
 
@@ -68,7 +95,7 @@ def score_rows(
                 return model(make_batch([g], [part]).to(device))[0, : len(part)]
 
     out = np.empty(len(rows), dtype=np.float64)
-    chunk = pass_configs(model, g, chunk, pass_nodes)
+    chunk = pass_configs(model, g, chunk, pass_nodes, device)
     for start in range(0, len(rows), chunk):
         part = rows[start : start + chunk]
         out[start : start + len(part)] = costs(part).float().cpu().numpy()

@@ -4,18 +4,25 @@ The Kaggle notebooks run without internet, so they install tpurank from this dat
 sit at the dataset's top level: `kaggle datasets create -p dist/kaggle-code` uploads top-level files
 only (subfolders need `--dir-mode`), and the notebooks search the attached inputs for the wheels
 wherever they are. Later versions: `kaggle datasets version -p dist/kaggle-code -m MSG`.
+
+The two notebooks are copied with their `kernel-metadata.json`, owned by the user, into
+`<dest>/kernels/<slug>/` (a subfolder, so never uploaded with the dataset), ready for `kaggle
+kernels push -p`; the tracked files under notebooks/ are only read (a build must not dirty the
+checkout: every later provenance would say `+dirty`). The owner: `--kaggle-user`, else
+KAGGLE_USERNAME, else a placeholder and a warning.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from tpurank.core.atomic import write_json
+from tpurank.core.atomic import atomic_path, write_json
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import project_root
 
@@ -24,17 +31,36 @@ PLACEHOLDER_USER = "YOUR_KAGGLE_USERNAME"
 # Kaggle's Python image has numpy, pandas, pyarrow, scipy, sklearn, lightgbm, torch, tqdm,
 # matplotlib, protobuf and kaggle; torch_geometric is the one runtime dependency it lacks.
 EXTRA_WHEELS = ["torch-geometric==2.8.1"]
-# kernel folders (each a kernel-metadata.json) -> (kernel slug, datasets it attaches besides the code)
+# tracked kernel folders (each a kernel-metadata.json) -> (kernel slug, datasets it attaches besides the code)
 KERNELS = {
     "notebooks": ("tpurank-submission", []),
     "notebooks/inference": ("tpurank-inference", ["tpurank-models"]),
 }
+INFERENCE_KERNEL = "tpurank-inference"  # the notebook of the usual loop: train here, infer on Kaggle
+KERNELS_DIR = "kernels"  # under the output folder: <dest>/kernels/<slug>/
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dest", default="dist/kaggle-code", help="output folder (relative to the project root)")
-    p.add_argument("--kaggle-user", default=PLACEHOLDER_USER, help="owner of the dataset and notebooks")
+    p.add_argument(
+        "--kaggle-user",
+        default=None,
+        help="owner of the dataset and notebooks (default: $KAGGLE_USERNAME)",
+    )
     p.add_argument("--no-extra-wheels", action="store_true", help="package tpurank only (offline build)")
+
+
+def kaggle_user(given: str | None, command: str) -> str:
+    """The owner for the metadata: `given`, else $KAGGLE_USERNAME, else the placeholder with a warning."""
+    user = (given or os.environ.get("KAGGLE_USERNAME", "")).strip()
+    if user:
+        return user
+    print(
+        f"tpurank {command}: warning: no Kaggle username (--kaggle-user or KAGGLE_USERNAME): the metadata says "
+        f"{PLACEHOLDER_USER}; rebuild with --kaggle-user before uploading",
+        file=sys.stderr,
+    )
+    return PLACEHOLDER_USER
 
 
 def _pip(*args: str) -> None:
@@ -44,19 +70,29 @@ def _pip(*args: str) -> None:
         raise TpurankError(f"pip {args[0]} failed: {tail[0]}")
 
 
-def set_kernel_owner(user: str) -> list[Path]:
-    """Point the notebooks' kernel-metadata.json at `user`'s kernels and datasets."""
-    written = []
+def write_kernels(dest: Path, user: str) -> dict[str, Path]:
+    """Copy each notebook and its kernel-metadata.json, owned by `user`, into `dest/kernels/<slug>/`.
+
+    Returns:
+        kernel slug -> the folder to push (`kaggle kernels push -p FOLDER`).
+    """
+    out = {}
     for folder, (slug, datasets) in KERNELS.items():
-        meta = project_root() / folder / "kernel-metadata.json"
-        if not meta.exists():
-            continue
-        m = json.loads(meta.read_text())
-        m["id"] = f"{user}/{slug}"
-        m["dataset_sources"] = [f"{user}/{d}" for d in (DATASET_SLUG, *datasets)]
-        write_json(meta, m)
-        written.append(meta)
-    return written
+        source = project_root() / folder / "kernel-metadata.json"
+        try:
+            meta = json.loads(source.read_text())
+            notebook = source.parent / meta["code_file"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise TpurankError(f"{source}: unreadable kernel metadata ({e})") from None
+        target = dest / KERNELS_DIR / slug
+        target.mkdir(parents=True, exist_ok=True)
+        meta["id"] = f"{user}/{slug}"
+        meta["dataset_sources"] = [f"{user}/{d}" for d in (DATASET_SLUG, *datasets)]
+        write_json(target / "kernel-metadata.json", meta)
+        with atomic_path(target / notebook.name) as tmp:
+            shutil.copyfile(notebook, tmp)
+        out[slug] = target
+    return out
 
 
 def build(dest: Path, user: str, extra_wheels: bool = True) -> Path:
@@ -72,14 +108,18 @@ def build(dest: Path, user: str, extra_wheels: bool = True) -> Path:
         dest / "dataset-metadata.json",
         {"title": DATASET_SLUG, "id": f"{user}/{DATASET_SLUG}", "licenses": [{"name": "apache-2.0"}]},
     )
-    if user != PLACEHOLDER_USER:
-        set_kernel_owner(user)
+    write_kernels(dest, user)
     return dest
 
 
 def run(args: argparse.Namespace) -> int:
-    dest = build(project_root() / args.dest, args.kaggle_user, not args.no_extra_wheels)
+    user = kaggle_user(args.kaggle_user, "build-code-dataset")
+    dest = build(project_root() / args.dest, user, not args.no_extra_wheels)
     names = sorted(p.name for p in dest.glob("*.whl"))
     print(f"code dataset in {dest}: {', '.join(names)}")
-    print(f"upload: kaggle datasets create -p {dest}   (then: kaggle kernels push -p notebooks)")
+    inference = dest / KERNELS_DIR / INFERENCE_KERNEL
+    print(
+        f"upload: kaggle datasets create -p {dest}   (then the inference notebook: "
+        f"kaggle kernels push -p {inference})"
+    )
     return 0

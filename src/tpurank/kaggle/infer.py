@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import shutil
 import sys
 import zipfile
@@ -20,7 +19,7 @@ from pathlib import Path
 from tpurank.core.config import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
-from tpurank.kaggle.models_dataset import ARCHIVE, CONFIG, MANIFEST, unpacked_path
+from tpurank.kaggle.models_dataset import ARCHIVE, CONFIG, MANIFEST, read_manifest, unpacked_path
 from tpurank.stages import run_command
 from tpurank.submission.publish import incomplete_test_set, publish_submission
 
@@ -77,7 +76,7 @@ def unpack(dataset: Path, manifest: dict, paths: Paths) -> None:
 def run(args: argparse.Namespace) -> int:
     manifest_file = find_manifest(Path(args.models_dataset))
     dataset = manifest_file.parent
-    manifest = json.loads(manifest_file.read_text())
+    manifest = read_manifest(manifest_file)  # types and paths checked: a broken one is one line
     paths: Paths = args.paths
     unpack(dataset, manifest, paths)
     members = list(manifest["members"])

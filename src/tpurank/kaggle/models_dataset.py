@@ -14,31 +14,85 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tpurank.core.atomic import atomic_path, write_json, write_text
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import Config, load_config, to_dict
-from tpurank.core.errors import TpurankError
+from tpurank.core.errors import DataError, TpurankError
 from tpurank.core.paths import Paths, project_root
 from tpurank.core.provenance import provenance
-from tpurank.kaggle.code_dataset import PLACEHOLDER_USER
+from tpurank.kaggle.code_dataset import kaggle_user
 from tpurank.prepare.node_features import RULE_FILE
+from tpurank.rankers.registry import MODEL_NAMES
 
 DATASET_SLUG = "tpurank-models"
 MANIFEST = "tpurank-models.json"
 ARCHIVE = "models.zip"
 CONFIG = "config.toml"
 SKIPPED = {"last.pt"}  # resume state: training only
+SHA256 = re.compile(r"[0-9a-f]{64}")
+PACKED_ROOTS = ("features", "models")  # every archive member lies below one of these (archive_name)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dest", default="dist/kaggle-models", help="output folder (relative to the project root)"
     )
-    p.add_argument("--kaggle-user", default=PLACEHOLDER_USER, help="owner of the dataset")
+    p.add_argument("--kaggle-user", default=None, help="owner of the dataset (default: $KAGGLE_USERNAME)")
+
+
+# ------------------------------------------------------------------------------------------- reading
+
+
+def read_json(path: Path, fix: str) -> Any:
+    """A JSON file of ours, or a one-line DataError that says how to get a good one (`fix`)."""
+    try:
+        return json.loads(path.read_bytes())
+    except OSError as e:
+        raise DataError(path, f"unreadable ({e.strerror or e}); {fix}") from None
+    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
+        raise DataError(path, f"not JSON ({e}); {fix}") from None
+
+
+def _is_member_name(name: Any) -> bool:
+    return isinstance(name, str) and name in MODEL_NAMES and name != "ensemble"
+
+
+def _is_packed_name(name: Any) -> bool:
+    """A relative POSIX path below features/ or models/ (never absolute, never `..`): safe to unpack."""
+    if not isinstance(name, str) or not name or "\\" in name:
+        return False
+    parts = PurePosixPath(name).parts
+    return len(parts) > 1 and parts[0] in PACKED_ROOTS and not {"..", "."} & set(parts)
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """`tpurank-models.json`, checked before anything is unpacked: members and files of the right types.
+
+    Raises:
+        DataError: naming the file and the first problem.
+    """
+    fix = "rebuild the models dataset with build-models-dataset"
+    manifest = read_json(path, fix)
+    if not isinstance(manifest, dict):
+        raise DataError(path, f"expected a JSON object, found {type(manifest).__name__}; {fix}")
+    members, files = manifest.get("members"), manifest.get("files")
+    if not isinstance(members, list) or not members or not all(_is_member_name(m) for m in members):
+        raise DataError(
+            path, f"'members' must be a non-empty list of model names ({', '.join(MODEL_NAMES[:-1])}); {fix}"
+        )
+    if not isinstance(files, dict) or not files:
+        raise DataError(path, f"'files' must be a non-empty object (archive member -> sha256); {fix}")
+    for name, digest in files.items():
+        if not _is_packed_name(name):
+            raise DataError(path, f"'files': {name!r} is not a path below features/ or models/; {fix}")
+        if not isinstance(digest, str) or not SHA256.fullmatch(digest):
+            raise DataError(path, f"'files': {name}: {digest!r} is not a sha256 hex digest; {fix}")
+    return manifest
 
 
 # ------------------------------------------------------------------------------------------- config
@@ -82,7 +136,14 @@ def ensemble_members(paths: Paths) -> list[str]:
         wfile = paths.model_dir("ensemble", c) / "weights.json"
         if not wfile.exists():
             raise TpurankError(f"{wfile}: ensemble not fitted for {c}; train it first (./run.sh all)")
-        members.update(json.loads(wfile.read_text())["members"])
+        weights = read_json(wfile, "fit the ensemble again (./run.sh ensemble)")
+        found = weights.get("members") if isinstance(weights, dict) else None
+        if not isinstance(found, list) or not found or not all(_is_member_name(m) for m in found):
+            raise DataError(
+                wfile,
+                "no 'members' list of model names; fit the ensemble again (./run.sh ensemble)",
+            )
+        members.update(found)
     return sorted(members)
 
 
@@ -92,6 +153,23 @@ INFERENCE_SECTIONS = ("prepare", "features")  # what infer rebuilds on the test 
 def _results_part(section: dict[str, Any] | None) -> dict[str, Any] | None:
     """A config section without the settings that change speed only (worker counts)."""
     return None if section is None else {k: v for k, v in section.items() if k != "jobs"}
+
+
+def _trained_config(side: Path) -> dict[str, Any] | None:
+    """The `config` a model's sidecar recorded (None when it has none), its sections checked to be objects."""
+    fix = f"retrain {side.parent.parent.name} for {side.parent.name} (or restore the file)"
+    record = read_json(side, fix)
+    if not isinstance(record, dict):
+        raise DataError(side, f"expected a JSON object, found {type(record).__name__}; {fix}")
+    trained = record.get("config")
+    if trained is None:
+        return None
+    if not isinstance(trained, dict):
+        raise DataError(side, f"'config' is not a JSON object; {fix}")
+    for section in INFERENCE_SECTIONS:
+        if trained.get(section) is not None and not isinstance(trained[section], dict):
+            raise DataError(side, f"'config': [{section}] is not a JSON object; {fix}")
+    return trained
 
 
 def training_configs(paths: Paths, cfg: Config, members: list[str]) -> dict[str, dict[str, Any]]:
@@ -108,7 +186,7 @@ def training_configs(paths: Paths, cfg: Config, members: list[str]) -> dict[str,
             side = next(
                 (folder / n for n in ("provenance.json", "model.json") if (folder / n).exists()), None
             )
-            trained = json.loads(side.read_text()).get("config") if side else None
+            trained = _trained_config(side) if side else None
             if not trained:
                 continue
             mine = to_dict(cfg.for_collection(c))
@@ -182,7 +260,7 @@ def build(paths: Paths, cfg: Config, dest: Path, user: str) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     dest = project_root() / args.dest if not Path(args.dest).is_absolute() else Path(args.dest)
-    manifest = build(args.paths, args.cfg, dest, args.kaggle_user)
+    manifest = build(args.paths, args.cfg, dest, kaggle_user(args.kaggle_user, "build-models-dataset"))
     size = (dest / ARCHIVE).stat().st_size / 1e6
     print(
         f"models dataset in {dest}: ensemble of {', '.join(manifest['members'])}, {len(manifest['files'])} files, {ARCHIVE} {size:.1f} MB"

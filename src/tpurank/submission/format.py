@@ -11,12 +11,12 @@ One validator serves the writer (which refuses to write a CSV with any problem),
   to rank or score).
 
 A row's indices are checked against the file's config count when the file is at hand: tile
-lists hold 5 distinct indices (all when fewer configs), layout lists a full permutation.
+lists hold 5 distinct indices (all when fewer configs), layout lists a full permutation. The CSV
+itself is written and read by `submission.csvio` (the csv module's quoting, for IDs that need it).
 """
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -34,8 +34,8 @@ from tpurank.core.paths import Paths
 from tpurank.core.provenance import write_sidecar
 from tpurank.data.dataset import discover
 from tpurank.data.npz import read_header
+from tpurank.submission.csvio import HEADER, Row, format_row, parse_rows, read_rows, shown
 
-HEADER = ("ID", "TopConfigs")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # indices are checked as int64
 MAX_EXAMPLES = 3  # indices quoted in one problem line (a non-permutation can have thousands)
 # longest first, so "layout:xla:default:<stem>" never matches a shorter prefix by accident
@@ -56,15 +56,6 @@ class ExpectedGraph:
     id: str
     collection: str
     num_configs: int | None
-
-
-@dataclass(frozen=True)
-class Row:
-    """One parsed data row of a CSV (`line` is 1-based, the header is line 1)."""
-
-    line: int
-    id: str
-    top: str
 
 
 def parse_id(graph_id: str) -> tuple[str, str] | None:
@@ -142,41 +133,6 @@ def missing_files(expected: list[ExpectedGraph]) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- reading and checking
-
-
-def read_rows(path: str | Path) -> tuple[list[Row], list[str]]:
-    """Parse a submission CSV into rows; structural problems (header, field count) as lines.
-
-    Args:
-        path: the CSV.
-
-    Raises:
-        TpurankError: when the file cannot be read at all.
-    """
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise TpurankError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise TpurankError(f"{path}: unreadable ({e})") from None
-    problems: list[str] = []
-    rows: list[Row] = []
-    # a layout graph's full ranking is one field: 100,000 configs make ~600 kB, past csv's 128 kB default
-    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
-    records = list(csv.reader(text.splitlines()))
-    if not text.strip():
-        return [], [f"{path}:1: empty file (expected the header {','.join(HEADER)})"]
-    if tuple(f.strip() for f in records[0]) != HEADER:
-        problems.append(f"{path}:1: bad header {','.join(records[0])!r} (expected {','.join(HEADER)!r})")
-    for i, rec in enumerate(records[1:], start=2):
-        if not rec:
-            problems.append(f"{path}:{i}: empty line")
-        elif len(rec) != 2:
-            problems.append(f"{path}:{i}: {len(rec)} fields, expected 2 (ID,TopConfigs)")
-        else:
-            rows.append(Row(i, rec[0].strip(), rec[1].strip()))
-    return rows, problems
 
 
 def parse_indices(text: str) -> tuple[list[int], str | None]:
@@ -271,7 +227,9 @@ def validate_rows(
     parsed: dict[str, list[int]] = {}
     for r in rows:
         if r.id in first_line:
-            problems.append(f"{where}:{r.line}: duplicate ID {r.id} (first on line {first_line[r.id]})")
+            problems.append(
+                f"{where}:{r.line}: duplicate ID {shown(r.id)} (first on line {first_line[r.id]})"
+            )
             continue
         first_line[r.id] = r.line
         exp = by_id.get(r.id)
@@ -283,12 +241,12 @@ def validate_rows(
             continue
         idx, bad = parse_indices(r.top)
         row_problems = [bad] if bad else check_indices(exp.collection, idx, exp.num_configs)
-        problems.extend(f"{where}:{r.line}: {r.id}: {p}" for p in row_problems)
+        problems.extend(f"{where}:{r.line}: {shown(r.id)}: {p}" for p in row_problems)
         if not row_problems:
             parsed[r.id] = idx
     for e in expected:
         if e.id not in first_line:
-            problems.append(f"{where}: missing ID {e.id}")
+            problems.append(f"{where}: missing ID {shown(e.id)}")
     return problems, parsed
 
 
@@ -299,7 +257,7 @@ def order_note(rows: list[Row], expected: list[ExpectedGraph], where: str, refer
     for a, b in zip(seen, seen[1:], strict=False):
         if position[b] < position[a]:
             return (
-                f"{where}: note: rows are not in the order of {reference} (first: {b} after {a}); "
+                f"{where}: note: rows are not in the order of {reference} (first: {shown(b)} after {shown(a)}); "
                 "Kaggle matches rows by ID, so the order does not matter"
             )
     return None
@@ -335,30 +293,30 @@ def render(costs: Mapping[str, np.ndarray], expected: list[ExpectedGraph], where
     problems: list[str] = []
     exp_ids = {e.id for e in expected}
     for extra in sorted(set(costs) - exp_ids)[:MAX_EXAMPLES]:
-        problems.append(f"prediction for {extra} which the submission does not expect")
+        problems.append(f"prediction for {shown(extra)} which the submission does not expect")
     lines = [",".join(HEADER)]
-    rows: list[Row] = []
     for e in expected:
         c = costs.get(e.id)
         if c is None:
-            problems.append(f"no prediction for {e.id}")
+            problems.append(f"no prediction for {shown(e.id)}")
             continue
         c = np.asarray(c, dtype=np.float64)
         if c.ndim != 1 or (e.num_configs is not None and len(c) != e.num_configs):
-            problems.append(f"{e.id}: {c.shape} costs for {e.num_configs} configs")
+            problems.append(f"{shown(e.id)}: {c.shape} costs for {e.num_configs} configs")
             continue
         if not np.isfinite(c).all():
-            problems.append(f"{e.id}: {int((~np.isfinite(c)).sum())} NaN or infinite costs")
+            problems.append(f"{shown(e.id)}: {int((~np.isfinite(c)).sum())} NaN or infinite costs")
             continue
         top = ";".join(map(str, top_configs(e.collection, c).tolist()))
-        lines.append(f"{e.id},{top}")
-        rows.append(Row(len(lines), e.id, top))
-    if not problems:
-        problems, _ = validate_rows(rows, expected, where)
+        lines.append(format_row((e.id, top)))  # quoted only when the ID needs it
+    text = "\n".join(lines) + "\n"
+    if not problems:  # the text as check-submission will read it: the writer never writes what it rejects
+        rows, problems = parse_rows(text, where)
+        problems += validate_rows(rows, expected, where)[0]
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise TpurankError(f"{where}: refusing to write an invalid submission: {problems[0]}{more}")
-    return "\n".join(lines) + "\n"
+    return text
 
 
 def write_submission(

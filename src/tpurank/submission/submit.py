@@ -1,17 +1,21 @@
 """`tpurank submit`: check the submission CSV, then send it to Kaggle with the kaggle package.
 
 kaggle's `competition_submit` does not raise when the upload is refused: it returns a response
-whose message says so. The response is checked here, so a refusal is a one-line error and exit 1.
+whose message says so (and prints the error). The response is checked here, so a refusal is a
+one-line error and exit 1; a server that does not answer is one too (`tpurank.data.net`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 from pathlib import Path
 from typing import Any
 
 from tpurank.core.errors import TpurankError
 from tpurank.data.download import COMPETITION, kaggle_api
+from tpurank.data.net import network_timeouts
 
 UPLOAD_FAILED = "Could not submit to competition"  # KaggleApi.COMPETITION_SUBMIT_UPLOAD_FAILED_MESSAGE
 
@@ -48,15 +52,21 @@ def run(args: argparse.Namespace) -> int:
         for line in problems:
             print(line)
         raise TpurankError(f"{csv}: {len(problems)} problem(s); not submitted")
+    printed = io.StringIO()  # the client prints a failed upload's error itself: kept for our one line
     try:
-        response = api.competition_submit(str(csv), args.message, COMPETITION, quiet=True)
+        with contextlib.redirect_stdout(printed), network_timeouts("submit"):
+            response = api.competition_submit(str(csv), args.message, COMPETITION, quiet=True)
+    except TpurankError:
+        raise
     except Exception as e:  # the kaggle client raises plain exceptions (HTTPError for a 4xx answer)
         raise TpurankError(
             f"Kaggle refused the submission: {str(e).splitlines()[0] if str(e) else e}"
         ) from None
     ok, message = accepted(response)
     if not ok:
-        raise TpurankError(f"{csv}: Kaggle refused the submission: {message}")
+        detail = printed.getvalue().strip().splitlines()
+        more = f" ({detail[0]})" if detail and detail[0] not in message else ""
+        raise TpurankError(f"{csv}: Kaggle refused the submission: {message}{more}")
     print(f"submitted {csv} to {COMPETITION}: {message}")
     print(f"see https://www.kaggle.com/competitions/{COMPETITION}/submissions")
     return 0

@@ -1,0 +1,128 @@
+"""PROJECTION of the GNN's training time with the GPU defaults on one H100 and on Kaggle's T4.
+
+No GPU is at hand: this measures what can be measured here and labels the rest as a projection.
+Measured: the FLOPs of one training step (forward, loss and backward; torch.utils.flop_counter,
+which counts the matrix products and attention, not the scatter/gather of message passing) of the
+default model (core/config.py, each collection's overrides applied) on the real sample's graph of
+each collection, prepared as `tpurank prepare` prepares it, per config. Projected: FLOPs per config
+x configs per step x max_steps x seeds, divided by each GPU's published dense half-precision
+throughput times a stated utilisation. Validation, data loading and the scatter ops are not in it.
+
+    .venv/bin/python bench/bench_gpu_projection.py [--sample ../shared/data/tpugraphs-sample] \\
+        [--utilisation 0.2] [--set gnn.hidden=256 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from tpurank.core.collections import COLLECTIONS, kind_of  # noqa: E402
+from tpurank.core.config import load_config  # noqa: E402
+from tpurank.core.errors import TpurankError  # noqa: E402
+from tpurank.core.paths import Paths  # noqa: E402
+from tpurank.gnn import model as gnn  # noqa: E402
+from tpurank.gnn.data import load_split, make_batch, sample_rows  # noqa: E402
+from tpurank.gnn.losses import ranking_loss  # noqa: E402
+
+SAMPLE = ROOT.parent / "shared" / "data" / "tpugraphs-sample"
+# Published dense (no sparsity) half-precision tensor throughput, in TFLOP/s.
+GPUS = {
+    "H100 SXM (bf16)": 989.4,  # NVIDIA H100 datasheet: 1,979 with sparsity
+    "T4 (fp16, Kaggle)": 65.0,  # NVIDIA T4 datasheet: mixed-precision tensor cores
+}
+MAX_CONFIGS = 1024  # tile's "all configs" recipe: about the configs of a big tile graph
+UTILISATION = 0.2  # share of the peak a small-batch GNN step reaches (an assumption, stated in the output)
+
+
+def prepare_sample(sample: Path, work: Path) -> Paths:
+    paths = Paths(data=sample, out=work)
+    cmd = [sys.executable, "-m", "tpurank", "prepare", "--data-dir", str(sample), "--out-dir", str(work)]
+    subprocess.run(cmd, check=True, cwd=ROOT, capture_output=True)
+    return paths
+
+
+def step_flops(paths: Paths, collection: str, overrides: list[str]) -> dict:
+    """FLOPs of one default training step on the collection's largest sample graph, per config."""
+    cfg = load_config(None, overrides).for_collection(collection)
+    kind = kind_of(collection)
+    graphs = []
+    for split in ("train", "valid", "test"):
+        try:
+            graphs += load_split(paths, collection, split, False)
+        except TpurankError:  # the sample lacks this split of the collection
+            continue
+    g = max(graphs, key=lambda x: len(x.opcode))
+    r = gnn.recipe(cfg, kind)
+    model = gnn.SPEC.build(gnn.model_args(cfg, kind, g.node_feat.shape[1]))
+    rows = sample_rows(g, r.configs_per_graph, np.random.default_rng(0))
+    batch = make_batch([g] * r.graphs_per_batch, [rows] * r.graphs_per_batch)
+    with FlopCounterMode(display=False) as counter:
+        loss = ranking_loss(r.loss, model(batch).float(), batch.runtime, batch.mask, r.margin, batch.weight)
+        loss.backward()
+    per_config = counter.get_total_flops() / (len(rows) * r.graphs_per_batch)  # linear in configs
+    return {
+        "nodes": len(g.opcode),
+        "configs_per_step": min(r.configs_per_graph, MAX_CONFIGS) * r.graphs_per_batch,
+        "flops_per_config": per_config,
+        "max_steps": r.max_steps,
+        "seeds": cfg.gnn.seeds,
+        "hidden": cfg.gnn.hidden,
+    }
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sample", type=Path, default=SAMPLE, help="the real sample (npz_all/npz below it)")
+    p.add_argument("--utilisation", type=float, default=UTILISATION, help="share of the published peak")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    p.add_argument("--json", type=Path, help="also write the numbers here")
+    args = p.parse_args()
+    if not (args.sample / "npz_all" / "npz").is_dir():
+        print(f"{args.sample}: no npz_all/npz here (pass --sample)", file=sys.stderr)
+        return 1
+    torch.manual_seed(0)
+    rows, total = {}, 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = prepare_sample(args.sample, Path(tmp))
+        for c in COLLECTIONS:
+            m = step_flops(paths, c, args.set)
+            m["total_flops"] = m["flops_per_config"] * m["configs_per_step"] * m["max_steps"] * m["seeds"]
+            rows[c], total = m, total + m["total_flops"]
+    print(f"PROJECTION (not measured on a GPU): utilisation {args.utilisation:.0%} of the published peak")
+    head = f"{'collection':<20}{'nodes':>8}{'configs/step':>14}{'MFLOP/config':>14}{'steps':>9}{'seeds':>7}"
+    print(head + "".join(f"{g:>20}" for g in GPUS))
+    for c, m in rows.items():
+        hours = [m["total_flops"] / (peak * 1e12 * args.utilisation) / 3600 for peak in GPUS.values()]
+        print(
+            f"{c:<20}{m['nodes']:>8}{m['configs_per_step']:>14}{m['flops_per_config'] / 1e6:>14.1f}"
+            f"{m['max_steps']:>9}{m['seeds']:>7}" + "".join(f"{h:>18.2f} h" for h in hours)
+        )
+    hours = [total / (peak * 1e12 * args.utilisation) / 3600 for peak in GPUS.values()]
+    print(f"{'all five':<72}" + "".join(f"{h:>18.2f} h" for h in hours))
+    print(
+        "measured here: FLOPs per config (torch.utils.flop_counter: matrix products and attention) on the\n"
+        "largest sample graph of each collection (real graphs are larger: FLOPs grow with the nodes);\n"
+        "projected: steps x configs x seeds at the stated share of each GPU's published dense\n"
+        "half-precision peak (validation, loading and the scatter ops of message passing left out)"
+    )
+    if args.json:
+        args.json.write_text(
+            json.dumps({"utilisation": args.utilisation, "gpus": GPUS, "rows": rows}, indent=1)
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
