@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +22,8 @@ from typing import Any
 
 from tpurank.core.atomic import write_json
 from tpurank.core.config import Config, to_dict
-from tpurank.core.errors import TpurankError
-from tpurank.core.identity import file_identity
+from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.identity import file_digest, file_identity
 from tpurank.core.paths import Paths
 
 RECORDS = "steps"  # reports/steps/<stage>-<options digest>.json
@@ -67,7 +68,10 @@ def _identity(f: Path) -> str:
     st = f.stat()
     key = (str(f), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     if key not in _MEMO:
-        _MEMO[key] = file_identity(f)
+        try:
+            _MEMO[key] = file_identity(f)
+        except DataError:  # a broken npz is the stage's to report, in its own words
+            _MEMO[key] = file_digest(f) if stat.S_ISREG(st.st_mode) else "not a regular file"
     return _MEMO[key]
 
 

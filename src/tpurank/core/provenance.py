@@ -13,6 +13,8 @@ from typing import Any
 from tpurank import __version__
 from tpurank.core.atomic import write_json
 from tpurank.core.config import Config, to_dict
+from tpurank.core.errors import DataError
+from tpurank.core.identity import file_identity
 from tpurank.core.paths import NPZ_SUBDIR, project_root
 
 
@@ -36,10 +38,11 @@ def git_commit() -> str:
 
 
 def data_fingerprint(data_root: Path) -> str:
-    """sha256 over the sorted (relative path, size) of every npz and the sample submission.
+    """sha256 over the sorted (relative path, content identity) of every npz and the sample submission.
 
-    Cheap (no file is read) and changes whenever a file is added, removed or rewritten with a
-    different size.
+    Content, never timestamps (tpurank.core.identity): an npz is named by its zip directory (each
+    member's CRC-32 and size, nothing decompressed), so a copy with new timestamps keeps the
+    fingerprint and a file rewritten under its own name changes it.
     """
     h = hashlib.sha256()
     npz = data_root / NPZ_SUBDIR
@@ -48,8 +51,11 @@ def data_fingerprint(data_root: Path) -> str:
     if sample.exists():
         files.append(sample)
     for f in files:
-        size = f.stat().st_size if f.exists() else -1  # a dangling symlink counts, without a size
-        h.update(f"{f.relative_to(data_root)}:{size}\n".encode())
+        try:
+            ident = file_identity(f)
+        except DataError:  # a dangling link or unreadable file counts, as such
+            ident = "unreadable"
+        h.update(f"{f.relative_to(data_root)}:{ident}\n".encode())
     return f"sha256:{h.hexdigest()[:16]}:{len(files)}files"
 
 

@@ -25,6 +25,7 @@ from tpurank.core.atomic import atomic_path
 from tpurank.core.collections import kind_of
 from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import TpurankError
+from tpurank.core.identity import file_identity
 from tpurank.core.options import add_collections, add_splits
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
@@ -129,8 +130,7 @@ def build_key(paths: Paths, cfg: Config, collection: str, split: str, index: pd.
     h.update(json.dumps(to_dict(cfg.features), sort_keys=True).encode())
     for stem in sorted(index["stem"]):
         f = prepared_path(paths.prepared, collection, split, stem)
-        st = f.stat() if f.exists() else None
-        h.update(f"{stem}:{st.st_size if st else -1}:{st.st_mtime_ns if st else -1}\n".encode())
+        h.update(f"{stem}:{file_identity(f) if f.exists() else 'missing'}\n".encode())
     return h.hexdigest()[:24]
 
 

@@ -17,6 +17,7 @@ from torch import nn
 from tpurank.core.atomic import atomic_path
 from tpurank.core.collections import collection_dir
 from tpurank.core.errors import TpurankError
+from tpurank.core.identity import file_identity
 from tpurank.core.paths import Paths
 from tpurank.prepare.cache import CACHE_SUFFIX
 
@@ -28,7 +29,7 @@ RESUME = "last.pt"  # state after the latest validation, for resuming
 
 
 def prepared_fingerprint(paths: Paths, collection: str) -> str:
-    """sha256 over (split, name, size, mtime) of the collection's prepared train and valid files.
+    """sha256 over (split, name, content identity) of the collection's prepared train and valid files.
 
     `prepare` rewrites a cache file only when its input or parameters change, so this changes
     exactly when the training data does; a finished model is reused only while it is unchanged.
@@ -37,8 +38,7 @@ def prepared_fingerprint(paths: Paths, collection: str) -> str:
     for split in ("train", "valid"):
         folder = paths.prepared / collection_dir(collection) / split
         for f in sorted(folder.glob(f"*{CACHE_SUFFIX}")) if folder.is_dir() else []:
-            st = f.stat()
-            h.update(f"{split}/{f.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+            h.update(f"{split}/{f.name}:{file_identity(f)}\n".encode())
     return h.hexdigest()[:16]
 
 

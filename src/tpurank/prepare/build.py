@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from tpurank.core.errors import DataError
+from tpurank.core.identity import zip_identity
 from tpurank.data.dataset import GraphFile
 from tpurank.data.npz import NODE_FEAT_DIM, TileGraph, load_graph
 from tpurank.prepare.cache import CACHE_FORMAT, SUMMARY_OPCODE, PreparedGraph, no_rows, save_prepared
@@ -34,16 +35,24 @@ class BuildParams:
     rule: FeatureRule
 
 
+def input_identity(gf: GraphFile) -> str:
+    """The npz's content identity (its zip directory: tpurank.core.identity); an unreadable file
+    gets a marker, so it is built, and its build names the problem."""
+    try:
+        return zip_identity(gf.path)
+    except DataError:
+        return "unreadable"
+
+
 def build_key(gf: GraphFile, params: BuildParams, eval_rows: np.ndarray | None = None) -> str:
-    """Input identity (size, mtime) plus every parameter that changes the output.
+    """The input's content identity plus every parameter that changes the output.
 
     Args:
         gf: the input file (tile graphs are never pruned, so hops and collapse do not enter their key).
         params: the stage parameters.
         eval_rows: the graph's official validation subset, if any.
     """
-    st = gf.path.stat()
-    parts: dict[str, Any] = {"input": [st.st_size, st.st_mtime_ns], "rule": params.rule.digest}
+    parts: dict[str, Any] = {"input": input_identity(gf), "rule": params.rule.digest}
     if eval_rows is not None:
         parts["eval_rows"] = hashlib.sha256(np.asarray(eval_rows, dtype=np.int64).tobytes()).hexdigest()
     if gf.kind == "layout":
@@ -144,5 +153,6 @@ def build_file(
 ) -> dict[str, Any]:
     """Build one graph and write it atomically to `out`; return its full index row."""
     prepared, row = build_graph(gf, params, eval_rows)
+    row.update(input=input_identity(gf), key=key)  # what predict checks the data against
     save_prepared(out, prepared, key=key, info=row, keep=params.rule.keep)
     return row

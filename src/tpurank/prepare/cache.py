@@ -28,7 +28,9 @@ from tpurank.prepare.store import ConfigStore, read_arrays, read_meta, write_sto
 SUMMARY_OPCODE = 121  # one past the real opcode vocabulary (0..120): a collapsed run of pruned nodes
 INDEX_FILE = "index.parquet"
 CACHE_SUFFIX = ".tpg"  # a zip of zstd blobs (tpurank.prepare.store), not an npz
-CACHE_FORMAT = 3  # stored in every file; a file of another format is rebuilt by `prepare`
+CACHE_FORMAT = (
+    4  # stored in every file; a file of another format is rebuilt by `prepare` (4: rows name their input)
+)
 
 _STR_FIELDS = ("id", "collection", "split", "stem")
 _BOOL_FIELDS = ("is_test",)

@@ -137,8 +137,8 @@ def dedup_layout(path: str | Path, config_shape: tuple[int, int, int], runtime: 
     if len(inverse) != c:
         raise DataError(path, f"node_config_feat: streamed {len(inverse)} rows, expected {c}")
     varying = np.zeros(nc, dtype=bool)
-    for start in range(0, u, chunk_rows):
-        varying |= (buf[start : start + chunk_rows] != buf[0]).any(axis=(0, 2))
+    for start in range(0, u, chunk_rows):  # rows from u on were never written (np.empty): left out
+        varying |= (buf[start : min(u, start + chunk_rows)] != buf[0]).any(axis=(0, 2))
     configs = _compact_nodes(buf, u, np.flatnonzero(varying), chunk_rows)
     lo, mean, count = aggregate_runtimes(inverse, runtime, u)
     return Dedup(

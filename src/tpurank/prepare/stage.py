@@ -1,7 +1,7 @@
 """The `prepare` stage: every graph file -> one compact cache file, plus index.parquet.
 
-Resumable: an output is reused when its stored build key (input size + mtime, hops, collapse,
-feature rule, format version) matches. A bad file gets one line naming it; the others are still
+Resumable: an output is reused when its stored build key (the input's content identity, hops,
+collapse, feature rule, format version) matches. A bad file gets one line naming it; the others are still
 written, and the stage exits non-zero at the end. Files run in a process pool, largest first.
 """
 
@@ -34,7 +34,7 @@ from tpurank.core.workers import die_with_parent
 from tpurank.data.dataset import GraphFile, discover, require_npz_root
 from tpurank.data.npz import read_node_feat
 from tpurank.data.subsets import load_subsets
-from tpurank.prepare.build import BuildParams, build_file, build_key
+from tpurank.prepare.build import BuildParams, build_file, build_key, input_identity
 from tpurank.prepare.cache import CACHE_SUFFIX, INDEX_FILE, prepared_path, read_build
 from tpurank.prepare.inputs import broken_links, without_configs
 from tpurank.prepare.node_features import RULE_FILE, FeatureRule, column_range, fit_rule
@@ -61,6 +61,8 @@ INDEX_COLUMNS = (
     "is_test",
     "bytes",  # size of the cache file
     "input_bytes",  # size of the npz it was built from
+    "input",  # content identity of that npz (tpurank.core.identity): predict checks the data against it
+    "key",  # the build key stored in the cache file: a file rebuilt with other settings does not match
 )
 
 
@@ -157,8 +159,7 @@ def _run_tasks(fn: Any, tasks: list[tuple], jobs: int, progress: bool, desc: str
 def _files_key(files: list[GraphFile]) -> str:
     h = hashlib.sha256()
     for gf in files:
-        st = gf.path.stat()
-        h.update(f"{gf.collection}/{gf.split}/{gf.stem}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+        h.update(f"{gf.collection}/{gf.split}/{gf.stem}:{input_identity(gf)}\n".encode())
     return f"{h.hexdigest()[:16]}:{len(files)}"
 
 

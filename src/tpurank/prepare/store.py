@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from tpurank.core.errors import DataError
+from tpurank.core.identity import zip_identity
 
 META_MEMBER = "meta.json"
 ARRAYS_MEMBER = "arrays.zst"
@@ -196,8 +197,7 @@ class ConfigStore:
         self.shape: tuple[int, ...] = tuple(int(s) for s in spec["shape"])
         self.chunk_rows = int(spec["chunk_rows"])
         self.num_chunks = int(spec["chunks"])
-        st = self.path.stat()
-        self._key = (str(self.path), st.st_mtime_ns, st.st_size)
+        self._key = (str(self.path), zip_identity(self.path))  # a rebuilt file never hits old chunks
 
     def __len__(self) -> int:
         return self.shape[0]

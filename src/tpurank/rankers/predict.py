@@ -25,11 +25,13 @@ from pathlib import Path
 from tpurank.core.collections import COLLECTIONS, check_collection
 from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.identity import file_identity
 from tpurank.core.metrics import summarize
 from tpurank.core.options import add_collections
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import data_fingerprint, write_sidecar
+from tpurank.prepare.belongs import check_cache
 from tpurank.rankers.predictions import load_predictions, save_predictions
 from tpurank.rankers.registry import MODEL_NAMES, get_model
 from tpurank.submission.format import (
@@ -54,13 +56,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="recompute predictions that are up to date")
 
 
-def _files_stamp(folder: Path) -> list[tuple[str, int, int]]:
+def _files_stamp(folder: Path) -> list[tuple[str, str]]:
+    """(relative path, content identity) of every file below `folder` but locks and temporary files."""
     if not folder.is_dir():
         return []
     return sorted(
-        (str(f.relative_to(folder)), f.stat().st_size, f.stat().st_mtime_ns)
+        (str(f.relative_to(folder)), file_identity(f))
         for f in folder.rglob("*")
-        if f.is_file() and not f.name.startswith(".")  # not lock or temporary files
+        if f.is_file() and not f.name.startswith(".")
     )
 
 
@@ -72,7 +75,7 @@ def collection_stamp(paths: Paths, cfg: Config, model: str, collection: str, fin
         "model": model,
         "config": to_dict(cfg.for_collection(collection)),
         "model_files": _files_stamp(paths.model_dir(model, collection)),
-        "prepared": [index.stat().st_size, index.stat().st_mtime_ns] if index.exists() else None,
+        "prepared": file_identity(index) if index.exists() else None,
         "data": fingerprint,
     }
     if model == "ensemble":  # it combines the other models' predictions: they are inputs too
@@ -197,6 +200,7 @@ def predict_split(
             continue
         t = time.perf_counter()
         try:
+            check_cache(paths.prepared, paths.npz, c, split)
             got = dict(model.predict(paths, cfg.for_collection(c), c, split))
             check_complete(got, ids, name, collection=c, split=split)
         except TpurankError as e:
