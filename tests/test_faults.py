@@ -353,10 +353,10 @@ def _alive(pid: int) -> bool:
 
 
 def test_pool_workers_die_when_the_stage_is_killed() -> None:
-    """SIGKILL of a stage running a process pool (prepare's `_run_tasks`) leaves no worker behind."""
+    """SIGKILL of a stage running a process pool (prepare's `run_tasks`) leaves no worker behind."""
     code = (
-        "import time; from tpurank.prepare.stage import _run_tasks\n"
-        "_run_tasks(time.sleep, [(60,), (60,)], 2, False, 'sleep')\n"
+        "import time; from tpurank.prepare.pool import run_tasks\n"
+        "run_tasks(time.sleep, [(60,), (60,)], 2, False, 'sleep')\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", code])
     workers: list[psutil.Process] = []

@@ -192,3 +192,33 @@ def test_all_follows_the_data_content_not_its_timestamps(
     sub = "submissions/submission.csv"
     assert (out / sub).read_bytes() == (fresh / sub).read_bytes() != (clean / sub).read_bytes()
     assert _table(out) == _table(fresh)
+
+
+@pytest.mark.slow
+def test_infer_on_a_copy_of_the_data_keeps_the_models_rule(
+    tiny_root: Path, clean_all: tuple[Path, subprocess.CompletedProcess], tmp_path: Path
+) -> None:
+    """Kaggle's /kaggle/input is a copy without timestamps, and may lack the train files: infer uses
+    the feature rule shipped with the models as it is (never refits it), writes its cache under
+    --work-dir, and submits what `all` submitted."""
+    clean, _ = clean_all
+    pack = tmp_path / "models-dataset"
+    r = _tpurank(
+        "build-models-dataset", "--dest", str(pack), "--data-dir", str(tiny_root), "--out-dir", str(clean)
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    data = tmp_path / "input"
+    _copy_without_times(tiny_root, data)
+    shutil.rmtree(data / "npz_all/npz/layout/xla/random/train")  # a rule refitted would differ
+    out, work = tmp_path / "working", tmp_path / "temp"
+    r = _tpurank(
+        "infer", "--models-dataset", str(pack), "--data-dir", str(data), "--out-dir", str(out),
+        "--work-dir", str(work),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "fit feature rule" not in r.stderr
+    rule = "features/prepared/node_feature_rule.json"
+    assert (work / rule).read_bytes() == (clean / rule).read_bytes()
+    assert (work / "features/prepared/index.parquet").is_file() and not (out / "features").exists()
+    sub = "submissions/submission.csv"
+    assert (out / sub).read_bytes() == (clean / sub).read_bytes()

@@ -482,7 +482,7 @@ def test_feature_rule_is_fitted_on_train_files_only(tiny_paths: Paths) -> None:
 def test_default_jobs_are_capped_by_available_memory(monkeypatch) -> None:
     from types import SimpleNamespace
 
-    from tpurank.prepare import stage
+    from tpurank.prepare import pool as stage
 
     monkeypatch.setattr(stage.os, "cpu_count", lambda: 16)
     monkeypatch.setattr(stage.psutil, "virtual_memory", lambda: SimpleNamespace(available=int(2.5 * 2**30)))

@@ -2,7 +2,7 @@
 
 DIR holds what `build-models-dataset` wrote (searched below DIR, so on Kaggle `/kaggle/input` does;
 a `models.zip` that Kaggle unpacked into a folder is found too). The files are checked against the
-manifest's checksums and unpacked into the out folder; then only `prepare --splits test`, `predict
+manifest's checksums and unpacked into the out folder; then only `prepare --splits test --keep-rule` (the shipped rule, never refitted), `predict
 --split test` for each ensemble member and the ensemble, and `check-submission` run, with the
 config the models were trained with. Writes submissions/submission.csv (and its sidecar).
 """
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config_file or dataset / CONFIG, args.set)
     partial = ["--partial"] if incomplete_test_set(paths) else []
     steps = [
-        ["prepare", "--splits", "test"],
+        ["prepare", "--splits", "test", "--keep-rule"],  # the models' own rule, never refitted
         *[["predict", "--model", m, "--split", "test", *partial] for m in members],
         ["predict", "--model", "ensemble", "--split", "test", *partial],
     ]

@@ -9,18 +9,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import multiprocessing
-import os
 import sys
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
-import psutil
 
 from tpurank.core.atomic import atomic_path
 from tpurank.core.collections import COLLECTIONS, SPLITS, collection_dir
@@ -28,9 +22,7 @@ from tpurank.core.config import Config
 from tpurank.core.errors import DiskFullError, TpurankError
 from tpurank.core.options import add_collections, add_jobs, add_splits
 from tpurank.core.paths import Paths
-from tpurank.core.progress import tqdm
 from tpurank.core.provenance import write_sidecar
-from tpurank.core.workers import die_with_parent
 from tpurank.data.dataset import GraphFile, discover, require_npz_root
 from tpurank.data.npz import read_node_feat
 from tpurank.data.subsets import load_subsets
@@ -38,11 +30,9 @@ from tpurank.prepare.build import BuildParams, build_file, build_key, input_iden
 from tpurank.prepare.cache import CACHE_SUFFIX, INDEX_FILE, prepared_path, read_build
 from tpurank.prepare.inputs import broken_links, without_configs
 from tpurank.prepare.node_features import RULE_FILE, FeatureRule, column_range, fit_rule
+from tpurank.prepare.pool import failure, resolve_jobs, run_tasks
 
 PROVENANCE_FILE = "provenance.json"
-# memory one worker may need on the real data: imports (~125 MiB) plus the int8 unique configs of
-# the biggest graph (a quarter of a 2.6 GB float32 node_config_feat) and the streaming buffers
-WORKER_MEMORY = 2**30
 INDEX_COLUMNS = (
     "collection",
     "split",
@@ -89,20 +79,11 @@ class PrepareResult:
 # ----------------------------------------------------------------------------- workers (top level: picklable)
 
 
-def _failure(gf: GraphFile, e: Exception) -> str:
-    """One line for a file that failed; a bug or an exotic failure (MemoryError too) names its type."""
-    if isinstance(e, TpurankError):
-        return str(e)
-    if isinstance(e, OSError):  # permission denied, a vanished file: the reason, not "[Errno N]"
-        return f"{e.filename or gf.path}: {e.strerror or e}"
-    return f"{gf.path}: {type(e).__name__}: {e}"
-
-
 def _range_task(gf: GraphFile) -> tuple[tuple[np.ndarray, np.ndarray] | None, str | None]:
     try:  # the other arrays are validated when the file is built
         return column_range(read_node_feat(gf.path)), None
     except Exception as e:  # one line per bad file; the others go on
-        return None, _failure(gf, e)
+        return None, failure(gf, e)
 
 
 def _build_task(
@@ -114,43 +95,7 @@ def _build_task(
         raise  # not this file's fault: every later one would fail too, so the stage stops
     except Exception as e:  # one line per bad file; the others go on
         out.unlink(missing_ok=True)  # never leave a stale output that no longer matches its input
-        return None, _failure(gf, e)
-
-
-def _run_tasks(fn: Any, tasks: list[tuple], jobs: int, progress: bool, desc: str) -> list[Any]:
-    """fn(*task) for every task, in a process pool when jobs > 1, results in task order."""
-    results: list[Any] = [None] * len(tasks)
-    bar = tqdm(total=len(tasks), desc=desc, unit="graph", disable=not progress, file=sys.stderr)
-    try:
-        if jobs <= 1 or len(tasks) <= 1:
-            for i, t in enumerate(tasks):
-                results[i] = fn(*t)
-                bar.update()
-            return results
-        ctx = multiprocessing.get_context("spawn")  # no fork of a parent that may hold threads
-        pool = ProcessPoolExecutor(
-            max_workers=min(jobs, len(tasks)),
-            mp_context=ctx,
-            initializer=die_with_parent,
-            initargs=(os.getpid(),),
-        )
-        with pool:
-            futures: dict[Future, int] = {pool.submit(fn, *t): i for i, t in enumerate(tasks)}
-            try:
-                for fut in as_completed(futures):
-                    results[futures[fut]] = fut.result()
-                    bar.update()
-            except BrokenProcessPool:
-                raise TpurankError(
-                    f"{desc}: a worker process died (out of memory?); finished outputs are kept, "
-                    "rerun with fewer --jobs"
-                ) from None
-            except BaseException:
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-        return results
-    finally:
-        bar.close()
+        return None, failure(gf, e)
 
 
 # ----------------------------------------------------------------------------- steps
@@ -163,7 +108,9 @@ def _files_key(files: list[GraphFile]) -> str:
     return f"{h.hexdigest()[:16]}:{len(files)}"
 
 
-def ensure_rule(out: Path, npz_root: Path, jobs: int, progress: bool) -> tuple[FeatureRule, list[str]]:
+def ensure_rule(
+    out: Path, npz_root: Path, jobs: int, progress: bool, keep: bool = False
+) -> tuple[FeatureRule, list[str]]:
     """The node-feature rule fitted on every train file of the dataset (reused while they are unchanged).
 
     Args:
@@ -171,16 +118,22 @@ def ensure_rule(out: Path, npz_root: Path, jobs: int, progress: bool) -> tuple[F
         npz_root: the dataset's npz folder.
         jobs: worker processes.
         progress: show a progress bar.
+        keep: use the saved rule as it is, whatever the train files (infer: the rule the models
+            were trained with, shipped beside them); never refit it.
 
     Returns:
         (the rule, one line per train file that could not be read).
     """
+    saved = FeatureRule.load(out / RULE_FILE)
+    if keep:
+        if saved is None:
+            raise TpurankError(f"{out / RULE_FILE}: no saved feature rule to keep (--keep-rule)")
+        return saved, []
     train = discover(npz_root, splits=["train"])
     key = _files_key(train)
-    saved = FeatureRule.load(out / RULE_FILE)
     if saved is not None and saved.train_key == key:
         return saved, []
-    results = _run_tasks(
+    results = run_tasks(
         _range_task, [(gf,) for gf in train], jobs, progress=progress, desc="fit feature rule"
     )
     ranges = [r for r, _ in results if r is not None]
@@ -234,15 +187,6 @@ def _write_index(out: Path, rows: list[dict], scope: set[tuple[str, str]]) -> pd
     return df
 
 
-def resolve_jobs(jobs: int) -> int:
-    """0 means one worker per CPU core, but no more than the available memory holds at
-    WORKER_MEMORY each (many cores and little RAM would otherwise run out on the biggest files)."""
-    if jobs > 0:
-        return jobs
-    fit = int(psutil.virtual_memory().available // WORKER_MEMORY)
-    return max(1, min(os.cpu_count() or 1, fit))
-
-
 def plan_builds(
     files: list[GraphFile], cfg: Config, rule: FeatureRule, subsets: dict, out: Path
 ) -> tuple[list[dict], list[tuple], dict[Path, GraphFile]]:
@@ -282,6 +226,7 @@ def prepare_dataset(
     progress: bool = True,
     out: Path | None = None,
     eval_indices: Path | None = None,
+    keep_rule: bool = False,
 ) -> PrepareResult:
     """Prepare every graph of the chosen collections and splits into the cache.
 
@@ -295,6 +240,7 @@ def prepare_dataset(
         out: the cache folder (default: `paths.prepared`).
         eval_indices: folder of the official validation subsets (default: `paths.eval_indices`
             where it exists); each valid layout graph's subset is stored in its cache file.
+        keep_rule: use the saved node-feature rule as it is (never refit: `infer`).
 
     Returns:
         The index and the failures; the caller decides the exit code.
@@ -308,7 +254,7 @@ def prepare_dataset(
             f"{npz_root}: no npz files for collections {collections or 'all'} and splits {splits or 'all'}"
         )
     out.mkdir(parents=True, exist_ok=True)
-    rule, failed = ensure_rule(out, npz_root, jobs, progress)
+    rule, failed = ensure_rule(out, npz_root, jobs, progress, keep=keep_rule)
     folder = eval_indices or (paths.eval_indices if paths.eval_indices.is_dir() else None)
     subsets = load_subsets(folder) if folder is not None else {}
     failed += broken_links(npz_root, collections, splits)
@@ -320,7 +266,7 @@ def prepare_dataset(
     _clean_scope(out, scope, set(targets))
     reused = len(rows)
     tasks.sort(key=lambda t: -t[0].path.stat().st_size)  # largest first: the pool ends together
-    for row, error in _run_tasks(_build_task, tasks, jobs, progress=progress, desc="prepare"):
+    for row, error in run_tasks(_build_task, tasks, jobs, progress=progress, desc="prepare"):
         if error is not None:
             failed.append(error)
         else:
@@ -365,6 +311,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="official validation subsets (eval_indices/*.json; default: <data-dir>/eval_indices if present)",
     )
+    parser.add_argument(
+        "--keep-rule",
+        action="store_true",
+        help="use the saved node-feature rule as it is, never refit it (infer: the models' own rule)",
+    )
 
 
 def output_folders(args: argparse.Namespace) -> list[Path]:
@@ -383,6 +334,7 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         out=args.out,
         eval_indices=args.eval_indices,
+        keep_rule=args.keep_rule,
     )
     out = args.out or args.paths.prepared
     for line in result.skipped:
