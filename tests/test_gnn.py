@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import zipfile
 from dataclasses import replace
 
 import numpy as np
@@ -316,7 +317,8 @@ def test_train_predict_checkpoint_roundtrip(tiny_paths: Paths, tmp_path) -> None
     assert (out / CHECKPOINT).stat().st_mtime_ns == mtime
     changed = paths.prepared / "layout/xla/default/train/new.tpg"
     changed.parent.mkdir(parents=True)
-    changed.write_bytes(b"a rebuilt cache file")
+    with zipfile.ZipFile(changed, "w") as z:  # a cache file is a zip: named by its members' CRCs
+        z.writestr("meta.json", "a rebuilt cache file")
     train_collection(gnn_model.SPEC, paths, cfg, collection, train, valid, progress=False)
     assert (out / CHECKPOINT).stat().st_mtime_ns != mtime
     mtime = (out / CHECKPOINT).stat().st_mtime_ns

@@ -19,6 +19,8 @@ KAGGLE_INPUT = Path("/kaggle/input/predict-ai-model-runtime")
 NPZ_SUBDIR = Path("npz_all/npz")
 SAMPLE_SUBMISSION = "sample_submission.csv"
 
+STAGING_PREFIX = ".next-"  # a model folder being (re)trained: hidden, beside the finished one
+
 
 def checkout_root() -> Path | None:
     """The source checkout this package runs from (the folder holding run.sh), None when installed."""
@@ -65,12 +67,15 @@ class Paths:
             None = `out`.
         data_named: the user named the data root (`--data-dir`, $TPURANK_DATA): `all` then
             uses it or fails, never falling back to a download or the synthetic demo.
+        staging: model folders are the staging folders a (re)training writes into
+            (`.next-<collection>` beside each), published only when it completes (rankers/staging.py).
     """
 
     data: Path
     out: Path
     work: Path | None = None
     data_named: bool = False
+    staging: bool = False
 
     @classmethod
     def resolve(
@@ -147,7 +152,8 @@ class Paths:
         return self.out / "reports"
 
     def model_dir(self, model: str, collection: str) -> Path:
-        return self.models / model / collection.replace(":", "-")
+        name = collection.replace(":", "-")
+        return self.models / model / (f"{STAGING_PREFIX}{name}" if self.staging else name)
 
     def prediction_file(self, model: str, split: str) -> Path:
         return self.predictions / model / f"{split}.npz"

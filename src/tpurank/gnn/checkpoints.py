@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 CHECKPOINT = "model.pt"  # best weights; `complete` once training ended
 RESUME = "last.pt"  # state after the latest validation, for resuming
+CHECKPOINT_FORMAT = 1  # saved in every checkpoint (absent: 1); another value is refused at load
 
 
 def prepared_fingerprint(paths: Paths, collection: str) -> str:
@@ -62,13 +63,33 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         raise TpurankError(f"{path}: unreadable checkpoint ({e})") from None
 
 
-def load_model(spec: ModelSpec, path: Path) -> tuple[nn.Module, dict[str, Any]]:
-    """Rebuild a model from its checkpoint alone (architecture from the saved arguments)."""
+def load_model(
+    spec: ModelSpec, path: Path, collection: str | None = None
+) -> tuple[nn.Module, dict[str, Any]]:
+    """Rebuild a model from its checkpoint alone (architecture from the saved arguments), after
+    checking it is one of ours, of this model family, format and (given) collection.
+
+    Raises:
+        TpurankError: naming the file and what does not match.
+    """
     ckpt = load_checkpoint(path)
+    if not isinstance(ckpt, dict) or ckpt.get("format", 1) != CHECKPOINT_FORMAT:
+        found = ckpt.get("format") if isinstance(ckpt, dict) else type(ckpt).__name__
+        raise TpurankError(
+            f"{path}: checkpoint format {found}, expected {CHECKPOINT_FORMAT}; retrain this model"
+        )
     if ckpt.get("model") != spec.name:
         raise TpurankError(f"{path}: checkpoint of model {ckpt.get('model')!r}, expected {spec.name!r}")
-    model = spec.build(ckpt["model_args"])
-    model.load_state_dict(ckpt["state_dict"])
+    if collection is not None and ckpt.get("collection") != collection:
+        raise TpurankError(
+            f"{path}: a model of {ckpt.get('collection')!r}, not {collection!r} (copied from another folder?); "
+            f"retrain it: `tpurank train --model {spec.name} --collections {collection}`"
+        )
+    try:
+        model = spec.build(ckpt["model_args"])
+        model.load_state_dict(ckpt["state_dict"])
+    except (KeyError, TypeError, RuntimeError, ValueError) as e:
+        raise TpurankError(f"{path}: checkpoint does not fit its model ({str(e).splitlines()[0]})") from None
     model.eval()
     return model, ckpt
 

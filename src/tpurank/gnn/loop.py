@@ -13,6 +13,7 @@ decides early stopping for all, and writes the files.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ from tpurank.gnn import gst
 from tpurank.gnn.budget import eval_interval, out_of_time, step_graphs
 from tpurank.gnn.checkpoints import (
     CHECKPOINT,
+    CHECKPOINT_FORMAT,
     RESUME,
     load_checkpoint,
     prepared_fingerprint,
@@ -109,6 +111,7 @@ class Run:
     def checkpoint(self, st: LoopState, complete: bool, resumable: bool = False) -> dict[str, Any]:
         """The checkpoint of the model as it stands: weights, config, constructor arguments, loop state."""
         state = {
+            "format": CHECKPOINT_FORMAT,
             "model": self.spec.name,
             "model_args": self.model_args,
             "config": to_dict(self.cfg),
@@ -376,6 +379,16 @@ def finish(run: Run, st: LoopState, paths: Paths) -> dict[str, Any]:
             device=str(rt.device), precision=run.precision, **summary,
         )  # fmt: skip
         run.resume_file.unlink(missing_ok=True)
+        print(end_line(run, st), file=sys.stderr)
     if rt.world > 1:
         dist.barrier()
     return summary
+
+
+def end_line(run: Run, st: LoopState) -> str:
+    """The one line each trained model ends with: steps, minutes, why it stopped, best step and score."""
+    scored = [h for h in st.history if "valid_score" in h]
+    best = max(scored, key=lambda h: h["valid_score"]) if scored else None
+    at = f"best {best['valid_score']:.4f} at step {best['step']}" if best else "no validation"
+    why = st.stopped or "max_steps"
+    return f"[{run.spec.name} {run.collection}] {st.step} steps in {st.seconds / 60:.1f} min, stopped: {why}; {at}"

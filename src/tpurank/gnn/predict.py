@@ -39,7 +39,7 @@ def predict_collection(
     """
     check_collection(collection)
     path = paths.model_dir(spec.name, collection) / CHECKPOINT
-    model, ckpt = load_model(spec, path)
+    model, ckpt = load_model(spec, path, collection)
     trained = Recipe(**ckpt["recipe"])
     chunk = spec.recipe(cfg, kind_of(collection)).predict_chunk
     rt = setup_runtime()

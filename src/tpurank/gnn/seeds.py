@@ -71,7 +71,7 @@ def average_costs(member_costs: list[np.ndarray], how: str) -> np.ndarray:
 
 def _valid_costs(spec: ModelSpec, paths: Paths, cfg: Config, collection: str, valid: list[GraphData]):
     """Per rankable valid graph: (config indices, costs) on the configs validation scores."""
-    model, ckpt = load_model(spec, paths.model_dir(spec.name, collection) / CHECKPOINT)
+    model, ckpt = load_model(spec, paths.model_dir(spec.name, collection) / CHECKPOINT, collection)
     r = spec.recipe(cfg, kind_of(collection))
     rt = setup_runtime()
     model.to(rt.device)

@@ -16,6 +16,7 @@ import math
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import lightgbm as lgb
 import numpy as np
@@ -25,6 +26,7 @@ from tpurank.core.atomic import atomic_path, write_json, write_text
 from tpurank.core.collections import kind_of
 from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.identity import file_digest
 from tpurank.core.metrics import kendall_tau, mean_score, order_from_costs, tile_score
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
@@ -252,7 +254,11 @@ def save(paths: Paths, cfg: Config, collection: str, booster: lgb.Booster, info:
         }
     ).sort_values(["gain", "split"], ascending=False)
     write_text(out / IMPORTANCE_FILE, imp.to_csv(index=False))
-    write_sidecar(out / PROVENANCE_FILE, cfg, paths.data, model=MODEL_NAME, **info)
+    # written last: its digest of model.txt is what `load` checks before LightGBM reads the file
+    write_sidecar(
+        out / PROVENANCE_FILE, cfg, paths.data, model=MODEL_NAME,
+        model_digest=file_digest(out / MODEL_FILE), **info,
+    )  # fmt: skip
 
 
 def _ensure_tables(paths: Paths, cfg: Config, collection: str, splits: list[str]) -> list[str]:
@@ -294,10 +300,39 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
         )
     booster, info = fit(train_df, valid, cfg, collection)
     save(paths, cfg, collection, booster, info)
-    score = (
-        f"{info['valid_metric']} {info['valid_score']:.4f}" if info["valid_score"] is not None else "no valid"
+    print(end_line(collection, info, cfg.lgbm.num_boost_round))
+
+
+def end_line(collection: str, info: dict, rounds_allowed: int) -> str:
+    """The one line each trained model ends with: rounds, minutes, why it stopped, best round and score."""
+    why = "num_boost_round" if info["rounds"] >= rounds_allowed else "early stopping (no valid gain)"
+    best = (
+        f"best {info['valid_metric']} {info['valid_score']:.4f} at round {info['best_iteration']}"
+        if info["valid_score"] is not None
+        else f"no valid split, kept round {info['best_iteration']}"
     )
-    print(f"lgbm {collection}: {info['best_iteration']} rounds, {score}, {info['seconds']:.1f}s")
+    return f"[lgbm {collection}] {info['rounds']} rounds in {info['seconds'] / 60:.1f} min, stopped: {why}; {best}"
+
+
+def check_model_file(model_file: Path, sidecar: Path, collection: str) -> None:
+    """The model file is the one training wrote, for this collection: checked before LightGBM reads
+    it (a truncated model.txt crashes the native library instead of raising).
+
+    Raises:
+        TpurankError: naming the file and the mismatch.
+    """
+    retrain = f"retrain it: `tpurank train --model lgbm --collections {collection}`"
+    try:
+        rec = json.loads(sidecar.read_text())
+    except (OSError, ValueError):
+        raise TpurankError(
+            f"{sidecar}: missing or not JSON, so {model_file} cannot be checked; {retrain}"
+        ) from None
+    if not isinstance(rec, dict) or rec.get("collection") != collection:
+        found = rec.get("collection") if isinstance(rec, dict) else None
+        raise TpurankError(f"{model_file}: a model of {found!r}, not {collection!r}; {retrain}")
+    if rec.get("model_digest") != file_digest(model_file):
+        raise TpurankError(f"{model_file}: not the file training wrote (damaged or replaced); {retrain}")
 
 
 def load(paths: Paths, collection: str) -> tuple[lgb.Booster, list[str]]:
@@ -310,6 +345,7 @@ def load(paths: Paths, collection: str) -> tuple[lgb.Booster, list[str]]:
     model_file = out / MODEL_FILE
     if not model_file.exists():
         raise TpurankError(f"{model_file}: no lgbm model; run `python -m tpurank train --model lgbm` first")
+    check_model_file(model_file, out / PROVENANCE_FILE, collection)
     try:
         booster = lgb.Booster(model_file=str(model_file))
         features = json.loads((out / FEATURES_FILE).read_text())

@@ -189,12 +189,37 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
     )
 
 
+def read_weights(wfile: Path) -> dict:
+    """A fitted ensemble's weights.json, checked: members (known model names), one finite weight
+    each, and a normalization.
+
+    Raises:
+        TpurankError: naming the file and what is wrong with it.
+    """
+    refit = "refit it: `tpurank train --model ensemble`"
+    try:
+        rec = json.loads(wfile.read_text())
+    except (OSError, ValueError) as e:
+        raise TpurankError(f"{wfile}: not JSON ({e}); {refit}") from None
+    members = rec.get("members") if isinstance(rec, dict) else None
+    weights = rec.get("weights") if isinstance(rec, dict) else None
+    named = isinstance(members, list) and members and all(isinstance(m, str) and m for m in members)
+    if not named or "ensemble" in members:
+        raise TpurankError(f"{wfile}: 'members' must list the models it combines; {refit}")
+    ok = isinstance(weights, list) and len(weights) == len(members)
+    if not ok or not all(isinstance(w, int | float) and math.isfinite(w) for w in weights):
+        raise TpurankError(f"{wfile}: 'weights' must hold one finite number per member; {refit}")
+    if rec.get("normalize") not in ("rank", "zscore"):
+        raise TpurankError(f"{wfile}: 'normalize' must be rank or zscore; {refit}")
+    return rec
+
+
 def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str, np.ndarray]:
     """Combine the members' predictions of `split` with the weights fitted for the collection."""
     wfile = paths.model_dir("ensemble", collection) / WEIGHTS_FILE
     if not wfile.exists():
         raise TpurankError(f"{wfile}: ensemble not fitted; run `tpurank train --model ensemble`")
-    record = json.loads(wfile.read_text())
+    record = read_weights(wfile)
     preds = [load_member_predictions(paths, m, split) for m in record["members"]]
     prefix = f"{collection}:"
     ids = sorted({gid for p in preds for gid in p if gid.startswith(prefix)})
@@ -211,7 +236,7 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
 def _records(paths: Paths) -> list[dict]:
     """The saved weights.json of every collection with a fitted ensemble."""
     files = [paths.model_dir("ensemble", c) / WEIGHTS_FILE for c in COLLECTIONS]
-    return [json.loads(f.read_text()) for f in files if f.exists()]
+    return [read_weights(f) for f in files if f.exists()]
 
 
 def summary_note(paths: Paths) -> str | None:
@@ -280,9 +305,11 @@ def output_folders(args: argparse.Namespace) -> list[Path]:
 def run(args: argparse.Namespace) -> int:
     """The `ensemble` stage: fit weights per collection, then predict valid and test."""
     from tpurank.rankers.predict import predict_split
+    from tpurank.rankers.staging import staged
 
     for c in args.collections:
-        train(args.paths, args.cfg.for_collection(c), c)
+        with staged(args.paths, "ensemble", c) as paths:
+            train(paths, args.cfg.for_collection(c), c)
     for split in ("valid", "test"):
         rc = predict_split(args.paths, args.cfg, "ensemble", split=split, collections=args.collections)
         if rc != 0:

@@ -1,0 +1,167 @@
+"""A retrain never loses the finished model; corrupt or foreign models are one line; each trained
+model ends with one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tpurank.cli import main
+from tpurank.core.errors import DiskFullError
+from tpurank.core.paths import Paths
+
+ROOT = Path(__file__).resolve().parents[1]
+COLLECTION = "layout:xla:random"
+SMALL = [
+    "--set",
+    "gnn.max_steps=6",
+    "--set",
+    "gnn.eval_every=3",
+    "--set",
+    "gnn.hidden=16",
+    "--set",
+    "gnn.seeds=1",
+]
+# another config that trains for up to 12 s, validating (and so writing last.pt) every 2 steps
+OTHER = [*SMALL, "--set", "gnn.hidden=8", "--set", "gnn.max_steps=100000", "--set", "gnn.eval_every=2"]
+OTHER += ["--set", "gnn.time_budget_min=0.2", "--set", "gnn.patience=1000000"]
+
+
+def common(paths: Paths) -> list[str]:
+    return ["--data-dir", str(paths.data), "--out-dir", str(paths.out)]
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(f.relative_to(folder)): f.read_bytes() for f in sorted(folder.rglob("*")) if f.is_file()}
+
+
+@pytest.fixture
+def trained(run_copy: Paths) -> Paths:
+    """The tiny copy with a finished gnn and lgbm of one collection, and their valid predictions."""
+    one = ["--collections", COLLECTION, *common(run_copy)]
+    for m in ("gnn", "lgbm"):
+        assert main(["train", "--model", m, *one, *SMALL]) == 0
+        assert main(["predict", "--model", m, "--split", "valid", *one, *SMALL]) == 0
+    return run_copy
+
+
+def tpurank(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tpurank", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_an_interrupted_retrain_leaves_the_finished_model_and_resumes(trained: Paths, sig: int) -> None:
+    final = trained.model_dir("gnn", COLLECTION)
+    staging = final.with_name(".next-" + final.name)
+    before, preds = snapshot(final), trained.prediction_file("gnn", "valid").read_bytes()
+    args = ["train", "--model", "gnn", "--collections", COLLECTION, *common(trained), *OTHER]
+    proc = tpurank(*args)
+    deadline = time.monotonic() + 120
+    while not (staging / "last.pt").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "Traceback" not in err, err
+    assert snapshot(final) == before  # byte for byte, model.pt included
+    assert trained.prediction_file("gnn", "valid").read_bytes() == preds
+    assert (staging / "last.pt").is_file()  # the retrain's own state, for its resume
+    done = subprocess.run([sys.executable, "-m", "tpurank", *args], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "resuming after step" in done.stdout + done.stderr
+    assert snapshot(final) != before and not staging.exists()
+    line = [ln for ln in done.stderr.splitlines() if ln.startswith(f"[gnn {COLLECTION}] ")]
+    assert len(line) == 1 and "stopped: time budget; best " in line[0], done.stderr[-2000:]
+
+
+def test_a_full_disk_during_training_is_one_line_and_keeps_the_model(
+    trained: Paths, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from tpurank.gnn import loop
+
+    final = trained.model_dir("gnn", COLLECTION)
+    before = snapshot(final)
+    calls = []
+
+    def full(path: Path, state: dict) -> None:
+        calls.append(path)
+        if len(calls) > 1:
+            raise DiskFullError(path)
+
+    monkeypatch.setattr(loop, "save_checkpoint", full)
+    capsys.readouterr()
+    rc = main(["train", "--model", "gnn", "--collections", COLLECTION, *common(trained), *OTHER])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err
+    lines = [ln for ln in err.splitlines() if ": error: " in ln]
+    assert len(lines) == 1 and "no space left" in lines[0].lower(), err
+    assert snapshot(final) == before
+
+
+def _predict_error(paths: Paths, model: str) -> str:
+    """predict in a child process (a native crash would kill pytest itself): its one error line."""
+    r = subprocess.run(
+        [sys.executable, "-m", "tpurank", "predict", "--model", model, "--split", "valid", "--force",
+         "--collections", COLLECTION, *common(paths)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 1 and "Traceback" not in r.stderr, (r.returncode, r.stderr[-2000:])
+    return r.stderr
+
+
+def test_a_truncated_lgbm_model_is_one_line_not_a_crash(trained: Paths) -> None:
+    model = trained.model_dir("lgbm", COLLECTION) / "model.txt"
+    model.write_bytes(model.read_bytes()[: model.stat().st_size // 2])
+    assert f"{model}: not the file training wrote" in _predict_error(trained, "lgbm")
+
+
+def test_a_gnn_model_of_another_collection_is_refused(trained: Paths) -> None:
+    other = "layout:nlp:random"
+    src = trained.model_dir("gnn", COLLECTION)
+    shutil.copytree(src, trained.model_dir("gnn", other))
+    r = subprocess.run(
+        [sys.executable, "-m", "tpurank", "predict", "--model", "gnn", "--split", "valid",
+         "--collections", other, *common(trained)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"a model of '{COLLECTION}', not '{other}'" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "text", ["{not json", "{}", '{"members": ["lgbm"], "weights": [1e999], "normalize": "rank"}']
+)
+def test_a_broken_ensemble_weights_file_is_one_line(trained: Paths, text: str) -> None:
+    one = ["--collections", COLLECTION, *common(trained)]
+    assert main(["train", "--model", "ensemble", *one, "--set", "ensemble.models=['lgbm','gnn']"]) == 0
+    wfile = trained.model_dir("ensemble", COLLECTION) / "weights.json"
+    wfile.write_text(text)
+    assert str(wfile) in _predict_error(trained, "ensemble")
+
+
+def test_each_trained_model_ends_with_one_line(run_copy: Paths, capsys: pytest.CaptureFixture) -> None:
+    one = ["--collections", COLLECTION, *common(run_copy)]
+    for m in ("gnn", "lgbm"):
+        assert main(["train", "--model", m, *one, *SMALL]) == 0
+    err = capsys.readouterr().err
+    gnn = [ln for ln in err.splitlines() if ln.startswith(f"[gnn {COLLECTION}] ")]
+    assert len(gnn) == 1 and "6 steps in " in gnn[0] and "stopped: max_steps; best " in gnn[0], err
+    out = capsys.readouterr().out + err
+    assert json.loads((run_copy.model_dir("lgbm", COLLECTION) / "provenance.json").read_text())[
+        "model_digest"
+    ]
+    del out
