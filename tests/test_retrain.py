@@ -165,3 +165,22 @@ def test_each_trained_model_ends_with_one_line(run_copy: Paths, capsys: pytest.C
         "model_digest"
     ]
     del out
+
+
+def test_a_swap_killed_between_its_renames_is_recovered(tmp_path: Path) -> None:
+    from tpurank.rankers.staging import OLD_PREFIX, recover, staged
+
+    paths = Paths(tmp_path / "data", tmp_path / "out")
+    final = paths.model_dir("lgbm", COLLECTION)
+    final.mkdir(parents=True)
+    (final / "model.txt").write_text("finished")
+    with staged(paths, "lgbm", COLLECTION) as p:
+        staging = p.model_dir("lgbm", COLLECTION)
+        assert (staging / "model.txt").read_text() == "finished"  # a link to the finished file
+        (staging / "model.txt.tmp").write_text("retrained")
+        (staging / "model.txt.tmp").rename(staging / "model.txt")
+        assert (final / "model.txt").read_text() == "finished"
+    assert (final / "model.txt").read_text() == "retrained" and not staging.exists()
+    final.rename(final.with_name(OLD_PREFIX + final.name))  # killed after the first rename
+    recover(final)
+    assert (final / "model.txt").read_text() == "retrained"

@@ -69,9 +69,3 @@ def staged(paths: Paths, model: str, collection: str) -> Iterator[Paths]:
     yield dataclasses.replace(paths, staging=True)
     publish(staging, final)
 
-
-def recover_all(paths: Paths, model: str) -> None:
-    """`recover` every collection folder of a model (before anything reads them)."""
-    folder = paths.models / model
-    for old in folder.glob(f"{OLD_PREFIX}*") if folder.is_dir() else []:
-        recover(old.with_name(old.name.removeprefix(OLD_PREFIX)))
