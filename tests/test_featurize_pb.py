@@ -210,7 +210,7 @@ def test_rerun_is_up_to_date_unless_forced_or_options_change(tmp_path):
     src.write_bytes(_layout_message([(100, False, True)]).SerializeToString())
     out = tmp_path / "m.npz"
     assert featurize(src, out) == [out]
-    assert out.with_suffix(".json").exists()
+    assert out.with_name(out.name + ".json").exists()
     assert featurize(src, out) is None
     assert featurize(src, out, force=True) == [out]
     assert featurize(src, out, pad=-1) == [out]  # another padding: rewritten

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tpurank.chain import Step as ChainStep
 from tpurank.core.collections import COLLECTIONS
-from tpurank.core.config import Config, load_config
+from tpurank.core.config import LEARNED_MODELS, Config, load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.options import add_collections, add_jobs
 from tpurank.core.paths import NPZ_SUBDIR, Paths, preset_file
@@ -31,7 +31,6 @@ from tpurank.submission.publish import SUBMITTED_MODEL, incomplete_test_set, pub
 from tpurank.synth.tree import synthetic_scale
 
 DEMO_SCALE = "demo"  # the synthetic fallback: finishes within 15 minutes on 2 cores
-LEARNED_MODELS = ("lgbm", "gnn", "baseline")  # the order they are trained in
 BASELINE_RANKERS = ("random", "heuristic")  # no training; always in the report
 # core/config.py's defaults are sized for the real data; on small synthetic data `all` trains less
 # (this preset, under the user's --config and --set), so it ends within 15 minutes on 2 cores

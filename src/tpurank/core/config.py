@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import re
 import tomllib
 import types
@@ -169,6 +170,9 @@ class BaselineConfig:
     max_batch_nodes: int = value(8_000, min=1)  # nodes per training pass; bigger steps run as micro-batches
 
 
+LEARNED_MODELS = ("lgbm", "gnn", "baseline")  # what an ensemble may combine, in training order
+
+
 @dataclass
 class EnsembleConfig:
     models: list[str] = field(default_factory=lambda: ["lgbm", "gnn"])
@@ -248,6 +252,8 @@ def _coerce(value: Any, typ: Any, where: str) -> Any:
         return float(value)
     if typ in (int, float, str) and not (isinstance(value, typ) and not isinstance(value, bool)):
         raise TpurankError(f"config: {where} must be {typ.__name__}, got {value!r}")
+    if typ is float and not math.isfinite(value):  # inf or nan would train, and write, garbage
+        raise TpurankError(f"config: {where} must be a finite number, got {value!r}")
     return value
 
 
@@ -289,14 +295,35 @@ def from_dict(data: dict[str, Any]) -> Config:
         raise TpurankError("config: collections must be a table")
     data = {**data, "collections": _merge(copy.deepcopy(DEFAULT_COLLECTIONS), over, "collections")}
     cfg = _build(Config, data, "")
+    check_pairs(cfg, "")
     for collection, over in cfg.collections.items():
         if collection not in COLLECTIONS:
             raise TpurankError(f"config: unknown collection {collection!r} in [collections]")
         # validate the override table against the schema now, not when first used
         base = to_dict(Config())
         base.pop("collections")
-        _build(Config, _merge(base, over, f"collections.{collection}"), f"collections.{collection}")
+        where = f"collections.{collection}"
+        check_pairs(_build(Config, _merge(base, over, where), where), where)
     return cfg
+
+
+def check_pairs(cfg: Config, where: str) -> None:
+    """The limits that tie two keys together (each key alone is checked by `value()`)."""
+    at = f"{where}." if where else ""
+    for section in ("gnn",):
+        s = getattr(cfg, section)
+        if s.hidden % s.heads:
+            raise TpurankError(
+                f"config: {at}{section}.heads ({s.heads}) must divide {at}{section}.hidden ({s.hidden}): "
+                "each attention head takes an equal share of the width"
+            )
+    models = cfg.ensemble.models
+    wrong = [m for m in models if m not in LEARNED_MODELS]
+    if not models or wrong or len(set(models)) != len(models):
+        raise TpurankError(
+            f"config: {at}ensemble.models must list distinct models among {', '.join(LEARNED_MODELS)}"
+            f" (the ensemble cannot be its own member), got {models!r}"
+        )
 
 
 def _parse_value(text: str) -> Any:

@@ -66,7 +66,9 @@ def discover(
             if folder.is_dir():
                 # a name starting with "." is a writer's temporary file (tpurank.core.atomic), never a graph
                 found = [p for p in sorted(folder.glob("*.npz")) if p.name[0] != "."]
-                out.extend(GraphFile(c, s, p.stem, p) for p in found if p.exists() == want_existing)
+                # usable: a regular file (through a link); the rest (a dangling link, a FIFO, a folder
+                # named .npz) is left out, and `unusable` names it for a one-line report
+                out.extend(GraphFile(c, s, p.stem, p) for p in found if p.is_file() == want_existing)
     for c in collections:
         check_collection(c)
     return out
@@ -75,8 +77,9 @@ def discover(
 def dangling(
     npz_root: Path, collections: Iterable[str] | None = None, splits: Iterable[str] | None = None
 ) -> list[GraphFile]:
-    """The `*.npz` names under the dataset folders that lead nowhere (a symlink whose target is
-    gone): `discover` leaves them out, so a stage can name each in one line and go on."""
+    """The `*.npz` names under the dataset folders that are not regular files (a symlink whose
+    target is gone, a FIFO, a folder): `discover` leaves them out, so a stage can name each in one
+    line and go on."""
     return discover(npz_root, collections, splits, want_existing=False)
 
 

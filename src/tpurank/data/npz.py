@@ -19,6 +19,7 @@ import numpy as np
 
 from tpurank.core.atomic import atomic_path
 from tpurank.core.errors import DataError
+from tpurank.core.identity import regular_file
 
 NODE_FEAT_DIM = 140
 TILE_CONFIG_DIM = 24
@@ -110,6 +111,7 @@ Graph = TileGraph | LayoutGraph
 
 
 def _open_zip(path: Path) -> zipfile.ZipFile:
+    regular_file(Path(path))  # a FIFO named .npz would block the reader forever
     try:
         return zipfile.ZipFile(path)
     except FileNotFoundError:

@@ -40,6 +40,9 @@ def load_subsets(folder: str | Path) -> dict[str, dict[str, np.ndarray]]:
             out[collection] = {k: np.asarray(v, dtype=np.int64) for k, v in data.items()}
         except (json.JSONDecodeError, TypeError, ValueError, AttributeError, UnicodeDecodeError) as e:
             raise DataError(f, f"not a JSON object of graph name -> list of indices ({e})") from None
+        for name, v in data.items():  # a number, or a list of anything but integers, is no subset
+            if not isinstance(v, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
+                raise DataError(f, f"graph {name!r}: expected a list of config indices, got {v!r:.60}")
     if not out:
         raise TpurankError(f"{folder}: none of {', '.join(SUBSET_FILES.values())} found")
     return out

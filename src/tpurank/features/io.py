@@ -10,6 +10,7 @@ and `<split>.runtime.npz` (each original config's measured runtime, what the met
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -90,5 +91,7 @@ def read_per_graph(paths: Paths, collection: str, split: str, what: str) -> dict
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError) as e:
-        raise DataError(path, f"unreadable {what} file ({e})") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise DataError(
+            path, f"unreadable {what} file ({e}); delete {path.parent} and rerun `tpurank features`"
+        ) from None

@@ -3,7 +3,8 @@
 A ModuleTuningData (layout) becomes one npz at OUT (a folder OUT gets `<IN stem>.npz`); a
 TuningData (tile) becomes one npz per kernel inside the folder OUT. Every file is written
 atomically, validated with the dataset's own checks, and described by a provenance sidecar
-(`<npz stem>.json`, or `OUT/featurize-pb.json` for tile). Re-running with the same input and
+(`<npz name>.json`, e.g. `m.npz.json`, or `OUT/featurize-pb.json` for tile; an existing file of
+that name that featurize-pb did not write is never replaced). Re-running with the same input and
 options finds the sidecar and does nothing unless --force.
 """
 
@@ -72,6 +73,18 @@ def _refuse_foreign(targets: list[Path], mine: set[str], src: Path) -> None:
         )
 
 
+def _refuse_foreign_sidecar(sidecar: Path) -> None:
+    """Never replace a file we did not write: an existing sidecar must be a featurize-pb record."""
+    if not sidecar.exists():
+        return
+    try:
+        rec = json.loads(sidecar.read_text())
+    except (OSError, ValueError):
+        rec = None
+    if not (isinstance(rec, dict) and rec.get("stage") == "featurize-pb"):
+        raise TpurankError(f"{sidecar}: exists and is not featurize-pb's record; refusing to overwrite it")
+
+
 def _recorded_files(sidecar: Path, src: Path) -> set[str]:
     """Files the sidecar says featurize-pb wrote from `src` (empty when there is none)."""
     try:
@@ -129,7 +142,8 @@ def featurize(
     if found == "layout":
         target = layout_target(src, out)
         _require_folder(target.parent)
-        sidecar = target.with_suffix(".json")
+        sidecar = target.with_name(target.name + ".json")  # m.npz.json: never a user's m.json
+        _refuse_foreign_sidecar(sidecar)
         if not force and _up_to_date(sidecar, source, [target]):
             return None
         if not force:
@@ -146,6 +160,7 @@ def featurize(
         raise TpurankError(f"{out}: a TuningData (tile) file needs a folder as OUT, not a file")
     _require_folder(out.parent)  # OUT itself is created, but not a missing tree above it
     sidecar = out / TILE_SIDECAR
+    _refuse_foreign_sidecar(sidecar)
     if not force and _up_to_date(sidecar, source):
         return None
     graphs = tile_graphs(src, msg, pad)

@@ -17,11 +17,14 @@ from tpurank.data.npz import read_header
 def broken_links(
     npz_root: Path, collections: Iterable[str] | None, splits: Iterable[str] | None
 ) -> list[str]:
-    """One error line per `*.npz` name that leads nowhere (discover leaves them out)."""
-    return [
-        f"{gf.path}: a symbolic link to a missing file: skipped"
-        for gf in dangling(npz_root, collections, splits)
-    ]
+    """One error line per `*.npz` name that is not a regular file (discover leaves them out)."""
+    return [f"{gf.path}: {_what(gf.path)}: skipped" for gf in dangling(npz_root, collections, splits)]
+
+
+def _what(path: Path) -> str:
+    if path.is_symlink() and not path.exists():
+        return "a symbolic link to a missing file"
+    return "a folder" if path.is_dir() else "not a regular file (a FIFO, socket or device)"
 
 
 def without_configs(files: list[GraphFile]) -> tuple[list[GraphFile], list[str], list[str]]:

@@ -68,4 +68,3 @@ def staged(paths: Paths, model: str, collection: str) -> Iterator[Paths]:
     staging = _staging_folder(final)
     yield dataclasses.replace(paths, staging=True)
     publish(staging, final)
-

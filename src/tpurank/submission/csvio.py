@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tpurank.core.errors import TpurankError
+from tpurank.core.identity import regular_file
 
 HEADER = ("ID", "TopConfigs")
 
@@ -83,6 +84,7 @@ def read_rows(path: str | Path) -> tuple[list[Row], list[str]]:
         TpurankError: when the file cannot be read at all.
     """
     path = Path(path)
+    regular_file(path)  # a FIFO would block the reader forever
     try:
         with open(path, encoding="utf-8", newline="") as f:  # newline="": a quoted \r stays a \r
             text = f.read()
