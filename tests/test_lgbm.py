@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -145,5 +147,13 @@ def test_predict_without_or_with_a_damaged_model_is_a_clear_error(tmp_path):
     out.mkdir(parents=True)
     (out / "model.txt").write_text("not a model\n")
     (out / "features.json").write_text("[]")
+    with pytest.raises(
+        TpurankError, match="provenance.json: missing or not JSON, so .*model.txt cannot be checked"
+    ):
+        model.predict(paths, Config(), "tile:xla", "valid")  # never handed to LightGBM unchecked
+    from tpurank.core.identity import file_digest
+
+    record = {"collection": "tile:xla", "model_digest": file_digest(out / "model.txt")}
+    (out / "provenance.json").write_text(json.dumps(record))  # the file training wrote, yet no model
     with pytest.raises(DataError, match="model.txt: unreadable lgbm model"):
         model.predict(paths, Config(), "tile:xla", "valid")

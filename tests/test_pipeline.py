@@ -222,3 +222,31 @@ def test_infer_on_a_copy_of_the_data_keeps_the_models_rule(
     assert (work / "features/prepared/index.parquet").is_file() and not (out / "features").exists()
     sub = "submissions/submission.csv"
     assert (out / sub).read_bytes() == (clean / sub).read_bytes()
+
+
+@pytest.mark.slow
+def test_an_all_killed_while_training_resumes_to_a_clean_all(
+    tiny_root: Path, clean_all: tuple[Path, subprocess.CompletedProcess], tmp_path: Path
+) -> None:
+    """SIGKILL in the middle of `all` (while the GNN trains), then `all` again: the finished steps
+    are kept and the end is the clean run's, byte for byte."""
+    import signal
+    import time
+
+    clean, _ = clean_all
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "tpurank", "all", "--data-dir", str(tiny_root), "--out-dir", str(out), *FAST]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not list((out / "models/gnn").glob(".next-*/last.pt")) and time.monotonic() < deadline:
+        assert proc.poll() is None, "all ended before the GNN trained"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (out / "submissions/submission.csv").exists()
+    r = _tpurank("all", "--data-dir", str(tiny_root), "--out-dir", str(out), *FAST)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "[all] prepare: up to date, skipped" in r.stderr
+    sub = "submissions/submission.csv"
+    assert (out / sub).read_bytes() == (clean / sub).read_bytes()
+    assert _table(out) == _table(clean)

@@ -529,3 +529,18 @@ def test_varying_nodes_never_read_the_unwritten_rows(tiny_root: Path, tmp_path: 
     d = dedup.dedup_layout(path, x.shape, twice.config_runtime.astype(np.float64))
     assert len(d.count) <= len(g.config_runtime) < len(x)  # duplicates: rows past u were never written
     np.testing.assert_array_equal(d.varying, truth)
+
+
+def test_prepare_exclude_leaves_matching_train_graphs_out(tiny_root: Path, tmp_path: Path, capsys) -> None:
+    """`prepare.exclude` (the 2nd place's unet rule): matching train graphs get no cache file and
+    no say in the feature rule; valid and test graphs are never left out."""
+    paths = Paths(data=link_tree(tiny_root, tmp_path / "data"), out=tmp_path / "out")
+    train = [gf for gf in discover(paths.npz, ["layout:xla:default"]) if gf.split == "train"]
+    valid = next(gf for gf in discover(paths.npz, ["layout:xla:default"]) if gf.split == "valid")
+    cfg = Config()
+    cfg.prepare.exclude = [f"layout:xla:default:{train[0].stem}", valid.stem]
+    result = prepare_dataset(paths, cfg, jobs=1, progress=False)
+    stems = set(result.index["stem"][result.index["collection"] == "layout:xla:default"])
+    assert train[0].stem not in stems and valid.stem in stems
+    assert result.rule.fitted_on == len(discover(paths.npz, splits=["train"])) - 1
+    assert any("prepare.exclude left 1 train graph(s) out of training" in s for s in result.skipped)

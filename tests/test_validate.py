@@ -133,7 +133,8 @@ def test_predict_train_validate_end_to_end(out_paths, capsys):
     assert report.startswith("# Validation report: SYNTHETIC data ('tiny' scale)")
     assert "**SYNTHETIC DATA**" in report and sidecar["synthetic_scale"] == "tiny"
     assert f"model {sidecar['rank_plot_model']}](plots/rank_scatter.png)" in report
-    for name in ("collection_scores", "tau_distribution", "rank_scatter", "tile_slowdown"):
+    assert "![training curves](plots/training_curves.png)" in report
+    for name in ("collection_scores", "tau_distribution", "rank_scatter", "tile_slowdown", "training_curves"):
         png = out_paths.reports / "plots" / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     graphs = (out_paths.reports / "validation_graphs.csv").read_text().splitlines()

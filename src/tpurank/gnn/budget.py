@@ -36,11 +36,24 @@ def eval_interval(train: list[GraphData], r: Recipe, world: int) -> int:
     return max(1, min(AUTO_EVAL_MAX, r.max_steps, max(graphs, math.ceil(configs / per_step))))
 
 
-def out_of_time(r: Recipe, seconds: float, rt: Runtime) -> bool:
-    """True once the time budget is spent (the same answer on every rank)."""
-    late = r.time_budget_min > 0 and seconds >= r.time_budget_min * 60
+def synced_seconds(seconds: float, rt: Runtime) -> float:
+    """Training seconds spent, the same on every rank (the slowest rank's): the time budget and
+    the learning rate that follows it must agree across processes."""
     if rt.world > 1:
-        flag = torch.tensor([float(late)], device=rt.device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        late = bool(flag.item())
-    return late
+        box = torch.tensor([seconds], dtype=torch.float64, device=rt.device)
+        dist.all_reduce(box, op=dist.ReduceOp.MAX)
+        seconds = float(box.item())
+    return seconds
+
+
+def out_of_time(r: Recipe, seconds: float) -> bool:
+    """True once the time budget is spent (`seconds` from `synced_seconds`)."""
+    return r.time_budget_min > 0 and seconds >= r.time_budget_min * 60
+
+
+def budget_share(r: Recipe, step: int, seconds: float) -> float:
+    """The share of the budget spent: the larger of the steps' and the time's."""
+    share = step / max(1, r.max_steps)
+    if r.time_budget_min > 0:
+        share = max(share, seconds / (r.time_budget_min * 60))
+    return min(1.0, share)

@@ -24,6 +24,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from tpurank.core.atomic import write_text
 from tpurank.core.collections import kind_of
 from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import TpurankError
@@ -33,7 +34,7 @@ from tpurank.core.progress import tqdm
 from tpurank.core.provenance import write_sidecar
 from tpurank.gnn import device as devices
 from tpurank.gnn import gst
-from tpurank.gnn.budget import eval_interval, out_of_time, step_graphs
+from tpurank.gnn.budget import budget_share, eval_interval, out_of_time, step_graphs, synced_seconds
 from tpurank.gnn.checkpoints import (
     CHECKPOINT,
     CHECKPOINT_FORMAT,
@@ -51,6 +52,9 @@ from tpurank.gnn.scoring import evaluate
 from tpurank.gnn.step import make_optimizer, micro_batches, train_step
 
 SIDECAR = "model.json"
+
+METRICS = "metrics.csv"  # one row per validation, beside model.pt
+METRIC_COLUMNS = ("step", "elapsed", "lr", "train_loss", "valid_score")
 
 
 @dataclass
@@ -86,7 +90,7 @@ class Run:
     model_args: dict[str, Any]
     model: nn.Module
     opt: torch.optim.Optimizer
-    sched: torch.optim.lr_scheduler.LRScheduler
+    sched: torch.optim.lr_scheduler.LRScheduler | None
     segmented: gst.GstState | None
     rt: Runtime
     precision: str
@@ -94,6 +98,7 @@ class Run:
     data_key: str
     out: Path
     progress: bool
+    spent: float = 0.0  # training seconds spent, as of the last step (the same on every rank)
 
     @property
     def final(self) -> Path:
@@ -208,10 +213,11 @@ def build(
     precision = devices.pick_precision(rt.device, r.bf16)
     run = Run(
         spec=spec, cfg=cfg, collection=collection, recipe=r, model_args=args, model=model, opt=opt,
-        sched=make_scheduler(opt, r), segmented=segmented, rt=rt, precision=precision,
+        sched=None, segmented=segmented, rt=rt, precision=precision,
         scaler=devices.grad_scaler(precision), data_key=prepared_fingerprint(paths, collection),
         out=paths.model_dir(spec.name, collection), progress=progress,
     )  # fmt: skip
+    run.sched = make_scheduler(opt, r, spent=lambda: run.spent)  # follows the time budget too
     if rt.main and progress:
         print(f"[{spec.name}] {collection}: {devices.describe(rt.device, precision)}")
     return run
@@ -233,7 +239,7 @@ def resume(run: Run) -> LoopState:
     run.sched.load_state_dict(state["scheduler"])
     st = LoopState(step=state["step"], seconds=state["seconds"], best=state["best"], bad=state["bad"],
                    history=state["history"])  # fmt: skip
-    st.stopped = "patience" if st.bad >= run.recipe.patience else ""
+    st.stopped = "patience" if patience_ends(run.recipe, st, st.seconds) else ""
     if run.rt.main and run.progress:
         print(f"[{run.spec.name}] {run.collection}: resuming after step {st.step} from {run.resume_file}")
     return st
@@ -300,18 +306,40 @@ def record(run: Run, st: LoopState, score: float, losses: list[float], seconds: 
         "train_loss": float(np.mean(losses)),
         "valid_score": score,
         "seconds": round(seconds, 3),
+        "elapsed": round(st.seconds, 3),
+        "lr": run.opt.param_groups[0]["lr"],
         "configs_per_s": round(configs * rt.world / max(seconds, 1e-9), 1),
     })  # fmt: skip
-    st.stopped = "patience" if st.bad >= r.patience else "time budget" if late else ""
+    st.stopped = "patience" if patience_ends(r, st, run.spent) else "time budget" if late else ""
     if rt.main:
         if improved:
             save_checkpoint(run.final, run.checkpoint(st, complete=False))
         save_checkpoint(run.resume_file, run.checkpoint(st, complete=False, resumable=True))
+        write_metrics(run.out / METRICS, st.history)
     h = st.history[-1]
     run.say(
         f"[{run.spec.name}] {run.collection} step {st.step}/{r.max_steps}: loss {h['train_loss']:.4f} "
         f"valid {score:.4f} (best {st.best:.4f}) {h['configs_per_s']:.0f} configs/s"
     )
+
+
+def patience_ends(r: Recipe, st: LoopState, seconds: float) -> bool:
+    """`patience` validations without a gain, once at least `min_train_share` of the budget is spent."""
+    return st.bad >= r.patience and budget_share(r, st.step, seconds) >= r.min_train_share
+
+
+def write_metrics(path: Path, history: list[dict[str, Any]]) -> None:
+    """metrics.csv: one row per validation (step, seconds spent, lr, train loss, valid score),
+    rewritten whole (atomically) at each, so a resumed run's file holds its whole history."""
+    rows = [",".join(METRIC_COLUMNS)]
+    for h in history:
+        if "train_loss" in h:  # GST's fine-tuning record has no training step of its own
+            rows.append(
+                ",".join(
+                    str(h["step"]) if c == "step" else repr(float(h.get(c, "nan"))) for c in METRIC_COLUMNS
+                )
+            )
+    write_text(path, "\n".join(rows) + "\n")
 
 
 def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]) -> None:
@@ -321,6 +349,7 @@ def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]
     bar = tqdm(total=r.max_steps, initial=st.step, desc=f"{run.spec.name} {run.collection}", unit="step",
                disable=not (run.progress and rt.main), leave=False)  # fmt: skip
     losses, configs_seen, t0, clock = [], 0, time.perf_counter(), time.perf_counter()
+    run.spent = st.seconds  # a resume: the seconds spent before carry over (and so the rate)
     while st.step < r.max_steps and not st.stopped:
         loss, configs = step_once(run, st, train, every)
         losses.append(loss)
@@ -328,7 +357,8 @@ def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]
         bar.update()
         best = f"{st.best:.4f}" if st.best > -math.inf else "-"
         bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", val=best)
-        late = out_of_time(r, st.seconds + time.perf_counter() - clock, rt)
+        run.spent = synced_seconds(st.seconds + time.perf_counter() - clock, rt)
+        late = out_of_time(r, run.spent)
         if st.step % every and st.step < r.max_steps and not late:
             continue
         seconds = time.perf_counter() - t0

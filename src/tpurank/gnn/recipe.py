@@ -48,6 +48,7 @@ class Recipe:
     finetune_steps: int = 0
     history_mb: int = 1024
     warmup_steps: int = 0  # linear learning-rate warm-up before the schedule (gnn/schedule.py)
+    min_train_share: float = 0.0  # patience stops no run before this share of its budget
 
     @classmethod
     def from_section(cls, section: Any, **fixed: Any) -> Recipe:

@@ -1,45 +1,60 @@
 """The learning-rate schedule of the GNN rankers: an optional linear warm-up, then cosine decay or a
-constant rate over the rest of the step budget.
+constant rate over the rest of the budget.
 
-A warm-up keeps the first AdamW steps small while its second-moment estimates are still noisy (the
-top solutions of the competition warmed up); without one the schedule is the plain cosine over
-`max_steps` that the trainer always used.
+The budget is steps (`max_steps`) or time (`time_budget_min`), whichever runs out first: the
+cosine follows the larger of the two shares spent, so a time-budgeted run reaches a rate near 0
+when its minutes end (the CPU preset stops near step 560 of 4,000: over steps alone the rate
+would still be ~97% of its peak there). A resume restores the steps and seconds spent, and with
+them the rate. A warm-up keeps the first AdamW steps small while its second-moment estimates are
+still noisy (the top solutions of the competition warmed up).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 
 from tpurank.gnn.recipe import Recipe
 
 
-def lr_factor(step: int, max_steps: int, warmup_steps: int = 0, schedule: str = "cosine") -> float:
+def lr_factor(
+    step: int, max_steps: int, warmup_steps: int = 0, schedule: str = "cosine", time_share: float = 0.0
+) -> float:
     """The multiplier of the base learning rate at optimizer step `step` (0-based).
 
     Args:
         step: steps already taken.
-        max_steps: the training budget the decay spans.
+        max_steps: the step budget.
         warmup_steps: linear warm-up from 1/warmup_steps to 1 over this many steps (0 = none).
-        schedule: "cosine" (to 0 at `max_steps`) or "constant" after the warm-up.
+        schedule: "cosine" (to 0 when the budget ends) or "constant" after the warm-up.
+        time_share: the share of the time budget spent (0 without one).
     """
     if step < warmup_steps:
         return (step + 1) / warmup_steps
     if schedule != "cosine":
         return 1.0
     span = max(1, max_steps - warmup_steps)
-    done = min(step - warmup_steps, span)
-    return 0.5 * (1.0 + math.cos(math.pi * done / span))
+    done = max(min(step - warmup_steps, span) / span, min(1.0, time_share))
+    return 0.5 * (1.0 + math.cos(math.pi * done))
 
 
-def make_scheduler(opt: torch.optim.Optimizer, r: Recipe) -> torch.optim.lr_scheduler.LambdaLR:
+def make_scheduler(
+    opt: torch.optim.Optimizer, r: Recipe, spent: Callable[[], float] | None = None
+) -> torch.optim.lr_scheduler.LambdaLR:
     """A per-step scheduler following `lr_factor` (stepped once per optimizer step; resumable).
 
     Args:
         opt: the optimizer.
-        r: gives max_steps, warmup_steps and schedule.
+        r: gives max_steps, warmup_steps, schedule and time_budget_min.
+        spent: seconds of training spent so far (resumes included); read at each step when the
+            recipe has a time budget.
     """
-    return torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda step: lr_factor(step, r.max_steps, r.warmup_steps, r.schedule)
-    )
+    budget = r.time_budget_min * 60
+
+    def factor(step: int) -> float:
+        share = spent() / budget if budget > 0 and spent is not None else 0.0
+        return lr_factor(step, r.max_steps, r.warmup_steps, r.schedule, time_share=share)
+
+    return torch.optim.lr_scheduler.LambdaLR(opt, factor)

@@ -6,9 +6,11 @@ for a pb without runs) is skipped with a warning in train and valid, and is a fa
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterable
 from pathlib import Path
 
+from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
 from tpurank.data.dataset import GraphFile, dangling
 from tpurank.data.npz import read_header
@@ -50,3 +52,23 @@ def without_configs(files: list[GraphFile]) -> tuple[list[GraphFile], list[str],
         else:
             skipped.append(f"{gf.path}: 0 configs: nothing to learn from or score, skipped")
     return keep, skipped, failed
+
+
+def without_excluded(files: list[GraphFile], cfg: Config) -> tuple[list[GraphFile], list[str]]:
+    """(the files but the train graphs matching `prepare.exclude`, a note saying how many were left out).
+
+    A pattern matches the graph's ID (`layout:xla:default:unet_3d.4x4.bf16`) or its name; each
+    collection's own patterns apply (its [collections] override).
+    """
+    patterns: dict[str, list[str]] = {}
+    keep: list[GraphFile] = []
+    out: list[GraphFile] = []
+    for gf in files:
+        if gf.collection not in patterns:
+            patterns[gf.collection] = cfg.for_collection(gf.collection).prepare.exclude
+        pats = patterns[gf.collection]
+        hit = gf.split == "train" and any(fnmatch.fnmatchcase(n, p) for p in pats for n in (gf.id, gf.stem))
+        (out if hit else keep).append(gf)
+    if not out:
+        return keep, []
+    return keep, [f"prepare.exclude left {len(out)} train graph(s) out of training, e.g. {out[0].id}"]

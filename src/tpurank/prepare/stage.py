@@ -28,7 +28,7 @@ from tpurank.data.npz import read_node_feat
 from tpurank.data.subsets import load_subsets
 from tpurank.prepare.build import BuildParams, build_file, build_key, input_identity
 from tpurank.prepare.cache import CACHE_SUFFIX, INDEX_FILE, prepared_path, read_build
-from tpurank.prepare.inputs import broken_links, without_configs
+from tpurank.prepare.inputs import broken_links, without_configs, without_excluded
 from tpurank.prepare.node_features import RULE_FILE, FeatureRule, column_range, fit_rule
 from tpurank.prepare.pool import failure, resolve_jobs, run_tasks
 
@@ -109,7 +109,7 @@ def _files_key(files: list[GraphFile]) -> str:
 
 
 def ensure_rule(
-    out: Path, npz_root: Path, jobs: int, progress: bool, keep: bool = False
+    out: Path, npz_root: Path, jobs: int, progress: bool, cfg: Config, keep: bool = False
 ) -> tuple[FeatureRule, list[str]]:
     """The node-feature rule fitted on every train file of the dataset (reused while they are unchanged).
 
@@ -118,6 +118,7 @@ def ensure_rule(
         npz_root: the dataset's npz folder.
         jobs: worker processes.
         progress: show a progress bar.
+        cfg: the config (`prepare.exclude`: train graphs left out of the rule as of training).
         keep: use the saved rule as it is, whatever the train files (infer: the rule the models
             were trained with, shipped beside them); never refit it.
 
@@ -129,7 +130,7 @@ def ensure_rule(
         if saved is None:
             raise TpurankError(f"{out / RULE_FILE}: no saved feature rule to keep (--keep-rule)")
         return saved, []
-    train = discover(npz_root, splits=["train"])
+    train, _ = without_excluded(discover(npz_root, splits=["train"]), cfg)
     key = _files_key(train)
     if saved is not None and saved.train_key == key:
         return saved, []
@@ -254,11 +255,13 @@ def prepare_dataset(
             f"{npz_root}: no npz files for collections {collections or 'all'} and splits {splits or 'all'}"
         )
     out.mkdir(parents=True, exist_ok=True)
-    rule, failed = ensure_rule(out, npz_root, jobs, progress, keep=keep_rule)
+    rule, failed = ensure_rule(out, npz_root, jobs, progress, cfg, keep=keep_rule)
     folder = eval_indices or (paths.eval_indices if paths.eval_indices.is_dir() else None)
     subsets = load_subsets(folder) if folder is not None else {}
     failed += broken_links(npz_root, collections, splits)
     files, skipped, empty_tests = without_configs(files)
+    files, left_out = without_excluded(files, cfg)
+    skipped += left_out
     failed += empty_tests
 
     rows, tasks, targets = plan_builds(files, cfg, rule, subsets=subsets, out=out)

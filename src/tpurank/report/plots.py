@@ -143,3 +143,18 @@ def tile_slowdown(slowdowns: Mapping[str, Sequence[float]], out: Path, tag: str 
     ax.legend(fontsize=8)
     ax.set_title(_title("tile: slowdown of the best of the top 5", tag))
     return _save(fig, out)
+
+
+def training_curves(curves: Mapping[str, Mapping[str, Sequence[float]]], out: Path, tag: str = "") -> Path:
+    """Validation score and learning rate against the step, one line per trained model (a model's
+    metrics.csv: `gnn layout:xla:random` -> {"step", "valid_score", "lr"})."""
+    fig, (score_ax, lr_ax) = plt.subplots(2, 1, figsize=(6.5, 6), sharex=True)
+    for name, c in curves.items():
+        score_ax.plot(c["step"], c["valid_score"], marker=".", label=name)
+        lr_ax.plot(c["step"], c["lr"], label=name)
+    score_ax.set_ylabel("valid score")
+    score_ax.legend(fontsize=7)
+    lr_ax.set_ylabel("learning rate")
+    lr_ax.set_xlabel("optimizer step")
+    score_ax.set_title(_title("training curves (metrics.csv of each model)", tag))
+    return _save(fig, out)

@@ -88,6 +88,26 @@ def score_models(
     return rows, orders, skipped
 
 
+CURVES_PNG = "training_curves.png"
+
+
+def training_curves(paths: Paths) -> dict[str, dict[str, list[float]]]:
+    """Every trained model's metrics.csv (seed members' too): name -> step, valid score, lr."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for f in sorted(paths.models.glob("*/*/**/metrics.csv")) if paths.models.is_dir() else []:
+        rel = f.relative_to(paths.models).parts
+        if any(p.startswith(".") for p in rel):
+            continue  # a retrain in progress (its staging folder)
+        try:
+            df = pd.read_csv(f)
+            curve = {k: df[k].astype(float).tolist() for k in ("step", "valid_score", "lr")}
+        except (OSError, ValueError, KeyError, pd.errors.ParserError):
+            print(f"validate: {f}: unreadable, left out of the training curves", file=sys.stderr)
+            continue
+        out[" ".join(rel[:-1])] = curve
+    return out
+
+
 def markdown(
     table: dict[str, dict[str, float | None]],
     summaries: dict[str, dict[str, dict[str, float]]],
@@ -152,6 +172,7 @@ def markdown(
         "![per-graph tau](plots/tau_distribution.png)",
         f"![predicted vs true rank, model {rank_model}](plots/rank_scatter.png)",
         "![tile slowdown](plots/tile_slowdown.png)",
+        f"![training curves](plots/{CURVES_PNG})",
         "",
         "Per-graph scores: `validation_graphs.csv`.",
         "",
@@ -218,6 +239,7 @@ def run(args: argparse.Namespace) -> int:
     )
     slow = {m: [r["slowdown@5"] for r in rs if r["collection"] == "tile:xla"] for m, rs in rows.items()}
     plots.tile_slowdown(slow, plot_dir / "tile_slowdown.png", tag)
+    plots.training_curves(training_curves(paths), plot_dir / CURVES_PNG, tag)  # empty without one
     ensemble_lines = report_lines(paths) if "ensemble" in rows else []
     per_graph = pd.DataFrame([{"model": m, **r} for m, rs in rows.items() for r in rs])
     write_text(reports / "validation_graphs.csv", per_graph.to_csv(index=False))

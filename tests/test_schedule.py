@@ -1,0 +1,113 @@
+"""The training schedule follows the budget; early stopping cannot fire before a minimum share of
+it; the best checkpoint is what predict loads; metrics.csv has a row per validation."""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tpurank.core.config import Config
+from tpurank.core.paths import Paths
+from tpurank.gnn import loop
+from tpurank.gnn import model as gnn_model
+from tpurank.gnn.checkpoints import CHECKPOINT, load_model
+from tpurank.gnn.data import load_split
+from tpurank.gnn.schedule import lr_factor
+from tpurank.gnn.trainer import train_collection
+
+COLLECTION = "layout:xla:random"
+
+
+def small_cfg(**gnn: object) -> Config:
+    cfg = Config()
+    cfg.gnn = replace(cfg.gnn, hidden=16, layers=2, opcode_dim=4, config_dim=4, seeds=1, **gnn)
+    return cfg
+
+
+def metrics(paths: Paths) -> list[dict[str, str]]:
+    with open(paths.model_dir("gnn", COLLECTION) / loop.METRICS) as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture
+def graphs(tiny_paths: Paths):
+    return load_split(tiny_paths, COLLECTION, "train", False), load_split(
+        tiny_paths, COLLECTION, "valid", False
+    )
+
+
+@pytest.mark.parametrize(
+    ("step", "share", "expected"), [(0, 0.0, 1.0), (50, 0.0, 0.5), (10, 0.5, 0.5), (10, 1.0, 0.0)]
+)
+def test_the_cosine_follows_the_larger_share_of_the_budget(step: int, share: float, expected: float) -> None:
+    assert lr_factor(step, 100, 0, "cosine", time_share=share) == pytest.approx(
+        max(expected, 0.5 * (1 + math.cos(math.pi * step / 100))) if share == 0 else expected, abs=0.02
+    )
+    assert lr_factor(3, 100, 10, "cosine", time_share=0.9) == pytest.approx(0.4)  # warm-up first
+
+
+@pytest.mark.slow
+def test_a_time_budgeted_run_ends_near_a_zero_rate(tiny_paths: Paths, graphs, tmp_path: Path) -> None:
+    paths = Paths(tiny_paths.data, tmp_path)
+    cfg = small_cfg(max_steps=1_000_000, eval_every=5, time_budget_min=0.05, warmup_steps=5, patience=10**6)
+    summary = train_collection(gnn_model.SPEC, paths, cfg, COLLECTION, *graphs, progress=False)
+    rows = metrics(paths)
+    assert summary["stopped_by"] == "time budget" and len(rows) == summary["evals_run"] >= 3
+    assert float(rows[-1]["lr"]) <= 0.05 * cfg.gnn.lr
+    assert float(rows[0]["lr"]) > 0.5 * cfg.gnn.lr  # the peak was reached: the decay is the budget's
+    assert [int(r["step"]) for r in rows] == sorted(int(r["step"]) for r in rows)
+
+
+@pytest.mark.parametrize(("share", "steps"), [(0.0, 2), (0.5, 10), (1.0, 20)])
+def test_patience_never_stops_before_the_minimum_share(
+    tiny_paths: Paths, graphs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, share: float, steps: int
+) -> None:
+    """Every validation is worse than the first: patience 1 stops at the first validation past the
+    share (validating every step of 20)."""
+    scores = iter(range(1000, 0, -1))
+    monkeypatch.setattr(loop, "score_valid", lambda run, valid, losses: float(next(scores)))
+    paths = Paths(tiny_paths.data, tmp_path)
+    cfg = small_cfg(max_steps=20, eval_every=1, patience=1, min_train_share=share)
+    summary = train_collection(gnn_model.SPEC, paths, cfg, COLLECTION, *graphs, progress=False)
+    assert summary["steps_run"] == steps
+    assert summary["stopped_by"] == "patience"  # at step 20 too: the whole budget is spent by then
+    assert len(metrics(paths)) == summary["evals_run"] == steps
+
+
+def test_the_best_checkpoint_is_what_predict_loads(
+    tiny_paths: Paths, graphs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scores = iter([0.1, 0.2, 0.9, 0.3, 0.4, 0.5])
+    monkeypatch.setattr(loop, "score_valid", lambda run, valid, losses: next(scores))
+    paths = Paths(tiny_paths.data, tmp_path)
+    cfg = small_cfg(max_steps=12, eval_every=2, patience=100)
+    train_collection(gnn_model.SPEC, paths, cfg, COLLECTION, *graphs, progress=False)
+    _, ckpt = load_model(gnn_model.SPEC, paths.model_dir("gnn", COLLECTION) / CHECKPOINT, COLLECTION)
+    assert ckpt["complete"] and ckpt["step"] == 6 and ckpt["best"] == 0.9
+    assert [float(r["valid_score"]) for r in metrics(paths)] == [0.1, 0.2, 0.9, 0.3, 0.4, 0.5]
+
+
+def test_validate_reads_every_models_metrics_for_its_curves(tmp_path: Path) -> None:
+    from tpurank.report.validate import training_curves
+
+    paths = Paths(tmp_path / "data", tmp_path / "out")
+    for rel in ("gnn/layout-xla-random", "gnn/layout-xla-random/seed-1", "gnn/.next-tile-xla"):
+        (paths.models / rel).mkdir(parents=True)
+        loop.write_metrics(paths.models / rel / loop.METRICS, [
+            {"step": 5, "elapsed": 1.0, "lr": 1e-3, "train_loss": 0.5, "valid_score": 0.2},
+            {"step": 10, "elapsed": 2.0, "lr": 1e-5, "train_loss": 0.4, "valid_score": 0.3},
+        ])  # fmt: skip
+    curves = training_curves(paths)
+    assert sorted(curves) == [
+        "gnn layout-xla-random",
+        "gnn layout-xla-random seed-1",
+    ]  # not a retrain in progress
+    assert curves["gnn layout-xla-random"] == {
+        "step": [5.0, 10.0],
+        "valid_score": [0.2, 0.3],
+        "lr": [1e-3, 1e-5],
+    }
