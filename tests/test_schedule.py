@@ -12,7 +12,7 @@ import pytest
 
 from tpurank.core.config import Config
 from tpurank.core.paths import Paths
-from tpurank.gnn import loop
+from tpurank.gnn import loop, run_log
 from tpurank.gnn import model as gnn_model
 from tpurank.gnn.checkpoints import CHECKPOINT, load_model
 from tpurank.gnn.data import load_split
@@ -29,7 +29,7 @@ def small_cfg(**gnn: object) -> Config:
 
 
 def metrics(paths: Paths) -> list[dict[str, str]]:
-    with open(paths.model_dir("gnn", COLLECTION) / loop.METRICS) as f:
+    with open(paths.model_dir("gnn", COLLECTION) / run_log.METRICS) as f:
         return list(csv.DictReader(f))
 
 
@@ -97,7 +97,7 @@ def test_validate_reads_every_models_metrics_for_its_curves(tmp_path: Path) -> N
     paths = Paths(tmp_path / "data", tmp_path / "out")
     for rel in ("gnn/layout-xla-random", "gnn/layout-xla-random/seed-1", "gnn/.next-tile-xla"):
         (paths.models / rel).mkdir(parents=True)
-        loop.write_metrics(paths.models / rel / loop.METRICS, [
+        run_log.write_metrics(paths.models / rel / run_log.METRICS, [
             {"step": 5, "elapsed": 1.0, "lr": 1e-3, "train_loss": 0.5, "valid_score": 0.2},
             {"step": 10, "elapsed": 2.0, "lr": 1e-5, "train_loss": 0.4, "valid_score": 0.3},
         ])  # fmt: skip

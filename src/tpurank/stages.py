@@ -42,6 +42,11 @@ STAGES: dict[str, tuple[str, str]] = {
     "check-submission": ("tpurank.submission.check", "validate a submission CSV, listing every problem"),
     "submit": ("tpurank.submission.submit", "submit the checked CSV to Kaggle with the kaggle package"),
     "all": ("tpurank.pipeline", "run the whole pipeline end to end"),
+    "config": (
+        "tpurank.report.config_show",
+        "config show: every key of the resolved config, its default and overrides",
+    ),
+    "runs": ("tpurank.report.runs", "table runs side by side: config differences, scores, training time"),
     "build-code-dataset": ("tpurank.kaggle.code_dataset", "package the code for the Kaggle notebooks"),
     "build-models-dataset": (
         "tpurank.kaggle.models_dataset",

@@ -24,7 +24,6 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from tpurank.core.atomic import write_text
 from tpurank.core.collections import kind_of
 from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import TpurankError
@@ -47,14 +46,12 @@ from tpurank.gnn.checkpoints import (
 from tpurank.gnn.data import GraphData, sample_rows
 from tpurank.gnn.device import Runtime
 from tpurank.gnn.recipe import ModelSpec, Recipe, check_recipe
+from tpurank.gnn.run_log import METRICS, end_line, write_metrics
 from tpurank.gnn.schedule import make_scheduler
 from tpurank.gnn.scoring import evaluate
 from tpurank.gnn.step import make_optimizer, micro_batches, train_step
 
 SIDECAR = "model.json"
-
-METRICS = "metrics.csv"  # one row per validation, beside model.pt
-METRIC_COLUMNS = ("step", "elapsed", "lr", "train_loss", "valid_score")
 
 
 @dataclass
@@ -328,20 +325,6 @@ def patience_ends(r: Recipe, st: LoopState, seconds: float) -> bool:
     return st.bad >= r.patience and budget_share(r, st.step, seconds) >= r.min_train_share
 
 
-def write_metrics(path: Path, history: list[dict[str, Any]]) -> None:
-    """metrics.csv: one row per validation (step, seconds spent, lr, train loss, valid score),
-    rewritten whole (atomically) at each, so a resumed run's file holds its whole history."""
-    rows = [",".join(METRIC_COLUMNS)]
-    for h in history:
-        if "train_loss" in h:  # GST's fine-tuning record has no training step of its own
-            rows.append(
-                ",".join(
-                    str(h["step"]) if c == "step" else repr(float(h.get(c, "nan"))) for c in METRIC_COLUMNS
-                )
-            )
-    write_text(path, "\n".join(rows) + "\n")
-
-
 def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]) -> None:
     """Train until max_steps, the time budget or patience; validate every `eval_interval` steps."""
     r, rt = run.recipe, run.rt
@@ -409,16 +392,10 @@ def finish(run: Run, st: LoopState, paths: Paths) -> dict[str, Any]:
             device=str(rt.device), precision=run.precision, **summary,
         )  # fmt: skip
         run.resume_file.unlink(missing_ok=True)
-        print(end_line(run, st), file=sys.stderr)
+        print(
+            end_line(f"{run.spec.name} {run.collection}", st.step, st.seconds, st.stopped, st.history),
+            file=sys.stderr,
+        )
     if rt.world > 1:
         dist.barrier()
     return summary
-
-
-def end_line(run: Run, st: LoopState) -> str:
-    """The one line each trained model ends with: steps, minutes, why it stopped, best step and score."""
-    scored = [h for h in st.history if "valid_score" in h]
-    best = max(scored, key=lambda h: h["valid_score"]) if scored else None
-    at = f"best {best['valid_score']:.4f} at step {best['step']}" if best else "no validation"
-    why = st.stopped or "max_steps"
-    return f"[{run.spec.name} {run.collection}] {st.step} steps in {st.seconds / 60:.1f} min, stopped: {why}; {at}"
