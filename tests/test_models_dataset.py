@@ -12,8 +12,9 @@ import pytest
 from tpurank.core.config import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
+from tpurank.core.toml_write import to_toml
 from tpurank.kaggle.infer import find_manifest, unpack
-from tpurank.kaggle.models_dataset import ARCHIVE, MANIFEST, build, to_toml
+from tpurank.kaggle.models_dataset import ARCHIVE, MANIFEST, build
 
 
 def test_config_round_trips_through_toml(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ followed by `all` ends where a clean `all` ends.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import stat
@@ -140,8 +141,9 @@ def stage_io(args: argparse.Namespace) -> tuple[list[Files], list[Files], tuple[
     return None
 
 
+@functools.cache
 def source_hash() -> str:
-    """Hash of the package's source: a code change reruns the steps."""
+    """Hash of the package's source: a code change reruns the steps (read once per process)."""
     h = hashlib.sha256()
     pkg = Path(__file__).resolve().parent
     for f in sorted(pkg.rglob("*.py")):

@@ -8,10 +8,10 @@ Every key of `Config` with its value, its default and each collection's override
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from tpurank.core.config import Config, to_dict
+from tpurank.core.toml_write import to_toml as write_toml
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,33 +28,9 @@ def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(toml_value(x) for x in v) + "]"
-    return json.dumps(v)  # a TOML basic string: JSON's escapes are TOML's
-
-
-def _table(name: str, values: dict[str, Any]) -> list[str]:
-    scalars = [f"{k} = {toml_value(v)}" for k, v in values.items() if not isinstance(v, dict)]
-    lines = [f"[{name}]", *scalars, ""] if name else [*scalars, ""]
-    for k, v in values.items():
-        if isinstance(v, dict):
-            lines += _table(f"{name}.{json.dumps(k) if ':' in k else k}" if name else k, v)
-    return lines
-
-
 def to_toml(cfg: Config) -> str:
     """The whole config as TOML, per-collection overrides as `[collections."<c>".<section>]` tables."""
-    d = to_dict(cfg)
-    overrides = d.pop("collections")
-    lines = _table("", d)
-    for c, over in overrides.items():
-        lines += _table(f"collections.{json.dumps(c)}", over)
-    return "\n".join(lines).rstrip() + "\n"
+    return write_toml(to_dict(cfg))
 
 
 def rows(cfg: Config) -> list[tuple[str, Any, Any, dict[str, Any]]]:
