@@ -33,6 +33,7 @@ from tpurank.core.config import load_config  # noqa: E402
 from tpurank.core.errors import TpurankError  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
 from tpurank.gnn import model as gnn  # noqa: E402
+from tpurank.gnn import tile_inputs  # noqa: E402
 from tpurank.gnn.data import load_split, make_batch, sample_rows  # noqa: E402
 from tpurank.gnn.losses import ranking_loss  # noqa: E402
 
@@ -67,7 +68,7 @@ def step_flops(paths: Paths, collection: str, overrides: list[str]) -> dict:
     r = gnn.recipe(cfg, kind)
     model = gnn.SPEC.build(gnn.model_args(cfg, kind, g.node_feat.shape[1]))
     rows = sample_rows(g, r.configs_per_graph, np.random.default_rng(0))
-    batch = make_batch([g] * r.graphs_per_batch, [rows] * r.graphs_per_batch)
+    batch = make_batch([g] * r.graphs_per_batch, [rows] * r.graphs_per_batch, tile_inputs.wanted(model))
     with FlopCounterMode(display=False) as counter:
         loss = ranking_loss(r.loss, model(batch).float(), batch.runtime, batch.mask, r.margin, batch.weight)
         loss.backward()

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from tpurank.core import paths as paths_mod
+from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS
 from tpurank.core.collections import COLLECTIONS
-from tpurank.core.config import DEFAULT_COLLECTIONS, Config, load_config
+from tpurank.core.config import Config, load_config
 from tpurank.core.errors import TpurankError
 from tpurank.data.dataset import GraphFile, classify_path, discover
 
@@ -43,6 +44,37 @@ def test_per_collection_defaults_merge_under_the_users_tables(tmp_path: Path) ->
     assert applied.collections == {}  # applied once: the defaults do not come back
     assert applied.for_collection("layout:nlp:default").gnn.layer_attention is False
     assert DEFAULT_COLLECTIONS["layout:nlp:default"]["gnn"]["layer_attention"] is True  # not mutated
+
+
+def test_a_top_level_key_beats_the_per_collection_defaults_and_a_users_table_beats_both(
+    tmp_path: Path,
+) -> None:
+    """The GPU scale of each collection is a default: `--set gnn.max_steps=16` means 16 steps everywhere."""
+    gpu = Config()
+    steps = {c: gpu.for_collection(c).gnn.max_steps for c in COLLECTIONS}
+    assert steps == {c: DEFAULT_COLLECTIONS[c]["gnn"]["max_steps"] for c in COLLECTIONS}
+    assert gpu.for_collection("layout:xla:random").gnn.configs_per_graph == 128
+    assert gpu.for_collection("layout:xla:default").gnn.configs_per_graph == 64
+    short = load_config(None, ["gnn.max_steps=16", "gnn.layer_attention=false"])
+    for c in COLLECTIONS:
+        g = short.for_collection(c).gnn
+        assert (g.max_steps, g.layer_attention) == (16, False)
+        assert g.warmup_steps == DEFAULT_COLLECTIONS[c]["gnn"]["warmup_steps"]  # keys not set keep theirs
+    f = tmp_path / "c.toml"
+    f.write_text('[gnn]\nmax_steps = 16\n[collections."tile:xla".gnn]\nmax_steps = 99\n')
+    mixed = load_config(f)
+    assert mixed.for_collection("tile:xla").gnn.max_steps == 99  # the user's own table
+    assert mixed.for_collection("layout:nlp:random").gnn.max_steps == 16
+
+
+@pytest.mark.parametrize("preset", ["cpu-budget.toml", "demo.toml"])
+def test_the_presets_stay_lean_under_the_gpu_defaults(preset: str) -> None:
+    """The presets set the keys they care about at top level: none of the GPU scale leaks in."""
+    cfg = load_config(None, [], preset=paths_mod.preset_file(preset))
+    for c in COLLECTIONS:
+        g = cfg.for_collection(c).gnn
+        assert g.hidden <= 64 and g.configs_per_graph <= 64 and g.seeds == 1 and g.dropout == 0.0
+        assert g.max_steps <= 4_000 and g.warmup_steps <= 100 and g.eval_every <= 200, (preset, c)
 
 
 @pytest.mark.parametrize(

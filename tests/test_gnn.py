@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tpurank.core.collections import kind_of
-from tpurank.core.config import Config
+from tpurank.core.config import Config, from_dict
 from tpurank.core.errors import TpurankError
 from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
 from tpurank.core.paths import Paths
@@ -26,6 +26,7 @@ from tpurank.gnn.model import GnnRanker
 from tpurank.gnn.official import EarlyJoinSAGE
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.scoring import score_rows
+from tpurank.gnn.segments import segment_batch, split_graph
 from tpurank.gnn.trainer import train_collection
 from tpurank.prepare.cache import PreparedGraph
 
@@ -74,10 +75,13 @@ def prepared_graph(
 
 
 def small_cfg(**gnn: object) -> Config:
-    cfg = Config()
-    cfg.gnn = replace(cfg.gnn, hidden=16, layers=2, opcode_dim=4, config_dim=4, **gnn)
-    cfg.baseline = replace(cfg.baseline, hidden=16, layers=2, op_dim=8)
-    return cfg
+    """A small config built as a user's file is (from_dict), so each key set here beats the collections' own."""
+    return from_dict(
+        {
+            "gnn": {"hidden": 16, "layers": 2, "opcode_dim": 4, "config_dim": 4, **gnn},
+            "baseline": {"hidden": 16, "layers": 2, "op_dim": 8},
+        }
+    )
 
 
 def models(kind: str) -> list[torch.nn.Module]:
@@ -364,10 +368,15 @@ def test_errors_are_one_line(tmp_path) -> None:
         gnn_model.predict(paths, Config(), "layout:xla:random", "valid")
     with pytest.raises(TpurankError, match="no prepared train graphs"):
         gnn_model.train(paths, Config(), "tile:xla")
-    with pytest.raises(TpurankError, match="configs_per_graph"):
-        train_collection(gnn_model.SPEC, paths, small_cfg(configs_per_graph=1), "tile:xla")
-    with pytest.raises(TpurankError, match="unknown loss"):
-        train_collection(gnn_model.SPEC, paths, small_cfg(loss="ranknet"), "tile:xla")
+    # a config built in code skips from_dict's checks: the trainer checks again
+    for change, message in [
+        ({"configs_per_graph": 1}, "configs_per_graph"),
+        ({"loss": "ranknet"}, "unknown loss"),
+    ]:
+        cfg = small_cfg()
+        cfg.gnn = replace(cfg.gnn, **change)
+        with pytest.raises(TpurankError, match=message):
+            train_collection(gnn_model.SPEC, paths, cfg, "tile:xla")
     with pytest.raises(TpurankError, match="gnn.aggr"):
         GnnRanker("layout", FEAT, aggr="max")
     bad = paths.model_dir("gnn", "tile:xla") / CHECKPOINT
@@ -433,3 +442,62 @@ def test_checkpointed_layers_give_the_same_loss_and_gradients(layer_attention: b
     assert grads[0].keys() == grads[1].keys()
     for k in grads[0]:
         assert torch.allclose(grads[0][k], grads[1][k], atol=1e-6), k
+
+
+def shaped_graph(seed: int) -> PreparedGraph:
+    """`prepared_graph` with real shape dims and own layouts at its nodes (the tile-aware inputs read them)."""
+    p = prepared_graph("layout", seed=seed)
+    r = np.random.default_rng(seed)
+    raw = np.zeros((len(p.node_opcode), 140), np.float32)
+    raw[:, 21:24] = r.integers(1, 300, size=(len(raw), 3))
+    raw[:, 134:137] = [2, 1, 0]
+    return replace(p, node_feat_raw=raw, configs=r.integers(-1, 3, size=p.configs.shape).astype(np.int8))
+
+
+def test_tile_features_feed_the_configured_layout_to_the_model() -> None:
+    """A model with `tile_features` reads `make_batch(..., tile=True)`'s inputs: they change its scores,
+    configs scored together or alone still get the same costs, and gradients reach the new layer."""
+    g = from_prepared(shaped_graph(seed=5))
+    torch.manual_seed(0)
+    m = GnnRanker("layout", FEAT, hidden=16, layers=2, tile_features=True).eval()
+    rows = np.arange(8)
+    with pytest.raises(ValueError, match="tile=True"):
+        m(make_batch([g], [rows]))
+    batch = make_batch([g], [rows], tile=True)
+    assert batch.config_tile.shape == (8, len(g.config_nodes), 7)
+    together = score_rows(m, g, rows, chunk=8, device=torch.device("cpu"), precision="fp32")
+    alone = score_rows(m, g, rows, chunk=1, device=torch.device("cpu"), precision="fp32")
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    with torch.no_grad():
+        m.tile_in.weight.zero_()
+    blind = score_rows(m, g, rows, chunk=8, device=torch.device("cpu"), precision="fp32")
+    assert not np.allclose(blind, together)  # the inputs mattered
+    m.train()
+    m(make_batch([g], [rows], tile=True)).sum().backward()
+    assert m.tile_in.weight.grad.abs().sum() > 0
+
+
+def test_segments_carry_their_nodes_tile_inputs() -> None:
+    g = from_prepared(shaped_graph(seed=6))
+    full = make_batch([g], [np.arange(6)], tile=True)
+    segs = split_graph(g, 10)
+    part = segment_batch(full, segs)
+    cols = np.concatenate([s.config_cols for s in segs])
+    np.testing.assert_array_equal(part.config_tile.numpy(), full.config_tile.numpy()[:, cols])
+
+
+def test_a_model_with_tile_features_trains_saves_and_predicts(tiny_paths: Paths, tmp_path) -> None:
+    paths = Paths(data=tiny_paths.data, out=tmp_path)
+    collection = "layout:xla:random"
+    train = load_split(tiny_paths, collection, "train", progress=False)
+    valid = load_split(tiny_paths, collection, "valid", progress=False)
+    cfg = small_cfg(max_steps=3, eval_every=3, graphs_per_batch=2, configs_per_graph=8, tile_features=True)
+    model, _ = fit(
+        gnn_model.SPEC, paths, cfg, collection, train, valid, Runtime(torch.device("cpu")), progress=False
+    )
+    reloaded, ckpt = load_model(gnn_model.SPEC, paths.model_dir("gnn", collection) / CHECKPOINT)
+    assert ckpt["model_args"]["tile_features"] is True and reloaded.tile_in is not None
+    preds = predict_collection(gnn_model.SPEC, paths, cfg, collection, "valid", graphs=valid, progress=False)
+    for g in valid:
+        again = score_rows(reloaded, g, np.arange(g.num_unique), 64, torch.device("cpu"), "fp32")
+        np.testing.assert_array_equal(preds[g.id], again[g.inverse])

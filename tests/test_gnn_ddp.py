@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from tpurank.core.config import Config
+from tpurank.core.config import Config, from_dict
 from tpurank.gnn import model as gm
 from tpurank.gnn.data import load_split
 from tpurank.gnn.device import setup_runtime
@@ -32,9 +32,8 @@ from tpurank.core.paths import Paths
 
 out = Path(sys.argv[1])
 paths = Paths(data=out / "data", out=out)
-cfg = Config()
-cfg.gnn = replace(cfg.gnn, hidden=16, layers=2, opcode_dim=4, config_dim=4, max_steps=4, eval_every=2,
-                  graphs_per_batch=2, configs_per_graph=8)
+cfg = from_dict({"gnn": dict(hidden=16, layers=2, opcode_dim=4, config_dim=4, max_steps=4, eval_every=2,
+                             graphs_per_batch=2, configs_per_graph=8)})
 rt = setup_runtime()
 assert rt.world == 2 and dist.is_initialized() and dist.get_backend() == "gloo"
 train = load_split(paths, "layout:xla:random", "train", progress=False)

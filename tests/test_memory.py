@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tpurank.core.config import Config
+from tpurank.core.config import from_dict
 from tpurank.core.memory import release_free_memory
 from tpurank.core.paths import Paths
 from tpurank.gnn import loop
@@ -47,8 +46,8 @@ def test_cpu_training_frees_the_heap_after_every_step_and_validation(
     paths = Paths(data=tiny_paths.data, out=tmp_path)
     (tmp_path / "features").mkdir()
     (tmp_path / "features" / "prepared").symlink_to(tiny_paths.prepared, target_is_directory=True)
-    cfg = Config()
-    cfg.gnn = replace(cfg.gnn, hidden=8, layers=1, max_steps=4, eval_every=2, seeds=1, configs_per_graph=4)
+    gnn = {"hidden": 8, "layers": 1, "max_steps": 4, "eval_every": 2, "seeds": 1, "configs_per_graph": 4}
+    cfg = from_dict({"gnn": gnn})
     train_collection(gnn_model.SPEC, paths, cfg, "layout:xla:random", progress=False)
     assert events.count("validation") == 2 and events.count("step") == 4
     for i, e in enumerate(events[:-1]):

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tpurank.core.config import Config
+from tpurank.core.config import Config, from_dict
 from tpurank.core.paths import Paths
 from tpurank.gnn import loop, run_log
 from tpurank.gnn import model as gnn_model
@@ -23,9 +22,9 @@ COLLECTION = "layout:xla:random"
 
 
 def small_cfg(**gnn: object) -> Config:
-    cfg = Config()
-    cfg.gnn = replace(cfg.gnn, hidden=16, layers=2, opcode_dim=4, config_dim=4, seeds=1, **gnn)
-    return cfg
+    return from_dict(
+        {"gnn": {"hidden": 16, "layers": 2, "opcode_dim": 4, "config_dim": 4, "seeds": 1, **gnn}}
+    )
 
 
 def metrics(paths: Paths) -> list[dict[str, str]]:

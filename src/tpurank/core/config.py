@@ -1,7 +1,8 @@
 """The one typed configuration of a run: defaults here, overrides from a TOML file or `--set`.
 
 Each stage reads its own section. `[collections."layout:xla:default".gnn]` style tables override
-any section for one collection. Unknown keys, wrongly typed values and values outside the range
+any section for one collection; the per-collection defaults (core/collection_defaults.py: the GPU
+scale of each collection) give way to any key set at top level. Unknown keys, wrongly typed values and values outside the range
 declared next to the field (`value(default, min=..., choices=...)`) are errors, so a typo never
 silently falls back to a default and a nonsense value never trains a model. The resolved config is saved next to every output.
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS, collection_defaults
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.errors import TpurankError
 
@@ -95,7 +97,7 @@ class LgbmConfig:
 
 @dataclass
 class GnnConfig:
-    hidden: int = value(64, min=1)  # width of node embeddings
+    hidden: int = value(256, min=1)  # width of node embeddings (1st place: hidden_channels 256,256)
     layers: int = value(3, min=1)  # message-passing layers (both edge directions each)
     # neighbour aggregation, "sum" or "mean": sums keep fan-in (better layout tau on demo)
     aggr: str = value("sum", choices=("sum", "mean"))
@@ -110,9 +112,11 @@ class GnnConfig:
     graphs_per_batch: int = value(4, min=1)
     lr: float = value(1e-3, above=0)
     weight_decay: float = value(1e-4, min=0)
-    # per-(config, node) dropout masks add noise between the configs being ranked
-    dropout: float = value(0.0, min=0, below=1)
-    # training length in optimizer steps (a budget: collections differ 80-fold in size)
+    # per-(config, node) dropout masks (1st place: dropout 0.2 over ~50k steps; at the CPU presets' few hundred
+    # steps it cost 0.046 demo tau, docs/models.md: they set 0)
+    dropout: float = value(0.2, min=0, below=1)
+    # training length in optimizer steps; each collection has its own (core/collection_defaults.py: the 1st
+    # place's 11.5k-52k at 4 graphs a step), which a top-level value replaces for all five
     max_steps: int = value(4_000, min=1)
     # also stop after this many minutes (0 = no limit); validates before stopping
     time_budget_min: float = value(0.0, min=0)
@@ -142,16 +146,20 @@ class GnnConfig:
     finetune_steps: int = value(0, min=0)  # steps training only the prediction head on fresh embeddings
     history_mb: int = value(1024, min=1)  # memory bound of the historical-embedding table (oldest evicted)
     # --- the top solutions' recipe (docs/models.md, "The recipe of the top solutions")
-    # linear learning-rate warm-up, then the cosine over the rest of max_steps (10% of the budget, as measured)
+    # linear learning-rate warm-up, then the cosine over the rest of the budget (per collection: 5% of its
+    # steps, the 1st place's warmup_ratio)
     warmup_steps: int = value(400, min=0)
     # models trained with seeds seed, seed+1, ...; their predictions averaged after per-graph
-    # normalisation (ensemble.normalize); seed k > 0 lives in models/gnn/<collection>/seed-k/
-    seeds: int = value(3, min=1)
+    # normalisation (ensemble.normalize); seed k > 0 lives in models/gnn/<collection>/seed-k/ (1st place: 5 seeds)
+    seeds: int = value(5, min=1)
     standardize: bool = True  # node features standardised with train-graph statistics (in the checkpoint)
     # layout: attention across the configs at every configurable node after every message-passing layer
-    # (on for the default collections: DEFAULT_COLLECTIONS below)
+    # (on for the default collections: core/collection_defaults.py)
     layer_attention: bool = False
     tile_all_configs: bool = False  # tile: every config of a graph in each step (configs_per_graph ignored)
+    # layout: each config's minor dims against the TPU's (8, 128) tile at every configurable node (the 3rd and
+    # 5th places' per-dimension features; gnn/tile_inputs.py); off until bench_budget.py's features row measures it
+    tile_features: bool = False
 
 
 @dataclass
@@ -188,21 +196,12 @@ class EnsembleConfig:
     normalize: str = value("rank", choices=("rank", "zscore"))
 
 
-# Per-collection defaults: a config's own [collections] tables are merged over these key by key, so
-# `collections."layout:xla:default".gnn.layer_attention = false` switches one off.
-DEFAULT_COLLECTIONS: dict[str, dict[str, Any]] = {
-    # attention across configs at the configurable nodes, every layer: it raised the GNN's tau on demo
-    # xla:default and on the real unet_3d graph (docs/models.md, "The recipe of the top solutions")
-    "layout:xla:default": {"gnn": {"layer_attention": True}},
-    "layout:nlp:default": {"gnn": {"layer_attention": True}},
-    # tile scores a graph by its 5 top-ranked configs: z-scores keep how far ahead a member puts its
-    # favourites, ranks flatten it (docs/models.md, "The ensemble": better on the real kernels and on demo)
-    "tile:xla": {"ensemble": {"normalize": "zscore"}},
-}
-
-
 @dataclass
 class Config:
+    """The whole run's config. Build it with `load_config` or `from_dict`: they resolve the per-collection
+    defaults against the keys you set; `dataclasses.replace` on a section afterwards leaves the
+    collections' own values (`collections`) in force wherever they exist."""
+
     seed: int = value(0, min=0)  # every random choice derives from this
     prepare: PrepareConfig = field(default_factory=PrepareConfig)
     features: FeaturesConfig = field(default_factory=FeaturesConfig)
@@ -210,7 +209,8 @@ class Config:
     gnn: GnnConfig = field(default_factory=GnnConfig)
     baseline: BaselineConfig = field(default_factory=BaselineConfig)
     ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
-    # per-collection overrides: {"layout:xla:default": {"gnn": {"cross_config_attention": True}}}
+    # per-collection overrides: {"layout:xla:default": {"gnn": {"cross_config_attention": True}}}; the
+    # defaults (core/collection_defaults.py) give way to a key set at top level, the user's tables do not
     collections: dict[str, dict[str, Any]] = field(default_factory=lambda: copy.deepcopy(DEFAULT_COLLECTIONS))
 
     def for_collection(self, collection: str) -> Config:
@@ -297,11 +297,12 @@ def check_value(v: Any, allowed: Mapping[str, Any], where: str) -> None:
 
 
 def from_dict(data: dict[str, Any]) -> Config:
-    """Build and validate a Config; its [collections] tables go over DEFAULT_COLLECTIONS."""
+    """Build and validate a Config; its [collections] tables go over the per-collection defaults, which
+    give way to every key `data` sets at top level (core/collection_defaults.py)."""
     over = data.get("collections", {})
     if not isinstance(over, dict):
         raise TpurankError("config: collections must be a table")
-    data = {**data, "collections": _merge(copy.deepcopy(DEFAULT_COLLECTIONS), over, "collections")}
+    data = {**data, "collections": _merge(collection_defaults(data), over, "collections")}
     cfg = _build(Config, data, "")
     check_pairs(cfg, "")
     for collection, over in cfg.collections.items():

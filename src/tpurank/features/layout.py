@@ -84,6 +84,40 @@ def configurable_pairs(
     return pairs(a_cc), pairs(through)
 
 
+def node_layout_facts(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dims (k, 7) with a trailing 1, rank (k,), own layout (k, 6) int8, -1 beyond the rank) of nodes.
+
+    Args:
+        raw: node_feat_raw rows (k, 140) of the configurable nodes.
+    """
+    dims, rank, _ = node_shapes(raw)
+    dims7 = np.concatenate([dims, np.ones((len(raw), 1), dtype=np.int64)], axis=1)
+    own = raw[:, OWN_LAYOUT_COLS].astype(np.int8)
+    own[np.arange(6)[None, :] >= rank[:, None]] = -1
+    return dims7, rank, own
+
+
+def effective_layout(configs: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the output layout each node gets (u, k, 6), whether the config sets it (u, k)): a config's
+    all -1 output layout means the node keeps its own."""
+    out = configs[:, :, 0:6]
+    out_set = (out != -1).any(-1)
+    return np.where(out_set[..., None], out, own[None]), out_set
+
+
+def minor_sizes(
+    eff: np.ndarray, dims7: np.ndarray, rank: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(minor-most dim index (u, k), its size, the second-minor size) under the layouts `eff`:
+    the two dimensions the TPU tiles by (8, 128). Sizes are >= 1; the second is 1 below rank 2."""
+    node_ix = np.arange(eff.shape[1])[None, :]
+    m0 = eff[..., 0].astype(np.int64)
+    m1 = eff[..., 1].astype(np.int64)
+    s0 = np.maximum(dims7[node_ix, np.where(m0 < 0, 6, m0)], 1).astype(np.float64)
+    s1 = np.maximum(dims7[node_ix, np.where(m1 < 0, 6, m1)], 1).astype(np.float64)
+    return m0, s0, np.where(rank[None, :] >= 2, s1, 1.0)
+
+
 def layout_nodes(g: PreparedGraph) -> LayoutNodes:
     """Per-configurable-node facts of a prepared layout graph.
 
@@ -92,10 +126,8 @@ def layout_nodes(g: PreparedGraph) -> LayoutNodes:
     """
     idx = g.config_nodes.astype(np.int64)
     raw = g.node_feat_raw[idx]
-    dims, rank, numel = node_shapes(raw)
-    dims7 = np.concatenate([dims, np.ones((len(idx), 1), dtype=np.int64)], axis=1)
-    own = raw[:, OWN_LAYOUT_COLS].astype(np.int8)
-    own[np.arange(6)[None, :] >= rank[:, None]] = -1
+    dims7, rank, own = node_layout_facts(raw)
+    numel = node_shapes(raw)[2]
     ops = g.node_opcode[idx].astype(np.int64)
     group = np.full(len(idx), len(GROUP_NAMES) - 1, dtype=np.int64)
     for i, op in enumerate(OP_GROUPS):
@@ -146,16 +178,10 @@ def config_features(configs: np.ndarray, nodes: LayoutNodes) -> dict[str, np.nda
     """
     u, k = configs.shape[:2]
     out, inp = configs[:, :, 0:6], configs[:, :, 6:12]
-    out_set = (out != -1).any(-1)
     any_set = (configs != -1).any(-1)
-    eff = np.where(out_set[..., None], out, nodes.own[None])  # the layout each node actually gets
+    eff, out_set = effective_layout(configs, nodes.own)  # the layout each node actually gets
     rank = nodes.rank[None, :]
-    node_ix = np.arange(k)[None, :]
-    m0 = eff[..., 0].astype(np.int64)
-    m1 = eff[..., 1].astype(np.int64)
-    s0 = np.maximum(nodes.dims[node_ix, np.where(m0 < 0, 6, m0)], 1).astype(np.float64)
-    s1 = np.maximum(nodes.dims[node_ix, np.where(m1 < 0, 6, m1)], 1).astype(np.float64)
-    s1 = np.where(rank >= 2, s1, 1.0)
+    m0, s0, s1 = minor_sizes(eff, nodes.dims, nodes.rank)
     pad0 = np.where(rank >= 1, padded(s0, LANE), s0)
     pad1 = np.where(rank >= 2, padded(s1, SUBLANE), s1)
     numel = nodes.numel[None, :]

@@ -16,6 +16,7 @@ import torch
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
+from tpurank.gnn.tile_inputs import NodeShapes, tile_inputs
 from tpurank.prepare.cache import PreparedGraph, iter_prepared, no_rows
 
 
@@ -39,6 +40,7 @@ class GraphData:
         config_runtime: (c,) float64 each original config's own measurement: what validation scores.
         is_test: runtimes unknown.
         eval_rows: the official validation subset (original indices); empty where there is none.
+        shapes: layout: the configurable nodes' shapes and own layouts (`tile_inputs.py`).
     """
 
     id: str
@@ -54,6 +56,7 @@ class GraphData:
     config_runtime: np.ndarray
     is_test: bool
     eval_rows: np.ndarray = field(default_factory=no_rows)
+    shapes: NodeShapes | None = None
 
     @property
     def num_unique(self) -> int:
@@ -89,6 +92,9 @@ def from_prepared(g: PreparedGraph) -> GraphData:
         config_runtime=np.asarray(g.config_runtime, dtype=np.float64),
         is_test=g.is_test,
         eval_rows=np.asarray(g.eval_rows, dtype=np.int64),
+        shapes=NodeShapes.from_raw(g.node_feat_raw[np.asarray(g.config_nodes, dtype=np.int64)])
+        if g.kind == "layout"
+        else None,
     )
 
 
@@ -103,6 +109,7 @@ class Batch:
         configs: layout (C, K, 18) int8; tile (B, C, 24) float32.
         runtime: (B, C) float64; mask: (B, C) bool, False on padding slots.
         weight: (B, C) float32 duplicate count of each slot's config (0 on padding).
+        config_tile: layout (C, K, TILE_INPUTS) float32 tile-aware inputs, where asked for (`make_batch`).
     """
 
     node_feat: torch.Tensor
@@ -116,6 +123,7 @@ class Batch:
     runtime: torch.Tensor
     mask: torch.Tensor
     weight: torch.Tensor
+    config_tile: torch.Tensor | None = None
 
     def to(self, device: torch.device | str) -> Batch:
         moved = {
@@ -126,16 +134,17 @@ class Batch:
         return Batch(**moved)
 
 
-def make_batch(graphs: list[GraphData], rows: list[np.ndarray]) -> Batch:
+def make_batch(graphs: list[GraphData], rows: list[np.ndarray], tile: bool = False) -> Batch:
     """Batch graphs with the given unique-config rows each (padded to the longest, masked).
 
     Args:
         graphs: the B graphs (all layout or all tile).
         rows: per graph, indices into its unique configs (at least one each).
+        tile: layout: also compute the tile-aware inputs (a model with `gnn.tile_features` reads them).
     """
     c = max(len(r) for r in rows)
     kind = graphs[0].kind
-    feats, ops, edges, node_graph, cnodes, cgraph, cfgs = [], [], [], [], [], [], []
+    feats, ops, edges, node_graph, cnodes, cgraph, cfgs, tiles = [], [], [], [], [], [], [], []
     runtime = np.zeros((len(graphs), c), dtype=np.float64)
     mask = np.zeros((len(graphs), c), dtype=bool)
     weight = np.zeros((len(graphs), c), dtype=np.float32)
@@ -151,6 +160,10 @@ def make_batch(graphs: list[GraphData], rows: list[np.ndarray]) -> Batch:
         cnodes.append(g.config_nodes + offset)
         cgraph.append(torch.full((len(g.config_nodes),), b, dtype=torch.long))
         cfgs.append(g.configs[padded])  # layout (C, k, 18); tile (C, 24)
+        if tile and kind == "layout":
+            if g.shapes is None:
+                raise ValueError(f"{g.id}: no node shapes for the tile-aware inputs")
+            tiles.append(tile_inputs(cfgs[-1], g.shapes))
         runtime[b] = g.runtime[padded]
         mask[b, : len(r)] = True
         weight[b, : len(r)] = g.count[r]
@@ -171,6 +184,7 @@ def make_batch(graphs: list[GraphData], rows: list[np.ndarray]) -> Batch:
         runtime=torch.from_numpy(runtime),
         mask=torch.from_numpy(mask),
         weight=torch.from_numpy(weight),
+        config_tile=torch.from_numpy(np.concatenate(tiles, axis=1)) if tiles else None,
     )
 
 

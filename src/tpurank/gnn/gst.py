@@ -32,6 +32,7 @@ import torch.distributed as dist
 from torch import nn
 from torch_geometric.nn import global_add_pool
 
+from tpurank.gnn import tile_inputs
 from tpurank.gnn.data import Batch, GraphData, make_batch
 from tpurank.gnn.device import autocast
 from tpurank.gnn.history import HistoryTable, segment_keys
@@ -145,7 +146,7 @@ def graph_loss(
         scale: weight of this graph's loss in the step (1 / graphs per step).
         update: write the fresh sums to the table.
     """
-    full = make_batch([g], [rows])
+    full = make_batch([g], [rows], tile_inputs.wanted(model))
     segs = state.segments(g)
     pick = np.sort(rng.choice(len(segs), size=min(r.segments_per_step, len(segs)), replace=False))
     others = np.setdiff1d(np.arange(len(segs)), pick)
@@ -254,7 +255,7 @@ def _all_sums(
 ) -> tuple[torch.Tensor, Batch]:
     """(C, D) sums over every segment of `g` for the given rows, one segment at a time; and the
     whole-graph batch on the CPU (its labels; only the segments go to the device)."""
-    full = make_batch([g], [rows])
+    full = make_batch([g], [rows], tile_inputs.wanted(model))
     total = None
     for s in segs:
         with autocast(device, precision):

@@ -32,7 +32,7 @@ from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import write_sidecar
 from tpurank.gnn import device as devices
-from tpurank.gnn import gst
+from tpurank.gnn import gst, tile_inputs
 from tpurank.gnn.budget import budget_share, eval_interval, out_of_time, step_graphs, synced_seconds
 from tpurank.gnn.checkpoints import (
     CHECKPOINT,
@@ -262,7 +262,7 @@ def step_once(run: Run, st: LoopState, train: list[GraphData], every: int) -> tu
             device=rt.device, precision=run.precision, scaler=run.scaler, rng=rng,
         )  # fmt: skip
     else:
-        batches = micro_batches(graphs, rows, r.max_batch_nodes)
+        batches = micro_batches(graphs, rows, r.max_batch_nodes, tile_inputs.wanted(unwrap(run.model)))
         loss = train_step(
             run.model, run.opt, batches, r, rt.device, precision=run.precision, scaler=run.scaler
         )

@@ -38,6 +38,7 @@ from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.recipe import ModelSpec, Recipe, constructor_args
 from tpurank.gnn.seeds import forget_seeds, predict_seeds, train_seeds, trained_seeds
 from tpurank.gnn.standardize import fit_train_stats
+from tpurank.gnn.tile_inputs import TILE_INPUTS
 from tpurank.gnn.trainer import train_collection
 
 NAME = "gnn"
@@ -65,6 +66,8 @@ class GnnRanker(nn.Module):
             `standardize.fit_train_stats`, saved with the weights).
         layer_attention: layout: attention across the configs at every configurable node after
             every message-passing layer (each config's node state sees its competitors').
+        tile_features: layout: add the tile-aware inputs of each config at each configurable node
+            (`tile_inputs.py`; batches then come from `make_batch(..., tile=True)`).
     """
 
     def __init__(
@@ -82,6 +85,7 @@ class GnnRanker(nn.Module):
         checkpoint_layers: bool = False,
         standardize: bool = False,
         layer_attention: bool = False,
+        tile_features: bool = False,
     ) -> None:
         super().__init__()
         self.kind = kind
@@ -94,6 +98,8 @@ class GnnRanker(nn.Module):
             self.config_in = ConfigEmbedding(config_dim, hidden)
         else:
             self.config_in = mlp([TILE_CONFIG_DIM, hidden, hidden])
+        # the configured layout against the TPU's (8, 128) tile, added to each config's embedding
+        self.tile_in = nn.Linear(TILE_INPUTS, hidden) if tile_features and kind == "layout" else None
         self.fuse = mlp([3 * hidden if kind == "tile" else 2 * hidden, hidden, hidden])
         self.attention = CrossConfigAttention(hidden, heads) if cross_config_attention else None
         self.head = mlp([hidden, hidden, 1], dropout)
@@ -119,7 +125,12 @@ class GnnRanker(nn.Module):
         """(C, N, H) node states per config slot after every message-passing layer (layout).
         Graph Segment Training (gst.py) runs the same stack on each segment."""
         c = batch.configs.shape[0]
-        e = self.config_in(batch.configs).to(h.dtype)  # (C, K, H)
+        e = self.config_in(batch.configs)  # (C, K, H)
+        if self.tile_in is not None:
+            if batch.config_tile is None:
+                raise ValueError("a model with tile_features needs make_batch(..., tile=True)")
+            e = e + self.tile_in(batch.config_tile.to(e.dtype))
+        e = e.to(h.dtype)
         x = h.unsqueeze(0).expand(c, -1, -1).index_add(1, batch.config_nodes, e)  # (C, N, H), no graph copy
         recompute = self.checkpoint_layers and self.training and torch.is_grad_enabled()
         for i in range(len(self.layers)):

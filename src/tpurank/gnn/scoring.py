@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from tpurank.core.metrics import kendall_tau, order_from_costs, tile_score
-from tpurank.gnn import gst
+from tpurank.gnn import gst, tile_inputs
 from tpurank.gnn.data import GraphData, eval_configs, make_batch
 from tpurank.gnn.device import autocast
 from tpurank.gnn.recipe import Recipe
@@ -92,7 +92,7 @@ def score_rows(
 
         def costs(part: np.ndarray) -> torch.Tensor:
             with autocast(device, precision):
-                return model(make_batch([g], [part]).to(device))[0, : len(part)]
+                return model(make_batch([g], [part], tile_inputs.wanted(model)).to(device))[0, : len(part)]
 
     out = np.empty(len(rows), dtype=np.float64)
     chunk = pass_configs(model, g, chunk, pass_nodes, device)

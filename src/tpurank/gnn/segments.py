@@ -119,6 +119,7 @@ def segment_batch(full: Batch, segments: list[Segment]) -> Batch:
         config_nodes=torch.cat(cnodes),
         config_graph=torch.cat(cseg),
         configs=full.configs[:, torch.cat(cols)],
+        config_tile=None if full.config_tile is None else full.config_tile[:, torch.cat(cols)],
         runtime=full.runtime,
         mask=full.mask.expand(len(segments), -1),  # (segments, C): per-node attention indexes it by segment
         weight=full.weight,

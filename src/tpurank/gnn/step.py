@@ -32,7 +32,9 @@ def clip_gradients(model: nn.Module, r: Recipe) -> None:
         torch.nn.utils.clip_grad_norm_(model.parameters(), r.clip_norm)
 
 
-def micro_batches(graphs: list[GraphData], rows: list[np.ndarray], max_nodes: int) -> list[Batch]:
+def micro_batches(
+    graphs: list[GraphData], rows: list[np.ndarray], max_nodes: int, tile: bool = False
+) -> list[Batch]:
     """One step's graphs as batches of at most `max_nodes` nodes each (a bigger graph goes alone).
 
     Memory grows with configs x nodes, so a step that samples several big graphs is run as
@@ -42,6 +44,7 @@ def micro_batches(graphs: list[GraphData], rows: list[np.ndarray], max_nodes: in
         graphs: this step's graphs.
         rows: their sampled unique-config rows.
         max_nodes: node budget per micro-batch (0 = no limit).
+        tile: with the tile-aware inputs (`make_batch`).
     """
     groups: list[list[int]] = [[]]
     nodes = 0
@@ -52,7 +55,7 @@ def micro_batches(graphs: list[GraphData], rows: list[np.ndarray], max_nodes: in
             nodes = 0
         groups[-1].append(i)
         nodes += n
-    return [make_batch([graphs[i] for i in grp], [rows[i] for i in grp]) for grp in groups]
+    return [make_batch([graphs[i] for i in grp], [rows[i] for i in grp], tile) for grp in groups]
 
 
 def train_step(

@@ -1,0 +1,165 @@
+"""The CPU preset at its 10-minute budget on full-scale synthetic layout data, change by change.
+
+Rows (issue 25's table): `before` (the code before the schedule and early-stop fixes, fd93e76),
+`schedule` (the cosine follows the time budget; early stopping as before: `gnn.min_train_share=0`),
+`early-stop` (and no stop before half the budget: today's defaults), `features` (and the tile-aware
+node features). Each run trains the GNN of one row, collection and seed with configs/cpu-budget.toml
+(the row's own copy), predicts the valid split and keeps its score (`submissions/valid_gnn.json`) and
+how training went (`model.json`: steps, minutes, why it stopped). A row at a commit runs from a git
+worktree of that commit, so editing the checkout during a bench changes nothing; each run is saved
+to the results as soon as it ends, so a killed bench resumes at the run it was in. Nothing else may
+run meanwhile: the budget is wall time, and a busy machine trains fewer steps (a file `PAUSE` in
+the bench's folder holds the next run back until it is removed).
+
+    .venv/bin/python bench/bench_budget.py --rows before early-stop --seeds 0 1 2
+    .venv/bin/python bench/bench_budget.py --table   # the table of what is measured so far
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+DATA = ROOT / "data" / "synthetic-full"
+WORK = ROOT / "data" / "bench" / "budget"
+RESULTS = ROOT / "bench" / "results" / "budget.json"
+COLLECTIONS = ["layout:xla:random", "layout:nlp:default"]
+
+# row -> (commit, or None for the checkout's HEAD when the bench starts; --set overrides)
+ROWS: dict[str, tuple[str | None, list[str]]] = {
+    "before": ("fd93e76", []),
+    "schedule": (None, ["gnn.min_train_share=0"]),
+    "early-stop": (None, []),
+    "features": (None, ["gnn.tile_features=true"]),
+}
+
+
+def git(*args: str, cwd: Path = ROOT) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def worktree(commit: str, root: Path) -> Path:
+    """A detached worktree of `commit` under the bench's folder (made once)."""
+    tree = root / "code" / commit[:12]
+    if not (tree / "run.sh").exists():
+        tree.parent.mkdir(parents=True, exist_ok=True)
+        git("worktree", "add", "--detach", "--force", str(tree), commit)
+    return tree
+
+
+def tpurank(tree: Path, args: list[str], log: Path) -> None:
+    """`python -m tpurank ARGS` with the code of `tree`; its output appended to `log`."""
+    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    with log.open("a") as f:
+        f.write(f"$ tpurank {' '.join(args)}\n")
+        f.flush()
+        done = subprocess.run([PYTHON, "-m", "tpurank", *args], cwd=tree, env=env, stdout=f, stderr=f)
+    if done.returncode:
+        sys.exit(f"tpurank {args[0]} failed (exit {done.returncode}); see {log}")
+
+
+def run_one(row: str, commit: str, collection: str, seed: int, a: argparse.Namespace) -> dict:
+    """Train, predict valid and read back one run of the table."""
+    tree = worktree(commit, a.work)
+    work = a.work / "work" / commit[:12]  # the prepared cache, shared by the commit's runs
+    out = a.work / "runs" / row / collection.replace(":", "_") / f"seed-{seed}"
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "bench.log"
+    common = ["--collections", collection, "--data-dir", str(a.data), "--out-dir", str(out), "--work-dir", str(work)]  # fmt: skip
+    tpurank(tree, ["prepare", *common], log)
+    sets = [x for s in [*ROWS[row][1], *a.extra, f"seed={seed}"] for x in ("--set", s)]
+    preset = ["--config", str(tree / "configs" / "cpu-budget.toml"), *sets]
+    start = time.perf_counter()
+    tpurank(tree, ["train", "--model", "gnn", *common, *preset], log)
+    trained = time.perf_counter() - start
+    tpurank(tree, ["predict", "--model", "gnn", "--split", "valid", *common, *preset], log)
+    side = json.loads((out / "submissions" / "valid_gnn.json").read_text())
+    model = json.loads((out / "models" / "gnn" / collection.replace(":", "-") / "model.json").read_text())
+    keep = ("steps_run", "evals_run", "seconds", "stopped_by", "best_valid_score")
+    best = max(model["history"], key=lambda h: h["valid_score"], default={})
+    return {
+        "row": row, "commit": commit, "collection": collection, "seed": seed,
+        "score": side["scores"][collection], "train_wall_s": round(trained, 1),
+        "model": {**{k: model[k] for k in keep}, "best_step": best.get("step")},
+    }  # fmt: skip
+
+
+def load(path: Path) -> list[dict]:
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def save(path: Path, results: list[dict]) -> None:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(results, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def table(results: list[dict]) -> str:
+    """Mean ± population std over seeds per row and collection, and the mean over collections."""
+    lines = ["| row | " + " | ".join(COLLECTIONS) + " | mean |", "|---" * (len(COLLECTIONS) + 2) + "|"]
+    for row in ROWS:
+        cells, means = [], []
+        for c in COLLECTIONS:
+            s = [r["score"] for r in results if r["row"] == row and r["collection"] == c]
+            if not s:
+                cells.append("-")
+                continue
+            means.append(statistics.fmean(s))
+            cells.append(f"{means[-1]:.4f} ± {statistics.pstdev(s):.4f} ({len(s)} seeds)")
+        if any(c != "-" for c in cells):
+            mean = f"{statistics.fmean(means):.4f}" if len(means) == len(COLLECTIONS) else "-"
+            lines.append(f"| {row} | " + " | ".join(cells) + f" | {mean} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--collections", nargs="+", default=COLLECTIONS, choices=COLLECTIONS)
+    p.add_argument(
+        "--data", type=Path, default=DATA, help="full-scale synthetic data (bench_scale.py makes it)"
+    )
+    p.add_argument("--results", type=Path, default=RESULTS)
+    p.add_argument("--work", type=Path, default=WORK, help="worktrees, caches and runs")
+    p.add_argument("--set", dest="extra", action="append", default=[], help="one more override (smoke tests)")
+    p.add_argument("--table", action="store_true", help="print the table of the saved results and exit")
+    a = p.parse_args()
+    results = load(a.results)
+    if a.table:
+        print(table(results))
+        return 0
+    if not (a.data / "npz_all").exists():
+        sys.exit(f"{a.data}: no full-scale synthetic data; python -m tpurank synth --scale full --out {a.data} "
+                 f"--collections {' '.join(COLLECTIONS)} --splits train valid --jobs 2")  # fmt: skip
+    head = git("rev-parse", "HEAD")
+    # seeds outermost: a bench stopped early still has every row at its first seeds
+    for seed in a.seeds:
+        for collection in a.collections:
+            for row in a.rows:
+                if any((r["row"], r["collection"], r["seed"]) == (row, collection, seed) for r in results):
+                    continue
+                while (a.work / "PAUSE").exists():  # another heavy job wants the cores between two runs
+                    time.sleep(10)
+                commit = ROWS[row][0] or head
+                print(
+                    f"[{time.strftime('%H:%M:%S')}] {row} {collection} seed {seed} ({commit[:8]})", flush=True
+                )
+                rec = run_one(row, git("rev-parse", commit), collection, seed, a)
+                print(f"    score {rec['score']:.4f}; {rec['model']}", flush=True)
+                results = [*load(a.results), rec]
+                save(a.results, results)
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
