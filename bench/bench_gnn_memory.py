@@ -102,11 +102,11 @@ def main() -> int:
 
         return run
 
-    def sized(graphs, rows, max_nodes):
+    def sized(graphs, rows, *rest):
         sizes.update(
             nodes=[len(g.opcode) for g in graphs], configurable=[len(g.config_nodes) for g in graphs]
         )
-        return batches(graphs, rows, max_nodes)
+        return batches(graphs, rows, *rest)
 
     batches = tagged("micro-batches", loop.micro_batches)
     loop.micro_batches = sized

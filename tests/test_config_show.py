@@ -83,3 +83,19 @@ def test_runs_tables_what_differs_and_the_scores(tmp_path: Path, capsys) -> None
     assert main(["runs", str(tmp_path / "nothing")]) == 1
     assert "no run here" in capsys.readouterr().err
     assert flat({"a": {"b": 1, "c": [2]}}) == {"a.b": 1, "a.c": [2]}
+
+
+@pytest.mark.parametrize(
+    ("outs", "names"),
+    [
+        (["x/a", "x/b"], ["a", "b"]),
+        (["early-stop/seed-0", "features/seed-0"], ["early-stop/seed-0", "features/seed-0"]),
+        (["r/xla/seed-0", "s/xla/seed-0", "s/nlp/seed-0"], ["r/xla/seed-0", "s/xla/seed-0", "s/nlp/seed-0"]),
+    ],
+)
+def test_runs_names_columns_by_the_path_parts_that_tell_them_apart(
+    tmp_path: Path, outs: list[str], names: list[str]
+) -> None:
+    from tpurank.report.runs import labels
+
+    assert labels([tmp_path / o for o in outs]) == names

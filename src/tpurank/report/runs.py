@@ -68,10 +68,22 @@ def _fmt(v: Any) -> str:
     return f"{v:.4f}" if isinstance(v, float) else str(v)
 
 
+def labels(outs: list[Path]) -> list[str]:
+    """Column names: each run folder's name, or as many of its last path parts as tell the runs apart
+    (`early-stop/seed-0` beside `features/seed-0`)."""
+    parts = [Path(o).resolve().parts for o in outs]
+    for n in range(1, max(len(p) for p in parts) + 1):
+        names = ["/".join(p[-n:]) for p in parts]
+        if len(set(names)) == len(names):
+            return names
+    return [str(o) for o in outs]  # the same folder twice
+
+
 def table(outs: list[Path], runs: list[dict[str, Any]]) -> str:
     """The side-by-side table (one column per run)."""
-    width = max(14, *(len(str(o.name)) for o in outs))
-    lines = [f"{'':<34}" + "".join(f"{o.name:>{width + 2}}" for o in outs)]
+    names = labels(outs)
+    width = max(14, *(len(n) for n in names))
+    lines = [f"{'':<34}" + "".join(f"{n:>{width + 2}}" for n in names)]
 
     def section(title: str, keys: list[str], get: Any) -> None:
         if keys:
