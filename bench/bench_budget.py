@@ -2,8 +2,9 @@
 
 Rows (issue 25's table): `before` (the code before the schedule and early-stop fixes, fd93e76),
 `schedule` (the cosine follows the time budget; early stopping as before: `gnn.min_train_share=0`),
-`early-stop` (and no stop before half the budget: today's defaults), `features` (and the tile-aware
-node features). Each run trains the GNN of one row, collection and seed with configs/cpu-budget.toml
+`early-stop` (and no stop before half the budget), `features` (and the tile-aware node features),
+all three at 9af1bbe, where the warm-up still counted steps only; `warm-up` (the warm-up follows
+the budget too: today's code and preset) and `warm-up+lr` (and twice the peak rate). Each run trains the GNN of one row, collection and seed with configs/cpu-budget.toml
 (the row's own copy), predicts the valid split and keeps its score (`submissions/valid_gnn.json`) and
 how training went (`model.json`: steps, minutes, why it stopped). A row at a commit runs from a git
 worktree of that commit, so editing the checkout during a bench changes nothing; each run is saved
@@ -36,9 +37,11 @@ COLLECTIONS = ["layout:xla:random", "layout:nlp:default"]
 # row -> (commit, or None for the checkout's HEAD when the bench starts; --set overrides)
 ROWS: dict[str, tuple[str | None, list[str]]] = {
     "before": ("fd93e76", []),
-    "schedule": (None, ["gnn.min_train_share=0"]),
-    "early-stop": (None, []),
-    "features": (None, ["gnn.tile_features=true"]),
+    "schedule": ("9af1bbe", ["gnn.min_train_share=0"]),
+    "early-stop": ("9af1bbe", []),
+    "features": ("9af1bbe", ["gnn.tile_features=true"]),
+    "warm-up": (None, []),
+    "warm-up+lr": (None, ["gnn.lr=0.002"]),
 }
 
 

@@ -46,7 +46,20 @@ def test_the_cosine_follows_the_larger_share_of_the_budget(step: int, share: flo
     assert lr_factor(step, 100, 0, "cosine", time_share=share) == pytest.approx(
         max(expected, 0.5 * (1 + math.cos(math.pi * step / 100))) if share == 0 else expected, abs=0.02
     )
-    assert lr_factor(3, 100, 10, "cosine", time_share=0.9) == pytest.approx(0.4)  # warm-up first
+
+
+@pytest.mark.parametrize(
+    ("step", "share", "expected"),
+    [
+        (3, 0.0, 0.4),  # over steps: linear from 1/warmup_steps
+        (3, 0.05, 0.5),  # half the warm-up's share (10 of 100 steps) of the time spent: half the rate
+        (3, 0.1, 1.0),  # the warm-up's share of the time spent: the peak, whatever the step
+        (3, 0.55, 0.5),  # the cosine over the rest of the time: half-way
+        (3, 1.0, 0.0),
+    ],
+)
+def test_the_warm_up_follows_the_larger_share_of_the_budget(step: int, share: float, expected: float) -> None:
+    assert lr_factor(step, 100, 10, "cosine", time_share=share) == pytest.approx(expected, abs=1e-9)
 
 
 @pytest.mark.slow

@@ -1,12 +1,13 @@
 """The learning-rate schedule of the GNN rankers: an optional linear warm-up, then cosine decay or a
 constant rate over the rest of the budget.
 
-The budget is steps (`max_steps`) or time (`time_budget_min`), whichever runs out first: the
-cosine follows the larger of the two shares spent, so a time-budgeted run reaches a rate near 0
-when its minutes end (the CPU preset stops near step 560 of 4,000: over steps alone the rate
-would still be ~97% of its peak there). A resume restores the steps and seconds spent, and with
-them the rate. A warm-up keeps the first AdamW steps small while its second-moment estimates are
-still noisy (the top solutions of the competition warmed up).
+The budget is steps (`max_steps`) or time (`time_budget_min`), whichever runs out first, and both
+phases follow the larger of the two shares spent: the warm-up ends at `warmup_steps / max_steps` of
+the budget and the cosine reaches a rate near 0 when it ends. Over steps alone a time-budgeted run
+would see neither: the CPU preset trains ~290 steps of its 4,000 on the full-scale data, so its
+100 warm-up steps took a third of the minutes and the rate never decayed (bench/bench_budget.py).
+A resume restores the steps and seconds spent, and with them the rate. A warm-up keeps the first
+AdamW steps small while its second-moment estimates are still noisy (the top solutions warmed up).
 """
 
 from __future__ import annotations
@@ -27,16 +28,21 @@ def lr_factor(
     Args:
         step: steps already taken.
         max_steps: the step budget.
-        warmup_steps: linear warm-up from 1/warmup_steps to 1 over this many steps (0 = none).
+        warmup_steps: linear warm-up from 1/warmup_steps to 1 over this many steps, or over the same
+            share of the time budget if that ends first (0 = none).
         schedule: "cosine" (to 0 when the budget ends) or "constant" after the warm-up.
         time_share: the share of the time budget spent (0 without one).
     """
-    if step < warmup_steps:
-        return (step + 1) / warmup_steps
+    spent = min(1.0, time_share)
+    warm = min(1.0, warmup_steps / max(1, max_steps))  # the warm-up's share of the budget
+    if step < warmup_steps and spent < warm:
+        return max((step + 1) / warmup_steps, spent / warm)
     if schedule != "cosine":
         return 1.0
     span = max(1, max_steps - warmup_steps)
-    done = max(min(step - warmup_steps, span) / span, min(1.0, time_share))
+    by_steps = max(0, min(step - warmup_steps, span)) / span
+    by_time = (spent - warm) / (1.0 - warm) if warm < 1.0 else 1.0
+    done = max(by_steps, by_time)
     return 0.5 * (1.0 + math.cos(math.pi * done))
 
 
