@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import csv
 import math
+import sys
 from pathlib import Path
 
 import pytest
 
 from tpurank.core.config import Config, from_dict
+from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.gnn import loop, run_log
 from tpurank.gnn import model as gnn_model
@@ -123,3 +125,32 @@ def test_validate_reads_every_models_metrics_for_its_curves(tmp_path: Path) -> N
         "valid_score": [0.2, 0.3],
         "lr": [1e-3, 1e-5],
     }
+
+
+def test_tensorboard_gets_the_rows_of_metrics_csv(
+    tiny_paths: Paths, graphs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    monkeypatch.setenv(run_log.TENSORBOARD_ENV, str(tmp_path / "tb"))
+    paths = Paths(tiny_paths.data, tmp_path / "out")
+    train_collection(gnn_model.SPEC, paths, small_cfg(max_steps=6, eval_every=2), COLLECTION, *graphs,
+                     progress=False)  # fmt: skip
+    events = EventAccumulator(str(tmp_path / "tb" / "gnn" / "layout-xla-random" / "seed-0"))
+    events.Reload()
+    rows = metrics(paths)
+    for tag, column in (("valid/score", "valid_score"), ("train/loss", "train_loss"), ("lr", "lr")):
+        got = [(e.step, e.value) for e in events.Scalars(tag)]
+        want = [(int(r["step"]), float(r[column])) for r in rows]
+        assert [s for s, _ in got] == [s for s, _ in want] == [2, 4, 6], tag
+        assert [v for _, v in got] == pytest.approx([v for _, v in want], rel=1e-6), tag  # float32 events
+
+
+def test_tensorboard_costs_nothing_unset_and_says_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(run_log.TENSORBOARD_ENV, raising=False)
+    assert run_log.tensorboard("gnn", COLLECTION, "seed-0") is None
+    run_log.log_scalars(None, {"step": 1, "lr": 1.0})  # a no-op without a writer
+    monkeypatch.setenv(run_log.TENSORBOARD_ENV, "tb")
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # as if the package were absent
+    with pytest.raises(TpurankError, match="TPURANK_TENSORBOARD=tb: .*pip install tensorboard"):
+        run_log.tensorboard("gnn", COLLECTION, "seed-0")

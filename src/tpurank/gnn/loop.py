@@ -46,7 +46,7 @@ from tpurank.gnn.checkpoints import (
 from tpurank.gnn.data import GraphData, sample_rows
 from tpurank.gnn.device import Runtime
 from tpurank.gnn.recipe import ModelSpec, Recipe, check_recipe
-from tpurank.gnn.run_log import METRICS, end_line, write_metrics
+from tpurank.gnn.run_log import METRICS, end_line, log_scalars, tensorboard, write_metrics
 from tpurank.gnn.schedule import make_scheduler
 from tpurank.gnn.scoring import evaluate
 from tpurank.gnn.step import make_optimizer, micro_batches, train_step
@@ -96,6 +96,7 @@ class Run:
     out: Path
     progress: bool
     spent: float = 0.0  # training seconds spent, as of the last step (the same on every rank)
+    board: Any = None  # a TensorBoard writer when $TPURANK_TENSORBOARD is set (gnn/run_log.py)
 
     @property
     def final(self) -> Path:
@@ -215,6 +216,9 @@ def build(
         out=paths.model_dir(spec.name, collection), progress=progress,
     )  # fmt: skip
     run.sched = make_scheduler(opt, r, spent=lambda: run.spent)  # follows the time budget too
+    if rt.main:
+        member = run.out.name if run.out.name.startswith("seed-") else "seed-0"
+        run.board = tensorboard(spec.name, collection, member)
     if rt.main and progress:
         print(f"[{spec.name}] {collection}: {devices.describe(rt.device, precision)}")
     return run
@@ -313,6 +317,7 @@ def record(run: Run, st: LoopState, score: float, losses: list[float], seconds: 
             save_checkpoint(run.final, run.checkpoint(st, complete=False))
         save_checkpoint(run.resume_file, run.checkpoint(st, complete=False, resumable=True))
         write_metrics(run.out / METRICS, st.history)
+        log_scalars(run.board, st.history[-1])
     h = st.history[-1]
     run.say(
         f"[{run.spec.name}] {run.collection} step {st.step}/{r.max_steps}: loss {h['train_loss']:.4f} "
@@ -392,6 +397,8 @@ def finish(run: Run, st: LoopState, paths: Paths) -> dict[str, Any]:
             device=str(rt.device), precision=run.precision, **summary,
         )  # fmt: skip
         run.resume_file.unlink(missing_ok=True)
+        if run.board is not None:
+            run.board.close()
         print(
             end_line(f"{run.spec.name} {run.collection}", st.step, st.seconds, st.stopped, st.history),
             file=sys.stderr,
