@@ -27,6 +27,7 @@ from tpurank.gnn.official import EarlyJoinSAGE
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.scoring import score_rows
 from tpurank.gnn.segments import segment_batch, split_graph
+from tpurank.gnn.tile_inputs import NODE_TILE_INPUTS, TILE_INPUTS
 from tpurank.gnn.trainer import train_collection
 from tpurank.prepare.cache import PreparedGraph
 
@@ -464,7 +465,7 @@ def test_tile_features_feed_the_configured_layout_to_the_model() -> None:
     with pytest.raises(ValueError, match="tile=True"):
         m(make_batch([g], [rows]))
     batch = make_batch([g], [rows], tile=True)
-    assert batch.config_tile.shape == (8, len(g.config_nodes), 7)
+    assert batch.config_tile.shape == (8, len(g.config_nodes), TILE_INPUTS)
     together = score_rows(m, g, rows, chunk=8, device=torch.device("cpu"), precision="fp32")
     alone = score_rows(m, g, rows, chunk=1, device=torch.device("cpu"), precision="fp32")
     np.testing.assert_allclose(together, alone, atol=1e-5)
@@ -501,3 +502,29 @@ def test_a_model_with_tile_features_trains_saves_and_predicts(tiny_paths: Paths,
     for g in valid:
         again = score_rows(reloaded, g, np.arange(g.num_unique), 64, torch.device("cpu"), "fp32")
         np.testing.assert_array_equal(preds[g.id], again[g.inverse])
+
+
+@pytest.mark.parametrize("seeds", [1, 2])
+def test_dim_features_widen_the_node_inputs_and_predict_reads_them_as_trained(
+    tiny_paths: Paths, tmp_path, seeds: int
+) -> None:
+    """`gnn.dim_features` adds NODE_TILE_INPUTS node columns; `predict` (one model or a seed average)
+    loads the graphs as the checkpoint's recipe says, whatever the predicting config says."""
+    paths = Paths(data=tiny_paths.data, out=tmp_path, work=tiny_paths.work or tiny_paths.out)
+    collection = "layout:xla:random"
+    cfg = small_cfg(max_steps=2, eval_every=2, graphs_per_batch=2, configs_per_graph=8, dim_features=True,
+                    seeds=seeds)  # fmt: skip
+    gnn_model.train(paths, cfg, collection)
+    plain = load_split(tiny_paths, collection, "valid", progress=False)
+    wide = load_split(tiny_paths, collection, "valid", progress=False, dim_features=True)
+    assert wide[0].node_feat.shape[1] == plain[0].node_feat.shape[1] + NODE_TILE_INPUTS
+    np.testing.assert_array_equal(wide[0].node_feat[:, : plain[0].node_feat.shape[1]], plain[0].node_feat)
+    model, ckpt = load_model(gnn_model.SPEC, paths.model_dir("gnn", collection) / CHECKPOINT)
+    assert ckpt["recipe"]["dim_features"] is True
+    assert ckpt["model_args"]["node_feat_dim"] == wide[0].node_feat.shape[1]
+    preds = gnn_model.predict(paths, small_cfg(), collection, "valid")  # the default config: no dim_features
+    assert set(preds) == {g.id for g in wide}
+    if seeds == 1:
+        for g in wide:
+            again = score_rows(model, g, np.arange(g.num_unique), 64, torch.device("cpu"), "fp32")
+            np.testing.assert_array_equal(preds[g.id], again[g.inverse])

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from tpurank.features.layout import configurable_pairs, layout_features
+from tpurank.features.mxu import MXU_COLUMNS
 from tpurank.features.tile import tile_features
 from tpurank.prepare.cache import PreparedGraph
 
@@ -212,3 +213,15 @@ def test_capped_sampler_keeps_each_graphs_fastest_configs(share: float) -> None:
         assert g.runtime_mean[rest].max() > np.sort(g.runtime_mean)[39]
     valid = replace(g, split="valid")
     assert len(sample_rows(valid, 40, seed=0, fastest_share=share)) == 200  # only train graphs are capped
+
+
+def test_mxu_columns_are_added_where_asked(two_node_layout):
+    """Node 0 is a convolution whose dimension numbers are all 0 (the fixture's): its output is
+    feature-minor exactly where a config writes it column-major ([0, 1]); node 1 is a reshape."""
+    plain = layout_features(two_node_layout)
+    assert not [c for c in plain.columns if c.startswith("mxu_")]
+    df = layout_features(two_node_layout, mxu=True)
+    assert set(df.columns) - set(plain.columns) == set(MXU_COLUMNS)
+    assert df["mxu_out_feature_minor"].tolist() == [0.0, 1.0, 1.0]
+    assert df["mxu_in_other_minor"].tolist() == [0.0] * 3  # the convolution's input layout is never set
+    pd.testing.assert_frame_equal(df[plain.columns], plain)

@@ -1,26 +1,50 @@
-"""The GNN's tile-aware inputs (`gnn.tile_features`): hand-worked layouts against the TPU's (8, 128) tile."""
+"""The GNN's tile-aware inputs (`gnn.tile_features`, `gnn.dim_features`) and the MXU flags they share with
+LightGBM: hand-worked layouts against the TPU's (8, 128) tile and its matrix unit."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tpurank.gnn.tile_inputs import TILE_INPUTS, NodeShapes, tile_inputs
+from tpurank.features.layout import effective_layout
+from tpurank.features.mxu import CONVOLUTION, DOT, MxuDims, mxu_columns, mxu_flags
+from tpurank.gnn.tile_inputs import (
+    DIM_COLUMNS,
+    NODE_TILE_INPUTS,
+    TILE_INPUTS,
+    NodeShapes,
+    node_tile_inputs,
+    tile_inputs,
+)
+
+RESHAPE = 75
 
 
-def shapes(dims: list[list[int]], own: list[list[int]]) -> NodeShapes:
+def shapes(dims: list[list[int]], own: list[list[int]], opcode: list[int] | None = None,
+           conv: list[tuple[int, int, int]] | None = None) -> NodeShapes:  # fmt: skip
+    """Nodes of these shapes and own layouts; `conv`: (input feature, kernel input feature, output
+    feature) dimension numbers of each node (convolutions read them)."""
     raw = np.zeros((len(dims), 140), dtype=np.float32)
     for i, (d, o) in enumerate(zip(dims, own, strict=True)):
         raw[i, 21 : 21 + len(d)] = d
         raw[i, 134 : 134 + len(o)] = o
-    return NodeShapes.from_raw(raw)
+        if conv:
+            raw[i, [94, 99, 106]] = conv[i]
+    return NodeShapes.from_raw(raw, np.asarray(opcode or [RESHAPE] * len(dims)))
 
 
-def config(*layouts: list[int]) -> np.ndarray:
-    """One config: the output layout of each node (the input and kernel layouts left at -1)."""
+def config(
+    *layouts: list[int], inputs: list[list[int]] | None = None, kernels: list[list[int]] | None = None
+):
+    """One config: the output layout of each node, and its input and kernel layouts where given (-1: default)."""
     c = np.full((1, len(layouts), 18), -1, dtype=np.int8)
     for k, lay in enumerate(layouts):
         c[0, k, : len(lay)] = lay
+        for start, given in ((6, inputs), (12, kernels)):
+            if given:
+                c[0, k, start : start + len(given[k])] = given[k]
     return c
 
 
@@ -63,3 +87,103 @@ def test_many_configs_at_once_match_one_at_a_time() -> None:
     alone = np.concatenate([tile_inputs(configs[i : i + 1], s) for i in range(len(configs))])
     np.testing.assert_array_equal(together, alone)
     assert together.dtype == np.float32 and np.isfinite(together).all()
+
+
+# a convolution NHWC (8, 14, 14, 256) from an NHWC input and an HWIO kernel: input feature dim 3,
+# kernel input feature dim 2, output feature dim 3; a dot (512, 1024) = (512, K) x (K, 1024)
+CONV_DIMS = (3, 2, 3)
+
+
+@pytest.mark.parametrize(
+    ("inp", "ker", "want_in", "want_k"),
+    [
+        ([3, 2, 1, 0], [2, 3, 1, 0], True, True),  # features minor-most in both: as the MXU reads them
+        ([1, 2, 3, 0], [3, 2, 1, 0], False, False),  # width / output features minor: a transpose each
+        ([], [], False, False),  # defaults: the compiler decides (the config embedding sees the -1s)
+    ],
+)
+def test_a_convolution_reads_its_operands_contraction_minor(inp, ker, want_in, want_k) -> None:
+    s = shapes([[8, 14, 14, 256]], [[3, 2, 1, 0]], opcode=[CONVOLUTION], conv=[CONV_DIMS])
+    x = tile_inputs(config([], inputs=[inp], kernels=[ker]), s)[0, 0]
+    assert x.shape == (TILE_INPUTS,)
+    assert (x[7], x[8]) == (float(want_in), float(want_k))
+    assert x[9] == 1.0  # its own layout [3, 2, 1, 0] keeps the output feature-minor
+
+
+@pytest.mark.parametrize(
+    ("inp", "ker", "out", "want"),
+    [
+        ([1, 0], [0, 1], [1, 0], (True, True, True)),  # lhs contracts its last dim, rhs its first
+        ([0, 1], [1, 0], [0, 1], (False, False, False)),
+        ([2, 1, 0], [1, 2, 0], [], (True, True, False)),  # batched: rank 3 operands; own output [0, 1]
+    ],
+)
+def test_a_dot_is_read_in_xlas_canonical_form(inp, ker, out, want) -> None:
+    """No dot dimension numbers in the data: lhs [batch, m, k] contracts its last dim, rhs [batch, k, n]
+    its second-to-last; the operands' ranks are those of their configured layouts."""
+    s = shapes([[512, 1024]], [[0, 1]], opcode=[DOT])
+    x = tile_inputs(config(out, inputs=[inp], kernels=[ker]), s)[0, 0]
+    assert tuple(bool(v) for v in x[7:10]) == want
+
+
+def test_only_convolutions_and_dots_get_mxu_flags() -> None:
+    s = shapes([[8, 256], [8, 256]], [[1, 0], [1, 0]], opcode=[RESHAPE, DOT])
+    x = tile_inputs(config([1, 0], [1, 0], inputs=[[1, 0], [1, 0]]), s)[0]
+    assert not x[0, 7:10].any() and x[1, 7:10].tolist() == [1.0, 0.0, 1.0]
+
+
+def test_lightgbm_counts_the_mxu_flags_of_each_config() -> None:
+    """Two convolutions: config 0 reads both inputs contraction-minor, config 1 one of them
+    width-minor; the bytes of the slow operand are the node's output bytes (its tensor size proxy)."""
+    s = shapes([[8, 14, 14, 256]] * 2, [[3, 2, 1, 0]] * 2, opcode=[CONVOLUTION] * 2, conv=[CONV_DIMS] * 2)
+    configs = np.concatenate([
+        config([], [], inputs=[[3, 2, 1, 0], [3, 2, 1, 0]]),
+        config([], [], inputs=[[3, 2, 1, 0], [2, 3, 1, 0]]),
+    ])  # fmt: skip
+    eff, _ = effective_layout(configs, s.own)
+    cols = mxu_columns(mxu_flags(configs, eff, s.mxu), nbytes=np.array([100.0, 300.0]))
+    assert cols["mxu_in_contract_minor"].tolist() == [2, 1]
+    assert cols["mxu_in_other_minor"].tolist() == [0, 1]
+    assert cols["mxu_k_contract_minor"].tolist() == [0, 0] and cols["mxu_k_other_minor"].tolist() == [0, 0]
+    assert cols["mxu_out_feature_minor"].tolist() == [2, 2]
+    assert cols["mxu_other_minor_bytes_log"] == pytest.approx([0.0, np.log1p(300.0)])
+
+
+def test_mxu_dims_of_real_convolutions_come_from_their_dimension_numbers(sample_root: Path) -> None:
+    """The real unet3d graph trains: beside its forward convolutions (input feature dim 4) its backward
+    pass has weight-gradient ones contracting over dim 0, and kernels contract over dim 3 or 4, so no
+    fixed dimension would do: each convolution's own dimension numbers are read."""
+    d = np.load(sample_root / "npz_all/npz/layout/xla/default/train/unet3d.npz")
+    ids = d["node_config_ids"]
+    raw = d["node_feat"][ids]
+    dims = MxuDims.from_raw(raw, d["node_opcode"][ids])
+    conv = d["node_opcode"][ids] == CONVOLUTION
+    assert conv.sum() == 53
+    np.testing.assert_array_equal(dims.contract_in[conv], raw[conv, 94])
+    np.testing.assert_array_equal(dims.contract_k[conv], raw[conv, 99])
+    np.testing.assert_array_equal(dims.out_feature[conv], raw[conv, 106])
+    assert set(dims.contract_in[conv]) == {0, 4} and set(dims.contract_k[conv]) == {0, 3, 4}
+    assert (dims.contract_in[~conv] == -1).all() and (dims.kind[~conv] == 0).all()
+
+
+@pytest.mark.parametrize(
+    ("size", "occupancy", "tiles"),
+    [(130, 2 / 128, 2), (128, 1.0, 1), (256, 1.0, 2), (3, 3 / 128, 1), (0, 0.0, 0)],
+)
+def test_each_dimension_column_meets_the_128_lane_tile(size: int, occupancy: float, tiles: int) -> None:
+    """The 3rd place's mod/div 128 of the 30 dimension columns: how full the last tile is, and how many."""
+    raw = np.zeros((1, 140), dtype=np.float32)
+    raw[0, DIM_COLUMNS] = size
+    x = node_tile_inputs(raw)[0]
+    assert x.shape == (NODE_TILE_INPUTS,) == (60,)
+    assert x[:30] == pytest.approx([occupancy] * 30)
+    assert x[30:] == pytest.approx([np.log1p(tiles)] * 30)
+
+
+def test_dimension_columns_are_the_shape_dimensions_window_and_padding() -> None:
+    raw = np.zeros((1, 140), dtype=np.float32)
+    raw[0, 21] = 130  # shape dim 0
+    raw[0, 27:29] = [1e6, 1e9]  # sum and product: not a dimension
+    raw[0, 45] = 2  # window stride: not among them
+    x = node_tile_inputs(raw)[0]
+    assert x[0] == pytest.approx(2 / 128) and np.count_nonzero(x[:30]) == 1

@@ -72,6 +72,9 @@ class FeaturesConfig:
     fastest_share: float = value(0.25, min=0, max=1)
     # layout: configs x nodes featurised per numpy step (bounds memory)
     chunk_cells: int = value(2_000_000, min=1)
+    # layout: whether convolutions and dots get their operands contraction-minor and their output
+    # feature-minor, as the TPU's matrix unit reads and writes fastest (features/mxu.py)
+    mxu_columns: bool = False
 
 
 @dataclass
@@ -157,9 +160,11 @@ class GnnConfig:
     # (on for the default collections: core/collection_defaults.py)
     layer_attention: bool = False
     tile_all_configs: bool = False  # tile: every config of a graph in each step (configs_per_graph ignored)
-    # layout: each config's minor dims against the TPU's (8, 128) tile at every configurable node (the 3rd and
-    # 5th places' per-dimension features; gnn/tile_inputs.py); off until bench_budget.py's features row measures it
+    # layout: each config's minor dims against the TPU's (8, 128) tile and its MXU operand order at every
+    # configurable node (the 5th place's per-dimension facts with the layout applied; gnn/tile_inputs.py)
     tile_features: bool = False
+    # node inputs: shape, window and padding sizes against the 128-lane tile (the 3rd place's mod/div 128)
+    dim_features: bool = False
 
 
 @dataclass

@@ -17,6 +17,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from tpurank.features.common import OWN_LAYOUT_COLS, element_bytes, log1p, node_shapes, padded
+from tpurank.features.mxu import MxuDims, mxu_columns, mxu_flags
 from tpurank.prepare.cache import PreparedGraph
 
 OP_GROUPS: dict[int, str] = {26: "conv", 34: "dot", 41: "fusion", 75: "reshape"}  # the configurable opcodes
@@ -40,6 +41,7 @@ class LayoutNodes:
         own: the node's own layout (k, 6) int8, -1 beyond its rank (the layout used at default).
         direct: (P, 2) [producer, consumer] pairs of configurable nodes joined by an edge.
         two_hop: (Q, 2) pairs joined through exactly one non-configurable node.
+        mxu: the contracted and feature dimensions of the convolutions and dots (`features/mxu.py`).
     """
 
     group: np.ndarray
@@ -50,6 +52,7 @@ class LayoutNodes:
     own: np.ndarray
     direct: np.ndarray
     two_hop: np.ndarray
+    mxu: MxuDims
 
 
 def configurable_pairs(
@@ -142,6 +145,7 @@ def layout_nodes(g: PreparedGraph) -> LayoutNodes:
         own=own,
         direct=direct,
         two_hop=two_hop,
+        mxu=MxuDims.from_raw(raw, g.node_opcode[idx]),
     )
 
 
@@ -166,12 +170,13 @@ def _pair_features(
     }
 
 
-def config_features(configs: np.ndarray, nodes: LayoutNodes) -> dict[str, np.ndarray]:
+def config_features(configs: np.ndarray, nodes: LayoutNodes, mxu: bool = False) -> dict[str, np.ndarray]:
     """Per-config feature columns for a block of configs.
 
     Args:
         configs: (u, k, 18) int8 layouts (output, input, kernel; -1 = default).
         nodes: the graph's per-node facts.
+        mxu: add the MXU columns (`features/mxu.py`, `features.mxu_columns`).
 
     Returns:
         column name -> (u,) float64.
@@ -216,6 +221,8 @@ def config_features(configs: np.ndarray, nodes: LayoutNodes) -> dict[str, np.nda
     f["minor_aligned128_frac"] = (has_dim & (s0 % LANE == 0)).sum(1) / n_dim
     f.update(_pair_features(eff, inp, nodes, pairs=nodes.direct, name="direct"))
     f.update(_pair_features(eff, inp, nodes, pairs=nodes.two_hop, name="2hop"))
+    if mxu:
+        f.update(mxu_columns(mxu_flags(configs, eff, nodes.mxu), nodes.nbytes))
     means = configs.mean(1, dtype=np.float64) if k else np.zeros((u, 18))
     for j in range(18):
         f[f"pos{j}_mean"] = means[:, j]
@@ -240,7 +247,7 @@ def graph_context(g: PreparedGraph, nodes: LayoutNodes) -> dict[str, float]:
 
 
 def layout_features(
-    g: PreparedGraph, rows: np.ndarray | None = None, chunk_cells: int = CHUNK_CELLS
+    g: PreparedGraph, rows: np.ndarray | None = None, chunk_cells: int = CHUNK_CELLS, mxu: bool = False
 ) -> pd.DataFrame:
     """Feature table of a layout graph: one row per unique config (or per row in `rows`).
 
@@ -248,6 +255,7 @@ def layout_features(
         g: the prepared layout graph.
         rows: unique-config indices to featurise (default: all).
         chunk_cells: configs x (nodes + pairs) per numpy step; bounds peak memory.
+        mxu: add the MXU columns (`features/mxu.py`).
 
     Returns:
         a DataFrame with per-config columns, `count`/`count_log` and the graph context columns.
@@ -258,7 +266,7 @@ def layout_features(
     step = max(1, chunk_cells // width)
     parts: list[dict[str, np.ndarray]] = []
     for a in range(0, max(len(rows), 1), step):  # at least one (maybe empty) block, so columns exist
-        parts.append(config_features(g.configs[rows[a : a + step]], nodes))
+        parts.append(config_features(g.configs[rows[a : a + step]], nodes, mxu=mxu))
     cols = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
     df = pd.DataFrame(cols, index=pd.RangeIndex(len(rows)))
     count = g.count[rows].astype(np.float64)

@@ -102,7 +102,7 @@ def graph_table(g: PreparedGraph, cfg: Config) -> GraphRows:
     if g.kind == "tile":
         feats = tile_features(g, rows)
     else:
-        feats = layout_features(g, rows, chunk_cells=cfg.features.chunk_cells)
+        feats = layout_features(g, rows, chunk_cells=cfg.features.chunk_cells, mxu=cfg.features.mxu_columns)
     names, x = add_relative(list(feats.columns), feats.to_numpy(np.float64))
     meta = {
         "graph": np.full(len(rows), g.id, dtype=object),

@@ -16,7 +16,7 @@ import torch
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
-from tpurank.gnn.tile_inputs import NodeShapes, tile_inputs
+from tpurank.gnn.tile_inputs import NodeShapes, node_tile_inputs, tile_inputs
 from tpurank.prepare.cache import PreparedGraph, iter_prepared, no_rows
 
 
@@ -68,23 +68,29 @@ class GraphData:
         return not self.is_test and self.num_unique >= 2 and bool(np.ptp(self.runtime) > 0)
 
 
-def from_prepared(g: PreparedGraph) -> GraphData:
+def from_prepared(g: PreparedGraph, dim_features: bool = False) -> GraphData:
     """Convert one cache entry. The target is the mean of each config's measurements: the min of
     many noisy measurements is biased fast against configs measured once.
 
     Args:
         g: a graph from `tpurank.prepare.cache.load_prepared`.
+        dim_features: append each node's dimensions against the 128-lane tile to its features
+            (`gnn.dim_features`, `tile_inputs.node_tile_inputs`).
     """
     edges = np.asarray(g.edge_index, dtype=np.int64).reshape(-1, 2)
+    feat = np.asarray(g.node_feat, dtype=np.float32)
+    if dim_features:
+        feat = np.concatenate([feat, node_tile_inputs(g.node_feat_raw)], axis=1)
+    cfg_nodes = np.asarray(g.config_nodes, dtype=np.int64)
     return GraphData(
         id=g.id,
         kind=g.kind,
-        node_feat=torch.from_numpy(np.ascontiguousarray(g.node_feat, dtype=np.float32)),
+        node_feat=torch.from_numpy(np.ascontiguousarray(feat)),
         opcode=torch.from_numpy(np.asarray(g.node_opcode, dtype=np.int64)),
         edge_index=torch.from_numpy(
             np.stack([edges[:, 1], edges[:, 0]])
         ),  # [user, operand] -> [operand, user]
-        config_nodes=torch.from_numpy(np.asarray(g.config_nodes, dtype=np.int64)),
+        config_nodes=torch.from_numpy(cfg_nodes),
         configs=g.configs,
         runtime=np.asarray(g.runtime_mean, dtype=np.float64),
         count=np.asarray(g.count, dtype=np.float32),
@@ -92,7 +98,7 @@ def from_prepared(g: PreparedGraph) -> GraphData:
         config_runtime=np.asarray(g.config_runtime, dtype=np.float64),
         is_test=g.is_test,
         eval_rows=np.asarray(g.eval_rows, dtype=np.int64),
-        shapes=NodeShapes.from_raw(g.node_feat_raw[np.asarray(g.config_nodes, dtype=np.int64)])
+        shapes=NodeShapes.from_raw(g.node_feat_raw[cfg_nodes], g.node_opcode[cfg_nodes])
         if g.kind == "layout"
         else None,
     )
@@ -229,15 +235,17 @@ def eval_configs(g: GraphData, limit: int) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, limit).round().astype(np.int64))
 
 
-def load_split(paths: Paths, collection: str, split: str, progress: bool = True) -> list[GraphData]:
+def load_split(
+    paths: Paths, collection: str, split: str, progress: bool = True, dim_features: bool = False
+) -> list[GraphData]:
     """Every prepared graph of a collection and split as GraphData (structure only: configs stay in
-    the cache until a batch indexes them).
+    the cache until a batch indexes them); `dim_features` as in `from_prepared` (the recipe's).
 
     Raises:
         TpurankError: when the cache holds no graph for it.
     """
     graphs = [
-        from_prepared(g)
+        from_prepared(g, dim_features)
         for g in tqdm(
             iter_prepared(paths.prepared, collection, split),
             desc=f"load {collection} {split}",

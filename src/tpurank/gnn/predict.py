@@ -49,7 +49,8 @@ def predict_collection(
     precision = devices.prediction_precision(rt.device, trained_precision)
     if progress:
         print(f"[{spec.name}] predict {collection}: {devices.describe(rt.device, precision)}")
-    graphs = graphs if graphs is not None else load_split(paths, collection, split, progress)
+    if graphs is None:
+        graphs = load_split(paths, collection, split, progress, dim_features=trained.dim_features)
     want = ckpt["model_args"]["node_feat_dim"]
     out: dict[str, np.ndarray] = {}
     for g in tqdm(

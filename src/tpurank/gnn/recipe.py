@@ -49,6 +49,7 @@ class Recipe:
     history_mb: int = 1024
     warmup_steps: int = 0  # linear learning-rate warm-up before the schedule (gnn/schedule.py)
     min_train_share: float = 0.0  # patience stops no run before this share of its budget
+    dim_features: bool = False  # node inputs: dimensions against the 128-lane tile (gnn/tile_inputs.py)
 
     @classmethod
     def from_section(cls, section: Any, **fixed: Any) -> Recipe:

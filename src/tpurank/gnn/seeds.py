@@ -30,7 +30,7 @@ from tpurank.gnn.checkpoints import CHECKPOINT, load_checkpoint, load_model
 from tpurank.gnn.data import GraphData, eval_configs, load_split
 from tpurank.gnn.device import setup_runtime
 from tpurank.gnn.predict import predict_collection
-from tpurank.gnn.recipe import ModelSpec
+from tpurank.gnn.recipe import ModelSpec, Recipe
 from tpurank.gnn.scoring import graph_score, score_rows
 from tpurank.gnn.trainer import train_collection
 
@@ -117,8 +117,9 @@ def train_seeds(
     n = cfg.gnn.seeds
     # written again once every member is trained: until then predict must not average stale members
     (paths.model_dir(spec.name, collection) / SUMMARY).unlink(missing_ok=True)
-    train = load_split(paths, collection, "train", progress)
-    valid = load_split(paths, collection, "valid", progress)
+    dims = spec.recipe(cfg, kind_of(collection)).dim_features
+    train = load_split(paths, collection, "train", progress, dim_features=dims)
+    valid = load_split(paths, collection, "valid", progress, dim_features=dims)
     member_scores, costs = [], []
     for k in range(n):
         mp, mc = member_paths(paths, k), member_config(cfg, k)
@@ -192,9 +193,13 @@ def predict_seeds(
     """
     summary = trained_seeds(spec, paths, collection)
     n, how = (len(summary["seeds"]), summary["normalize"]) if summary else (1, cfg.ensemble.normalize)
-    for k in range(n):  # every member trained and readable, before any graph is read
+    # every member trained and readable, before any graph is read; the graphs as the members read them
+    ckpts = [
         load_checkpoint(member_paths(paths, k).model_dir(spec.name, collection) / CHECKPOINT)
-    graphs = load_split(paths, collection, split, progress)
+        for k in range(n)
+    ]
+    dims = Recipe(**ckpts[0]["recipe"]).dim_features
+    graphs = load_split(paths, collection, split, progress, dim_features=dims)
     members = [
         predict_collection(
             spec,

@@ -58,6 +58,11 @@ def train_collection(
                 print(f"[{spec.name}] {collection}: {final} is up to date (same config and data); skipping")
             return done.get("summary", {})
 
-    train = train_graphs if train_graphs is not None else load_split(paths, collection, "train", progress)
-    valid = valid_graphs if valid_graphs is not None else load_split(paths, collection, "valid", progress)
-    return fit(spec, paths, cfg, collection, train=train, valid=valid, rt=rt, progress=progress)[1]
+    dims = spec.recipe(cfg, kind_of(collection)).dim_features
+    if train_graphs is None:
+        train_graphs = load_split(paths, collection, "train", progress, dim_features=dims)
+    if valid_graphs is None:
+        valid_graphs = load_split(paths, collection, "valid", progress, dim_features=dims)
+    return fit(
+        spec, paths, cfg, collection, train=train_graphs, valid=valid_graphs, rt=rt, progress=progress
+    )[1]
