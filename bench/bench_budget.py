@@ -1,16 +1,20 @@
 """The CPU preset at its 10-minute budget on full-scale synthetic layout data, change by change.
 
-Rows (issue 25's table): `before` (the code before the schedule and early-stop fixes, fd93e76),
-`schedule` (the cosine follows the time budget; early stopping as before: `gnn.min_train_share=0`),
-`early-stop` (and no stop before half the budget), `features` (and the tile-aware node features),
-all three at 9af1bbe, where the warm-up still counted steps only; `warm-up` (the warm-up follows
-the budget too: today's code and preset) and `warm-up+lr` (and twice the peak rate). Each run trains the GNN of one row, collection and seed with configs/cpu-budget.toml
-(the row's own copy), predicts the valid split and keeps its score (`submissions/valid_gnn.json`) and
-how training went (`model.json`: steps, minutes, why it stopped). A row at a commit runs from a git
-worktree of that commit, so editing the checkout during a bench changes nothing; each run is saved
-to the results as soon as it ends, so a killed bench resumes at the run it was in. Nothing else may
-run meanwhile: the budget is wall time, and a busy machine trains fewer steps (a file `PAUSE` in
-the bench's folder holds the next run back until it is removed).
+Rows (issue 25's table, the default `--rows`): `before` (the code before the schedule and early-stop
+fixes, fd93e76), `schedule` (the warm-up and cosine follow the time budget; early stopping as before:
+`gnn.min_train_share=0`), `early-stop` (and no stop before half the budget: the preset as shipped),
+`features` (and the tile-aware GNN inputs, `gnn.tile_features` and `gnn.dim_features`). More rows:
+the first schedule fix at 9af1bbe (its warm-up still counted steps), the peak rate under the decaying
+schedule (`lr2`, `lr3`), and LightGBM without and with its MXU columns (`lgbm`, `lgbm+mxu`). A row
+without a commit runs at the checkout's HEAD when the bench starts.
+
+Each run trains the model of one row, collection and seed with configs/cpu-budget.toml (the row's own
+copy), predicts the valid split and keeps its score (`submissions/valid_<model>.json`) and how the GNN
+trained (`model.json`: steps, minutes, why it stopped). A row at a commit runs from a git worktree of
+that commit, so editing the checkout during a bench changes nothing; each run is saved to the
+results as soon as it ends, so a killed bench resumes at the run it was in. Nothing else may run
+meanwhile: the budget is wall time, and a busy machine trains fewer steps (a file `PAUSE` in the
+bench's folder holds the next run back until it is removed).
 
     .venv/bin/python bench/bench_budget.py --rows before early-stop --seeds 0 1 2
     .venv/bin/python bench/bench_budget.py --table   # the table of what is measured so far
@@ -37,12 +41,21 @@ COLLECTIONS = ["layout:xla:random", "layout:nlp:default"]
 # row -> (commit, or None for the checkout's HEAD when the bench starts; --set overrides)
 ROWS: dict[str, tuple[str | None, list[str]]] = {
     "before": ("fd93e76", []),
-    "schedule": ("9af1bbe", ["gnn.min_train_share=0"]),
-    "early-stop": ("9af1bbe", []),
-    "features": ("9af1bbe", ["gnn.tile_features=true"]),
-    "warm-up": (None, []),
-    "warm-up+lr": (None, ["gnn.lr=0.002"]),
+    "schedule": (None, ["gnn.min_train_share=0"]),
+    "early-stop": (None, []),
+    "features": (None, ["gnn.tile_features=true", "gnn.dim_features=true"]),
+    # the first schedule fix, whose warm-up still counted steps: 100 of the ~290 a budget trains
+    "schedule@9af1bbe": ("9af1bbe", ["gnn.min_train_share=0"]),
+    "early-stop@9af1bbe": ("9af1bbe", []),
+    "features@9af1bbe": ("9af1bbe", ["gnn.tile_features=true"]),
+    # the peak rate under a rate that decays within the budget
+    "lr2": (None, ["gnn.lr=0.002"]),
+    "lr3": (None, ["gnn.lr=0.003"]),
+    # LightGBM with the CPU preset (300 rounds), without and with the MXU columns
+    "lgbm": (None, []),
+    "lgbm+mxu": (None, ["features.mxu_columns=true"]),
 }
+TABLE = ["before", "schedule", "early-stop", "features"]  # issue 25's table; the default --rows
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:
@@ -69,8 +82,12 @@ def tpurank(tree: Path, args: list[str], log: Path) -> None:
         sys.exit(f"tpurank {args[0]} failed (exit {done.returncode}); see {log}")
 
 
+def model_of(row: str) -> str:
+    return "lgbm" if row.startswith("lgbm") else "gnn"
+
+
 def run_one(row: str, commit: str, collection: str, seed: int, a: argparse.Namespace) -> dict:
-    """Train, predict valid and read back one run of the table."""
+    """Train (LightGBM after its features), predict valid and read back one run of the table."""
     tree = worktree(commit, a.work)
     work = a.work / "work" / commit[:12]  # the prepared cache, shared by the commit's runs
     out = a.work / "runs" / row / collection.replace(":", "_") / f"seed-{seed}"
@@ -80,19 +97,29 @@ def run_one(row: str, commit: str, collection: str, seed: int, a: argparse.Names
     tpurank(tree, ["prepare", *common], log)
     sets = [x for s in [*ROWS[row][1], *a.extra, f"seed={seed}"] for x in ("--set", s)]
     preset = ["--config", str(tree / "configs" / "cpu-budget.toml"), *sets]
+    m = model_of(row)
+    if m == "lgbm":  # its feature tables under the run's own folder, beside a link to the shared cache
+        link = out / "features" / "prepared"
+        if not link.is_symlink():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(work / "features" / "prepared")
+        common = [*common[:-2], "--work-dir", str(out)]
+        tpurank(tree, ["features", *common, *preset], log)
     start = time.perf_counter()
-    tpurank(tree, ["train", "--model", "gnn", *common, *preset], log)
+    tpurank(tree, ["train", "--model", m, *common, *preset], log)
     trained = time.perf_counter() - start
-    tpurank(tree, ["predict", "--model", "gnn", "--split", "valid", *common, *preset], log)
-    side = json.loads((out / "submissions" / "valid_gnn.json").read_text())
-    model = json.loads((out / "models" / "gnn" / collection.replace(":", "-") / "model.json").read_text())
-    keep = ("steps_run", "evals_run", "seconds", "stopped_by", "best_valid_score")
-    best = max(model["history"], key=lambda h: h["valid_score"], default={})
-    return {
+    tpurank(tree, ["predict", "--model", m, "--split", "valid", *common, *preset], log)
+    side = json.loads((out / "submissions" / f"valid_{m}.json").read_text())
+    rec = {
         "row": row, "commit": commit, "collection": collection, "seed": seed,
         "score": side["scores"][collection], "train_wall_s": round(trained, 1),
-        "model": {**{k: model[k] for k in keep}, "best_step": best.get("step")},
     }  # fmt: skip
+    if m == "gnn":
+        model = json.loads((out / "models" / "gnn" / collection.replace(":", "-") / "model.json").read_text())
+        keep = ("steps_run", "evals_run", "seconds", "stopped_by", "best_valid_score")
+        best = max(model["history"], key=lambda h: h["valid_score"], default={})
+        rec["model"] = {**{k: model[k] for k in keep}, "best_step": best.get("step")}
+    return rec
 
 
 def load(path: Path) -> list[dict]:
@@ -125,7 +152,7 @@ def table(results: list[dict]) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
+    p.add_argument("--rows", nargs="+", default=TABLE, choices=list(ROWS))
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--collections", nargs="+", default=COLLECTIONS, choices=COLLECTIONS)
     p.add_argument(
