@@ -1,12 +1,13 @@
 """The CPU preset at its 10-minute budget on full-scale synthetic layout data, change by change.
 
 Rows (issue 25's table, the default `--rows`): `before` (the code before the schedule and early-stop
-fixes, fd93e76), `schedule` (the warm-up and cosine follow the time budget; early stopping as before:
-`gnn.min_train_share=0`), `early-stop` (and no stop before half the budget: the preset as shipped),
-`features` (and the tile-aware GNN inputs, `gnn.tile_features` and `gnn.dim_features`). More rows:
-the first schedule fix at 9af1bbe (its warm-up still counted steps), the peak rate under the decaying
-schedule (`lr2`, `lr3`), and LightGBM without and with its MXU columns (`lgbm`, `lgbm+mxu`). A row
-without a commit runs at the checkout's HEAD when the bench starts.
+fixes, fd93e76), `before+lr2` (the same code at the preset's new peak rate, 2e-3), `schedule` (the
+warm-up and cosine follow the time budget; early stopping as before: `gnn.min_train_share=0`),
+`early-stop` (and no stop before half the budget: the preset as shipped), `features` (and the tile-
+aware GNN inputs, `gnn.tile_features` and `gnn.dim_features`). More rows: the first schedule fix at
+9af1bbe (its warm-up still counted steps), the peak rate under the decaying schedule (`lr2`, `lr3`),
+and LightGBM without and with its MXU columns (`lgbm`, `lgbm+mxu`). A row without a commit runs at
+the checkout's HEAD when the bench starts.
 
 Each run trains the model of one row, collection and seed with configs/cpu-budget.toml (the row's own
 copy), predicts the valid split and keeps its score (`submissions/valid_<model>.json`) and how the GNN
@@ -41,6 +42,8 @@ COLLECTIONS = ["layout:xla:random", "layout:nlp:default"]
 # row -> (commit, or None for the checkout's HEAD when the bench starts; --set overrides)
 ROWS: dict[str, tuple[str | None, list[str]]] = {
     "before": ("fd93e76", []),
+    # the control: the old schedule at the preset's new peak rate (is the gain the decay or the rate?)
+    "before+lr2": ("fd93e76", ["gnn.lr=0.002"]),
     "schedule": (None, ["gnn.min_train_share=0"]),
     "early-stop": (None, []),
     "features": (None, ["gnn.tile_features=true", "gnn.dim_features=true"]),
@@ -55,7 +58,7 @@ ROWS: dict[str, tuple[str | None, list[str]]] = {
     "lgbm": (None, []),
     "lgbm+mxu": (None, ["features.mxu_columns=true"]),
 }
-TABLE = ["before", "schedule", "early-stop", "features"]  # issue 25's table; the default --rows
+TABLE = ["before", "before+lr2", "schedule", "early-stop", "features"]  # issue 25's table; the default --rows
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tpurank.features.common import node_shapes
+
 CONVOLUTION, DOT = 26, 34  # opcodes
 CONV_INPUT_FEATURE, CONV_KERNEL_INPUT_FEATURE, CONV_OUTPUT_FEATURE = 94, 99, 106  # node feature columns
 NONE, CONV, DOTS = 0, 1, 2  # MxuDims.kind
@@ -56,7 +58,7 @@ class MxuDims:
         op = np.asarray(opcode, dtype=np.int64)
         kind = np.where(op == CONVOLUTION, CONV, np.where(op == DOT, DOTS, NONE))
         conv = kind == CONV
-        rank = (np.asarray(raw)[:, 21:27] > 0).sum(1)
+        rank = node_shapes(raw)[1]
 
         def conv_col(col: int) -> np.ndarray:
             return np.where(conv, raw[:, col], -1).astype(np.int64)
