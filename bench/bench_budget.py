@@ -5,9 +5,9 @@ fixes, fd93e76), `before+lr2` (the same code at the preset's new peak rate, 2e-3
 warm-up and cosine follow the time budget; early stopping as before: `gnn.min_train_share=0`),
 `early-stop` (and no stop before half the budget: the preset as shipped), `features` (and the tile-
 aware GNN inputs, `gnn.tile_features` and `gnn.dim_features`). More rows: the first schedule fix at
-9af1bbe (its warm-up still counted steps), the peak rate under the decaying schedule (`lr2`, `lr3`),
+9af1bbe (its warm-up still counted steps), the peak rate under the decaying schedule (`lr1`, `lr2`, `lr3`, the pilot at dbd1b85),
 and LightGBM without and with its MXU columns (`lgbm`, `lgbm+mxu`). A row without a commit runs at
-the checkout's HEAD when the bench starts.
+the checkout's HEAD when the bench starts (all are pinned now).
 
 Each run trains the model of one row, collection and seed with configs/cpu-budget.toml (the row's own
 copy), predicts the valid split and keeps its score (`submissions/valid_<model>.json`) and how the GNN
@@ -44,19 +44,20 @@ ROWS: dict[str, tuple[str | None, list[str]]] = {
     "before": ("fd93e76", []),
     # the control: the old schedule at the preset's new peak rate (is the gain the decay or the rate?)
     "before+lr2": ("fd93e76", ["gnn.lr=0.002"]),
-    "schedule": (None, ["gnn.min_train_share=0"]),
-    "early-stop": (None, []),
-    "features": (None, ["gnn.tile_features=true", "gnn.dim_features=true"]),
+    "schedule": ("fce21ea", ["gnn.min_train_share=0"]),
+    "early-stop": ("fce21ea", []),
+    "features": ("fce21ea", ["gnn.tile_features=true", "gnn.dim_features=true"]),
     # the first schedule fix, whose warm-up still counted steps: 100 of the ~290 a budget trains
     "schedule@9af1bbe": ("9af1bbe", ["gnn.min_train_share=0"]),
     "early-stop@9af1bbe": ("9af1bbe", []),
     "features@9af1bbe": ("9af1bbe", ["gnn.tile_features=true"]),
-    # the peak rate under a rate that decays within the budget
-    "lr2": (None, ["gnn.lr=0.002"]),
-    "lr3": (None, ["gnn.lr=0.003"]),
+    # the peak rate under a rate that decays within the budget (the pilot that chose the preset's 2e-3)
+    "lr1": ("dbd1b85", []),
+    "lr2": ("dbd1b85", ["gnn.lr=0.002"]),
+    "lr3": ("dbd1b85", ["gnn.lr=0.003"]),
     # LightGBM with the CPU preset (300 rounds), without and with the MXU columns
-    "lgbm": (None, []),
-    "lgbm+mxu": (None, ["features.mxu_columns=true"]),
+    "lgbm": ("fce21ea", []),
+    "lgbm+mxu": ("fce21ea", ["features.mxu_columns=true"]),
 }
 TABLE = ["before", "before+lr2", "schedule", "early-stop", "features"]  # issue 25's table; the default --rows
 
