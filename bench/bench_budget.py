@@ -5,9 +5,9 @@ fixes, fd93e76), `before+lr2` (the same code at the preset's new peak rate, 2e-3
 warm-up and cosine follow the time budget; early stopping as before: `gnn.min_train_share=0`),
 `early-stop` (and no stop before half the budget: the preset as shipped), `features` (and the tile-
 aware GNN inputs, `gnn.tile_features` and `gnn.dim_features`). More rows: the first schedule fix at
-9af1bbe (its warm-up still counted steps), the peak rate under the decaying schedule (`lr1`, `lr2`, `lr3`, the pilot at dbd1b85),
-and LightGBM without and with its MXU columns (`lgbm`, `lgbm+mxu`). A row without a commit runs at
-the checkout's HEAD when the bench starts (all are pinned now).
+9af1bbe (its warm-up still counted steps), the peak rate under the decaying schedule (`lr1`, `lr2`,
+`lr3`, the pilot at dbd1b85), and LightGBM without and with its MXU columns (`lgbm`, `lgbm+mxu`). A
+row without a commit runs at the checkout's HEAD when the bench starts (all are pinned now).
 
 Each run trains the model of one row, collection and seed with configs/cpu-budget.toml (the row's own
 copy), predicts the valid split and keeps its score (`submissions/valid_<model>.json`) and how the GNN
@@ -87,6 +87,7 @@ def tpurank(tree: Path, args: list[str], log: Path) -> None:
 
 
 def model_of(row: str) -> str:
+    """The model a row trains: LightGBM for the `lgbm` rows, else the GNN."""
     return "lgbm" if row.startswith("lgbm") else "gnn"
 
 
@@ -97,7 +98,8 @@ def run_one(row: str, commit: str, collection: str, seed: int, a: argparse.Names
     out = a.work / "runs" / row / collection.replace(":", "_") / f"seed-{seed}"
     out.mkdir(parents=True, exist_ok=True)
     log = out / "bench.log"
-    common = ["--collections", collection, "--data-dir", str(a.data), "--out-dir", str(out), "--work-dir", str(work)]  # fmt: skip
+    common = ["--collections", collection, "--data-dir", str(a.data), "--out-dir", str(out),
+              "--work-dir", str(work)]  # fmt: skip
     tpurank(tree, ["prepare", *common], log)
     sets = [x for s in [*ROWS[row][1], *a.extra, f"seed={seed}"] for x in ("--set", s)]
     preset = ["--config", str(tree / "configs" / "cpu-budget.toml"), *sets]
@@ -167,6 +169,7 @@ def main() -> int:
     p.add_argument("--set", dest="extra", action="append", default=[], help="one more override (smoke tests)")
     p.add_argument("--table", action="store_true", help="print the table of the saved results and exit")
     a = p.parse_args()
+    a.data, a.work = a.data.resolve(), a.work.resolve()  # runs start in a worktree: no relative paths
     results = load(a.results)
     if a.table:
         print(table(results))
@@ -188,7 +191,7 @@ def main() -> int:
                     f"[{time.strftime('%H:%M:%S')}] {row} {collection} seed {seed} ({commit[:8]})", flush=True
                 )
                 rec = run_one(row, git("rev-parse", commit), collection, seed, a)
-                print(f"    score {rec['score']:.4f}; {rec['model']}", flush=True)
+                print(f"    score {rec['score']:.4f}; {rec.get('model', '')}", flush=True)
                 results = [*load(a.results), rec]
                 save(a.results, results)
     print(table(results))

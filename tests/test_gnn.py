@@ -528,3 +528,19 @@ def test_dim_features_widen_the_node_inputs_and_predict_reads_them_as_trained(
         for g in wide:
             again = score_rows(model, g, np.arange(g.num_unique), 64, torch.device("cpu"), "fp32")
             np.testing.assert_array_equal(preds[g.id], again[g.inverse])
+
+
+def test_a_checkpoint_from_before_the_mxu_inputs_names_what_differs(tmp_path) -> None:
+    """A model trained with 7 tile inputs (before the MXU flags) is one line naming the layer, not
+    torch's header line."""
+    from tpurank.gnn.checkpoints import save_checkpoint
+
+    m = GnnRanker("layout", FEAT, hidden=16, layers=2, tile_features=True)
+    state = m.state_dict()
+    state["tile_in.weight"] = state["tile_in.weight"][:, :7]
+    args = {"kind": "layout", "node_feat_dim": FEAT, "hidden": 16, "layers": 2, "tile_features": True}
+    path = tmp_path / CHECKPOINT
+    save_checkpoint(path, {"format": loop.CHECKPOINT_FORMAT, "model": "gnn", "collection": "layout:xla:random",
+                           "model_args": args, "state_dict": state})  # fmt: skip
+    with pytest.raises(TpurankError, match=r"size mismatch for tile_in.weight.*; retrain this model$"):
+        load_model(gnn_model.SPEC, path, "layout:xla:random")

@@ -37,8 +37,8 @@ def shapes(dims: list[list[int]], own: list[list[int]], opcode: list[int] | None
 
 def config(
     *layouts: list[int], inputs: list[list[int]] | None = None, kernels: list[list[int]] | None = None
-):
-    """One config: the output layout of each node, and its input and kernel layouts where given (-1: default)."""
+) -> np.ndarray:
+    """One config: each node's output layout, and its input and kernel layouts where given (-1: default)."""
     c = np.full((1, len(layouts), 18), -1, dtype=np.int8)
     for k, lay in enumerate(layouts):
         c[0, k, : len(lay)] = lay
@@ -171,19 +171,29 @@ def test_mxu_dims_of_real_convolutions_come_from_their_dimension_numbers(sample_
     [(130, 2 / 128, 2), (128, 1.0, 1), (256, 1.0, 2), (3, 3 / 128, 1), (0, 0.0, 0)],
 )
 def test_each_dimension_column_meets_the_128_lane_tile(size: int, occupancy: float, tiles: int) -> None:
-    """The 3rd place's mod/div 128 of the 30 dimension columns: how full the last tile is, and how many."""
+    """The 3rd place's mod/div 128 of the 24 size columns: how full the last tile is, and how many."""
     raw = np.zeros((1, 140), dtype=np.float32)
     raw[0, DIM_COLUMNS] = size
     x = node_tile_inputs(raw)[0]
-    assert x.shape == (NODE_TILE_INPUTS,) == (60,)
-    assert x[:30] == pytest.approx([occupancy] * 30)
-    assert x[30:] == pytest.approx([np.log1p(tiles)] * 30)
+    assert x.shape == (NODE_TILE_INPUTS,) == (48,)
+    assert x[:24] == pytest.approx([occupancy] * 24)
+    assert x[24:] == pytest.approx([np.log1p(tiles)] * 24)
 
 
 def test_dimension_columns_are_the_shape_dimensions_window_and_padding() -> None:
     raw = np.zeros((1, 140), dtype=np.float32)
     raw[0, 21] = 130  # shape dim 0
     raw[0, 27:29] = [1e6, 1e9]  # sum and product: not a dimension
+    raw[0, 31:37] = [3, 2, 1, 0, 0, 0]  # 'dimensions': indices of dimensions, not sizes
     raw[0, 45] = 2  # window stride: not among them
+    raw[0, 53] = -3  # a negative padding pads nothing
     x = node_tile_inputs(raw)[0]
-    assert x[0] == pytest.approx(2 / 128) and np.count_nonzero(x[:30]) == 1
+    assert x[0] == pytest.approx(2 / 128) and np.count_nonzero(x[:24]) == 1 and np.count_nonzero(x) == 2
+
+
+def test_a_matrix_vector_dot_contracts_its_vectors_only_dimension() -> None:
+    """A rank-1 kernel (its layout [0]) is read contraction-minor; a rank-0 output is never feature-minor."""
+    s = shapes([[512], []], [[0], []], opcode=[DOT, DOT])
+    x = tile_inputs(config([0], [], inputs=[[1, 0], [0]], kernels=[[0], [0]]), s)[0]
+    assert x[0, 7:10].tolist() == [1.0, 1.0, 1.0]
+    assert x[1, 9] == 0.0

@@ -98,13 +98,14 @@ def mxu_flags(configs: np.ndarray, eff: np.ndarray, dims: MxuDims) -> MxuFlags:
     in_set = mxu & (inp != -1).any(-1)
     k_set = mxu & (ker != -1).any(-1)
     contract_in = np.where(dot, (inp != -1).sum(-1) - 1, dims.contract_in[None, :])
-    contract_k = np.where(dot, (ker != -1).sum(-1) - 2, dims.contract_k[None, :])
+    # a rank-1 kernel (a matrix-vector dot) contracts its only dimension
+    contract_k = np.where(dot, np.maximum((ker != -1).sum(-1) - 2, 0), dims.contract_k[None, :])
     return MxuFlags(
         in_set=in_set,
         kernel_set=k_set,
         in_contract_minor=in_set & (inp[..., 0] == contract_in),
         kernel_contract_minor=k_set & (ker[..., 0] == contract_k),
-        out_feature_minor=mxu & (eff[..., 0] == dims.out_feature[None, :]),
+        out_feature_minor=mxu & (eff[..., 0] >= 0) & (eff[..., 0] == dims.out_feature[None, :]),
     )
 
 

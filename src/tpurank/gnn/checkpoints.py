@@ -89,9 +89,18 @@ def load_model(
         model = spec.build(ckpt["model_args"])
         model.load_state_dict(ckpt["state_dict"])
     except (KeyError, TypeError, RuntimeError, ValueError) as e:
-        raise TpurankError(f"{path}: checkpoint does not fit its model ({str(e).splitlines()[0]})") from None
+        raise TpurankError(
+            f"{path}: checkpoint does not fit its model ({_reason(e)}); retrain this model"
+        ) from None
     model.eval()
     return model, ckpt
+
+
+def _reason(e: Exception) -> str:
+    """The line of a load error that names what differs (torch puts a header line first)."""
+    lines = [x.strip() for x in str(e).splitlines() if x.strip()] or [type(e).__name__]
+    named = [x for x in lines if x.startswith(("size mismatch", "Missing key", "Unexpected key"))]
+    return (named or lines)[0]
 
 
 def unwrap(model: nn.Module) -> nn.Module:

@@ -193,12 +193,11 @@ def predict_seeds(
     """
     summary = trained_seeds(spec, paths, collection)
     n, how = (len(summary["seeds"]), summary["normalize"]) if summary else (1, cfg.ensemble.normalize)
-    # every member trained and readable, before any graph is read; the graphs as the members read them
-    ckpts = [
-        load_checkpoint(member_paths(paths, k).model_dir(spec.name, collection) / CHECKPOINT)
-        for k in range(n)
-    ]
-    dims = Recipe(**ckpts[0]["recipe"]).dim_features
+    files = [member_paths(paths, k).model_dir(spec.name, collection) / CHECKPOINT for k in range(n)]
+    first = load_model(spec, files[0], collection)[1]  # checked: ours, of this family and collection
+    for f in files[1:]:  # every member trained and readable, before any graph is read
+        load_checkpoint(f)
+    dims = Recipe(**first["recipe"]).dim_features  # the graphs as the members read them
     graphs = load_split(paths, collection, split, progress, dim_features=dims)
     members = [
         predict_collection(

@@ -6,8 +6,8 @@ a layout config chooses: a config that puts a dimension of 130 minor-most pads i
 each config's values only as categories (`layers.ConfigEmbedding`) and each node's sizes only
 log-scaled, so two kinds of numbers are computed here:
 
-- per node (`gnn.dim_features`, `node_tile_inputs`): each of the 30 dimension columns (shape,
-  dimensions, window size, padding) against the 128-lane tile, the 3rd place's mod/div-128 features;
+- per node (`gnn.dim_features`, `node_tile_inputs`): each of the 24 size columns (shape, window
+  size, padding) against the 128-lane tile, the 3rd place's mod/div-128 features;
 - per config and configurable node (`gnn.tile_features`, `tile_inputs`): the sizes the configured
   output layout puts in the tile (the 5th place's per-dimension facts with the layout applied), and
   whether a convolution's or dot's operands and output put the MXU's dimensions minor-most.
@@ -26,8 +26,9 @@ from tpurank.features.layout import LANE, SUBLANE, effective_layout, minor_sizes
 from tpurank.features.mxu import MxuDims, mxu_flags
 
 TILE_INPUTS = 10  # numbers per (config, configurable node), in the order of `tile_inputs`
-# the 3rd place's dimension columns: shape dims, 'dimensions', window size, padding low and high
-DIM_COLUMNS = np.r_[21:27, 31:37, 37:43, 53:59, 61:67]
+# the 3rd place's dimension columns but for 'dimensions' (31-36), which hold dimension indices, not sizes:
+# shape dims, window size, padding low and high
+DIM_COLUMNS = np.r_[21:27, 37:43, 53:59, 61:67]
 NODE_TILE_INPUTS = 2 * len(DIM_COLUMNS)  # node input columns added by `gnn.dim_features`
 
 
