@@ -46,7 +46,7 @@ ROWS: dict[str, tuple[str | None, list[str]]] = {
     "before+lr2": ("fd93e76", ["gnn.lr=0.002"]),
     "schedule": ("fce21ea", ["gnn.min_train_share=0"]),
     "early-stop": ("fce21ea", []),
-    "features": ("fce21ea", ["gnn.tile_features=true", "gnn.dim_features=true"]),
+    "features": ("cc08e2a", ["gnn.tile_features=true", "gnn.dim_features=true"]),
     # the first schedule fix, whose warm-up still counted steps: 100 of the ~290 a budget trains
     "schedule@9af1bbe": ("9af1bbe", ["gnn.min_train_share=0"]),
     "early-stop@9af1bbe": ("9af1bbe", []),
@@ -56,8 +56,8 @@ ROWS: dict[str, tuple[str | None, list[str]]] = {
     "lr2": ("dbd1b85", ["gnn.lr=0.002"]),
     "lr3": ("dbd1b85", ["gnn.lr=0.003"]),
     # LightGBM with the CPU preset (300 rounds), without and with the MXU columns
-    "lgbm": ("fce21ea", []),
-    "lgbm+mxu": ("fce21ea", ["features.mxu_columns=true"]),
+    "lgbm": ("cc08e2a", []),
+    "lgbm+mxu": ("cc08e2a", ["features.mxu_columns=true"]),
 }
 TABLE = ["before", "before+lr2", "schedule", "early-stop", "features"]  # issue 25's table; the default --rows
 
