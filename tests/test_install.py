@@ -45,10 +45,20 @@ def test_installed_versions_match_the_pins() -> None:
         if metadata.version(name).split("+")[0] != want
     }
     assert not wrong, f"installed versions differ from requirements.txt: {wrong}"
-    # what the kaggle client declares it needs is pinned too
-    needs = {re.split(r"[<>=!;\[ ]", r)[0].lower() for r in metadata.requires("kaggle") or []}
-    unpinned = sorted(n for n in needs if n.replace("_", "-") not in {p.lower() for p in pins})
-    assert not unpinned, f"kaggle's dependencies without a pin: {unpinned}"
+    # what every pinned package declares it needs (on this Python, without extras) is pinned too
+    from packaging.requirements import Requirement
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    pinned = {norm(p) for p in pins}
+    unpinned = sorted(
+        f"{norm(r.name)} (for {name})"
+        for name in pins
+        for r in map(Requirement, metadata.requires(name) or [])
+        if (r.marker is None or r.marker.evaluate({"extra": ""})) and norm(r.name) not in pinned
+    )
+    assert not unpinned, f"dependencies without a pin in requirements.txt: {unpinned}"
 
 
 def test_the_wheel_lists_every_package_and_the_presets() -> None:
