@@ -19,6 +19,7 @@ bench's folder holds the next run back until it is removed).
 
     .venv/bin/python bench/bench_budget.py --rows before early-stop --seeds 0 1 2
     .venv/bin/python bench/bench_budget.py --table   # the table of what is measured so far
+    .venv/bin/python bench/bench_budget.py --curves  # each GNN run: steps and valid tau per validation
 """
 
 from __future__ import annotations
@@ -156,6 +157,41 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def verdict(results: list[dict], base: str = "before", row: str = "early-stop") -> str:
+    """Issue 25's target: `row` beats `base` by >= 0.03 mean tau, no collection worse beyond its spread."""
+    gains, worse = [], []
+    for c in COLLECTIONS:
+        a, b = ([r["score"] for r in results if r["row"] == x and r["collection"] == c] for x in (base, row))
+        if not a or not b:
+            return f"{row} vs {base}: not every collection measured yet"
+        gains.append(statistics.fmean(b) - statistics.fmean(a))
+        if gains[-1] < -max(statistics.pstdev(a), statistics.pstdev(b)):
+            worse.append(c)
+    mean = statistics.fmean(gains)
+    met = mean >= 0.03 and not worse
+    per = ", ".join(f"{c} {g:+.4f}" for c, g in zip(COLLECTIONS, gains, strict=True))
+    return f"{row} vs {base}: {per}; mean {mean:+.4f} (target +0.03, none worse beyond spread): " + (
+        "met" if met else "NOT met"
+    )
+
+
+def curves(results: list[dict], work: Path) -> str:
+    """One line per GNN run: steps, the valid tau at each validation (model.json), the all-config tau."""
+    lines = ["| row | collection | seed | steps | valid tau at each validation | valid tau, all configs |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for r in sorted(results, key=lambda r: (r["collection"], r["seed"], list(ROWS).index(r["row"]))):
+        if model_of(r["row"]) != "gnn":
+            continue
+        c = r["collection"]
+        model = work / "runs" / r["row"] / c.replace(":", "_") / f"seed-{r['seed']}" / "models" / "gnn"
+        path = model / c.replace(":", "-") / "model.json"
+        taus = " ".join(f"{h['valid_score']:.3f}" for h in json.loads(path.read_text())["history"]) \
+            if path.exists() else "(run folder gone)"  # fmt: skip
+        steps = r.get("model", {}).get("steps_run", "-")
+        lines.append(f"| {r['row']} | {c} | {r['seed']} | {steps} | {taus} | {r['score']:.4f} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", nargs="+", default=TABLE, choices=list(ROWS))
@@ -168,11 +204,12 @@ def main() -> int:
     p.add_argument("--work", type=Path, default=WORK, help="worktrees, caches and runs")
     p.add_argument("--set", dest="extra", action="append", default=[], help="one more override (smoke tests)")
     p.add_argument("--table", action="store_true", help="print the table of the saved results and exit")
+    p.add_argument("--curves", action="store_true", help="print each GNN run's validations and exit")
     a = p.parse_args()
     a.data, a.work = a.data.resolve(), a.work.resolve()  # runs start in a worktree: no relative paths
     results = load(a.results)
-    if a.table:
-        print(table(results))
+    if a.table or a.curves:
+        print(curves(results, a.work) if a.curves else table(results) + "\n\n" + verdict(results))
         return 0
     if not (a.data / "npz_all").exists():
         sys.exit(f"{a.data}: no full-scale synthetic data; python -m tpurank synth --scale full --out {a.data} "
@@ -194,7 +231,7 @@ def main() -> int:
                 print(f"    score {rec['score']:.4f}; {rec.get('model', '')}", flush=True)
                 results = [*load(a.results), rec]
                 save(a.results, results)
-    print(table(results))
+    print(table(results) + "\n\n" + verdict(results))
     return 0
 
 
