@@ -92,11 +92,16 @@ def model_of(row: str) -> str:
     return "lgbm" if row.startswith("lgbm") else "gnn"
 
 
+def run_dir(work: Path, row: str, collection: str, seed: int) -> Path:
+    """The folder of one run: its log, model, predictions."""
+    return work / "runs" / row / collection.replace(":", "_") / f"seed-{seed}"
+
+
 def run_one(row: str, commit: str, collection: str, seed: int, a: argparse.Namespace) -> dict:
     """Train (LightGBM after its features), predict valid and read back one run of the table."""
     tree = worktree(commit, a.work)
     work = a.work / "work" / commit[:12]  # the prepared cache, shared by the commit's runs
-    out = a.work / "runs" / row / collection.replace(":", "_") / f"seed-{seed}"
+    out = run_dir(a.work, row, collection, seed)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "bench.log"
     common = ["--collections", collection, "--data-dir", str(a.data), "--out-dir", str(out),
@@ -183,8 +188,7 @@ def curves(results: list[dict], work: Path) -> str:
         if model_of(r["row"]) != "gnn":
             continue
         c = r["collection"]
-        model = work / "runs" / r["row"] / c.replace(":", "_") / f"seed-{r['seed']}" / "models" / "gnn"
-        path = model / c.replace(":", "-") / "model.json"
+        path = run_dir(work, r["row"], c, r["seed"]) / "models" / "gnn" / c.replace(":", "-") / "model.json"
         taus = " ".join(f"{h['valid_score']:.3f}" for h in json.loads(path.read_text())["history"]) \
             if path.exists() else "(run folder gone)"  # fmt: skip
         steps = r.get("model", {}).get("steps_run", "-")
