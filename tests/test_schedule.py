@@ -76,19 +76,27 @@ def test_a_time_budgeted_run_ends_near_a_zero_rate(tiny_paths: Paths, graphs, tm
     assert [int(r["step"]) for r in rows] == sorted(int(r["step"]) for r in rows)
 
 
-@pytest.mark.parametrize(("share", "steps"), [(0.0, 2), (0.5, 10), (1.0, 20)])
+@pytest.mark.parametrize(
+    ("share", "steps", "why"), [(0.0, 2, "patience"), (0.5, 10, "patience"), (1.0, 20, "max_steps")]
+)
 def test_patience_never_stops_before_the_minimum_share(
-    tiny_paths: Paths, graphs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, share: float, steps: int
+    tiny_paths: Paths,
+    graphs,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    share: float,
+    steps: int,
+    why: str,
 ) -> None:
     """Every validation is worse than the first: patience 1 stops at the first validation past the
-    share (validating every step of 20)."""
+    share (validating every step of 20); at share 1 the run spends its budget, and says so."""
     scores = iter(range(1000, 0, -1))
     monkeypatch.setattr(loop, "score_valid", lambda run, valid, losses: float(next(scores)))
     paths = Paths(tiny_paths.data, tmp_path)
     cfg = small_cfg(max_steps=20, eval_every=1, patience=1, min_train_share=share)
     summary = train_collection(gnn_model.SPEC, paths, cfg, COLLECTION, *graphs, progress=False)
     assert summary["steps_run"] == steps
-    assert summary["stopped_by"] == "patience"  # at step 20 too: the whole budget is spent by then
+    assert summary["stopped_by"] == why
     assert len(metrics(paths)) == summary["evals_run"] == steps
 
 

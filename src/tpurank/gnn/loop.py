@@ -311,7 +311,11 @@ def record(run: Run, st: LoopState, score: float, losses: list[float], seconds: 
         "lr": run.opt.param_groups[0]["lr"],
         "configs_per_s": round(configs * rt.world / max(seconds, 1e-9), 1),
     })  # fmt: skip
-    st.stopped = "patience" if patience_ends(r, st, run.spent) else "time budget" if late else ""
+    # a run that spent its whole budget stopped for the budget, even if patience ran out on the way
+    budget_over = late or st.step >= r.max_steps
+    st.stopped = (
+        "time budget" if late else "patience" if patience_ends(r, st, run.spent) and not budget_over else ""
+    )
     if rt.main:
         if improved:
             save_checkpoint(run.final, run.checkpoint(st, complete=False))
