@@ -3,11 +3,14 @@
 Rows (issue 25's table, the default `--rows`): `before` (the code before the schedule and early-stop
 fixes, fd93e76), `before+lr2` (the same code at the preset's new peak rate, 2e-3), `schedule` (the
 warm-up and cosine follow the time budget; early stopping as before: `gnn.min_train_share=0`),
-`early-stop` (and no stop before half the budget: the preset as shipped), `features` (and the tile-
+`early-stop` (and no stop before half the budget: the preset as first measured), `features` (and the tile-
 aware GNN inputs, `gnn.tile_features` and `gnn.dim_features`). More rows: the first schedule fix at
 9af1bbe (its warm-up still counted steps), the peak rate under the decaying schedule (`lr1`, `lr2`,
-`lr3`, the pilot at dbd1b85), and LightGBM without and with its MXU columns (`lgbm`, `lgbm+mxu`). A
-row without a commit runs at the checkout's HEAD when the bench starts (all are pinned now).
+`lr3`, the pilot at dbd1b85), the preset after the table (`per-collection`: patience never ends the
+budget, the tile-aware inputs on nlp:default only: the preset as shipped; `early-stop-rerun` beside it,
+as the machine had slowed down), and LightGBM without and with its MXU columns
+(`lgbm`, `lgbm+mxu`). A row without a commit runs at the checkout's HEAD when the bench starts (all
+are pinned now).
 
 Each run trains the model of one row, collection and seed with configs/cpu-budget.toml (the row's own
 copy), predicts the valid split and keeps its score (`submissions/valid_<model>.json`) and how the GNN
@@ -17,7 +20,7 @@ results as soon as it ends, so a killed bench resumes at the run it was in. Noth
 meanwhile: the budget is wall time, and a busy machine trains fewer steps (a file `PAUSE` in the
 bench's folder holds the next run back until it is removed).
 
-    .venv/bin/python bench/bench_budget.py --rows before early-stop --seeds 0 1 2
+    .venv/bin/python bench/bench_budget.py --rows before per-collection --seeds 0 1 2
     .venv/bin/python bench/bench_budget.py --table   # the table of what is measured so far
     .venv/bin/python bench/bench_budget.py --curves  # each GNN run: steps and valid tau per validation
 """
@@ -56,11 +59,16 @@ ROWS: dict[str, tuple[str | None, list[str]]] = {
     "lr1": ("dbd1b85", []),
     "lr2": ("dbd1b85", ["gnn.lr=0.002"]),
     "lr3": ("dbd1b85", ["gnn.lr=0.003"]),
+    # the preset after the table: patience never ends the budget, the tile-aware inputs on nlp:default only
+    "per-collection": ("cc3f44c", []),
+    # the shipped preset again, beside the per-collection runs: the machine's speed drifts within a day
+    "early-stop-rerun": ("fce21ea", []),
     # LightGBM with the CPU preset (300 rounds), without and with the MXU columns
     "lgbm": ("cc08e2a", []),
     "lgbm+mxu": ("cc08e2a", ["features.mxu_columns=true"]),
 }
-TABLE = ["before", "before+lr2", "schedule", "early-stop", "features"]  # issue 25's table; the default --rows
+TABLE = ["before", "before+lr2", "schedule", "early-stop", "features", "per-collection"]  # the default --rows
+SHIPPED = ["early-stop", "per-collection"]  # the preset as shipped before and after the table
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:
@@ -145,24 +153,29 @@ def save(path: Path, results: list[dict]) -> None:
 
 
 def table(results: list[dict]) -> str:
-    """Mean ± population std over seeds per row and collection, and the mean over collections."""
+    """Mean ± population std over seeds (and mean steps) per row and collection, and the mean over
+    collections."""
     lines = ["| row | " + " | ".join(COLLECTIONS) + " | mean |", "|---" * (len(COLLECTIONS) + 2) + "|"]
     for row in ROWS:
         cells, means = [], []
         for c in COLLECTIONS:
-            s = [r["score"] for r in results if r["row"] == row and r["collection"] == c]
-            if not s:
+            runs = [r for r in results if r["row"] == row and r["collection"] == c]
+            if not runs:
                 cells.append("-")
                 continue
+            s = [r["score"] for r in runs]
             means.append(statistics.fmean(s))
-            cells.append(f"{means[-1]:.4f} ± {statistics.pstdev(s):.4f} ({len(s)} seeds)")
+            # the steps a run fits in its minutes: the machine's speed drifts, and the score with it
+            steps = [r["model"]["steps_run"] for r in runs if "steps_run" in r.get("model", {})]
+            at = f", {statistics.fmean(steps):.0f} steps" if steps else ""
+            cells.append(f"{means[-1]:.4f} ± {statistics.pstdev(s):.4f} ({len(s)} seeds{at})")
         if any(c != "-" for c in cells):
             mean = f"{statistics.fmean(means):.4f}" if len(means) == len(COLLECTIONS) else "-"
             lines.append(f"| {row} | " + " | ".join(cells) + f" | {mean} |")
     return "\n".join(lines)
 
 
-def verdict(results: list[dict], base: str = "before", row: str = "early-stop") -> str:
+def verdict(results: list[dict], row: str, base: str = "before") -> str:
     """Issue 25's target: `row` beats `base` by >= 0.03 mean tau, no collection worse beyond its spread."""
     gains, worse = [], []
     for c in COLLECTIONS:
@@ -178,6 +191,11 @@ def verdict(results: list[dict], base: str = "before", row: str = "early-stop") 
     return f"{row} vs {base}: {per}; mean {mean:+.4f} (target +0.03, none worse beyond spread): " + (
         "met" if met else "NOT met"
     )
+
+
+def report(results: list[dict]) -> str:
+    """The table, then the target's verdict for each shipped preset."""
+    return table(results) + "\n\n" + "\n".join(verdict(results, row) for row in SHIPPED)
 
 
 def curves(results: list[dict], work: Path) -> str:
@@ -213,7 +231,7 @@ def main() -> int:
     a.data, a.work = a.data.resolve(), a.work.resolve()  # runs start in a worktree: no relative paths
     results = load(a.results)
     if a.table or a.curves:
-        print(curves(results, a.work) if a.curves else table(results) + "\n\n" + verdict(results))
+        print(curves(results, a.work) if a.curves else report(results))
         return 0
     if not (a.data / "npz_all").exists():
         sys.exit(f"{a.data}: no full-scale synthetic data; python -m tpurank synth --scale full --out {a.data} "
@@ -235,7 +253,7 @@ def main() -> int:
                 print(f"    score {rec['score']:.4f}; {rec.get('model', '')}", flush=True)
                 results = [*load(a.results), rec]
                 save(a.results, results)
-    print(table(results) + "\n\n" + verdict(results))
+    print(report(results))
     return 0
 
 
