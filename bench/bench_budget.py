@@ -63,6 +63,7 @@ ROWS: dict[str, tuple[str | None, list[str]]] = {
     "per-collection": ("cc3f44c", []),
     # the shipped preset again, beside the per-collection runs: the machine's speed drifts within a day
     "early-stop-rerun": ("fce21ea", []),
+    "before-rerun": ("fd93e76", []),  # and the code before issue 25, at the same speed
     # LightGBM with the CPU preset (300 rounds), without and with the MXU columns
     "lgbm": ("cc08e2a", []),
     "lgbm+mxu": ("cc08e2a", ["features.mxu_columns=true"]),

@@ -312,10 +312,10 @@ def record(run: Run, st: LoopState, score: float, losses: list[float], seconds: 
         "configs_per_s": round(configs * rt.world / max(seconds, 1e-9), 1),
     })  # fmt: skip
     # a run that spent its whole budget stopped for the budget, even if patience ran out on the way
-    budget_over = late or st.step >= r.max_steps
-    st.stopped = (
-        "time budget" if late else "patience" if patience_ends(r, st, run.spent) and not budget_over else ""
-    )
+    if late:
+        st.stopped = "time budget"
+    elif st.step < r.max_steps and patience_ends(r, st, run.spent):
+        st.stopped = "patience"
     if rt.main:
         if improved:
             save_checkpoint(run.final, run.checkpoint(st, complete=False))
