@@ -9,6 +9,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
 import tpurank
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,9 +47,8 @@ def test_installed_versions_match_the_pins() -> None:
         if metadata.version(name).split("+")[0] != want
     }
     assert not wrong, f"installed versions differ from requirements.txt: {wrong}"
-    # what every pinned package declares it needs (on this Python, without extras) is pinned too
-    from packaging.requirements import Requirement
 
+    # what every pinned package declares it needs (on this Python, without extras) is pinned too
     def norm(name: str) -> str:
         return re.sub(r"[-_.]+", "-", name).lower()
 

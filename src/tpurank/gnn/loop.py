@@ -311,11 +311,7 @@ def record(run: Run, st: LoopState, score: float, losses: list[float], seconds: 
         "lr": run.opt.param_groups[0]["lr"],
         "configs_per_s": round(configs * rt.world / max(seconds, 1e-9), 1),
     })  # fmt: skip
-    # a run that spent its whole budget stopped for the budget, even if patience ran out on the way
-    if late:
-        st.stopped = "time budget"
-    elif st.step < r.max_steps and patience_ends(r, st, run.spent):
-        st.stopped = "patience"
+    st.stopped = "time budget" if late else "patience" if patience_ends(r, st, run.spent) else ""
     if rt.main:
         if improved:
             save_checkpoint(run.final, run.checkpoint(st, complete=False))
@@ -330,8 +326,9 @@ def record(run: Run, st: LoopState, score: float, losses: list[float], seconds: 
 
 
 def patience_ends(r: Recipe, st: LoopState, seconds: float) -> bool:
-    """`patience` validations without a gain, once at least `min_train_share` of the budget is spent."""
-    return st.bad >= r.patience and budget_share(r, st.step, seconds) >= r.min_train_share
+    """`patience` validations without a gain, once at least `min_train_share` of the budget is spent
+    and while some is left: a run that spent its whole budget stopped for the budget, not patience."""
+    return st.bad >= r.patience and r.min_train_share <= budget_share(r, st.step, seconds) < 1
 
 
 def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]) -> None:
