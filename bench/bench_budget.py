@@ -20,7 +20,7 @@ results as soon as it ends, so a killed bench resumes at the run it was in. Noth
 meanwhile: the budget is wall time, and a busy machine trains fewer steps (a file `PAUSE` in the
 bench's folder holds the next run back until it is removed).
 
-    .venv/bin/python bench/bench_budget.py --rows before per-collection --seeds 0 1 2
+    .venv/bin/python bench/bench_budget.py --rows before-paired shipped-paired --seeds 0 1 2
     .venv/bin/python bench/bench_budget.py --table   # the table of what is measured so far
     .venv/bin/python bench/bench_budget.py --curves  # each GNN run: steps and valid tau per validation
 """
@@ -64,12 +64,16 @@ ROWS: dict[str, tuple[str | None, list[str]]] = {
     # the shipped preset again, beside the per-collection runs: the machine's speed drifts within a day
     "early-stop-rerun": ("fce21ea", []),
     "before-rerun": ("fd93e76", []),  # and the code before issue 25, at the same speed
+    # the verdict measured fairly: before and the shipped preset back to back within each seed
+    "before-paired": ("fd93e76", []),
+    "shipped-paired": ("cc3f44c", []),
     # LightGBM with the CPU preset (300 rounds), without and with the MXU columns
     "lgbm": ("cc08e2a", []),
     "lgbm+mxu": ("cc08e2a", ["features.mxu_columns=true"]),
 }
 TABLE = ["before", "before+lr2", "schedule", "early-stop", "features", "per-collection"]  # the default --rows
 SHIPPED = ["early-stop", "per-collection"]  # the preset as shipped before and after the table
+PAIRED = ("shipped-paired", "before-paired")  # the shipped preset and its base, run back to back
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:
@@ -196,7 +200,8 @@ def verdict(results: list[dict], row: str, base: str = "before") -> str:
 
 def report(results: list[dict]) -> str:
     """The table, then the target's verdict for each shipped preset."""
-    return table(results) + "\n\n" + "\n".join(verdict(results, row) for row in SHIPPED)
+    lines = [verdict(results, row) for row in SHIPPED] + [verdict(results, *PAIRED)]
+    return table(results) + "\n\n" + "\n".join(lines)
 
 
 def curves(results: list[dict], work: Path) -> str:
