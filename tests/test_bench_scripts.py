@@ -60,3 +60,36 @@ def test_every_tpurank_name_a_script_uses_exists(script: Path) -> None:
             assert hasattr(modules[node.value.id], node.attr), (
                 f"line {node.lineno}: {node.value.id}.{node.attr}"
             )
+
+
+def _runs(row: str, xla: list[float], nlp: list[float]) -> list[dict]:
+    """Result records of one row of bench_budget: a score per seed and collection."""
+    return [
+        {"row": row, "collection": c, "seed": s, "score": v}
+        for c, scores in (("layout:xla:random", xla), ("layout:nlp:default", nlp))
+        for s, v in enumerate(scores)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("after_xla", "after_nlp", "mean", "met"),
+    [
+        ([0.44, 0.46, 0.45], [0.74, 0.76, 0.75], "+0.0400", True),
+        ([0.425, 0.445, 0.435], [0.74, 0.76, 0.75], "+0.0325", True),
+        ([0.41, 0.43, 0.42], [0.73, 0.75, 0.74], "+0.0200", False),
+        ([0.35, 0.37, 0.36], [0.83, 0.85, 0.84], "+0.0400", False),  # xla -0.05, beyond the spread 0.0082
+    ],
+)
+def test_bench_budget_verdict_is_the_issue_target(
+    after_xla: list, after_nlp: list, mean: str, met: bool
+) -> None:
+    """+0.03 mean tau over both collections and no collection worse beyond its seed spread."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        bench_budget = importlib.import_module("bench_budget")
+    finally:
+        sys.path.remove(str(BENCH))
+    results = _runs("b", [0.40, 0.42, 0.41], [0.70, 0.72, 0.71]) + _runs("a", after_xla, after_nlp)
+    v = bench_budget.verdict(results, "a", base="b")
+    assert f"; mean {mean} (" in v and v.endswith(": met" if met else ": NOT met"), v
+    assert "not every collection measured yet" in bench_budget.verdict(_runs("b", [0.4], []), "a", base="b")
