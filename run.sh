@@ -35,8 +35,8 @@ case "$cmd" in
     setup ;;
   test)
     setup
-    "$VENV/bin/ruff" check src tests bench
-    "$VENV/bin/ruff" format --check --quiet src tests bench
+    "$VENV/bin/ruff" check src tests bench notebooks
+    "$VENV/bin/ruff" format --check --quiet src tests bench notebooks
     workers=$("$VENV/bin/python" -c "import os; print(max(1, min(4, os.cpu_count() or 1)))")
     # one pytest worker per core, each single-threaded: oversubscribed BLAS/OpenMP threads make
     # small torch and LightGBM jobs many times slower
