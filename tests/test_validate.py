@@ -180,3 +180,26 @@ def test_plots_say_synthetic_name_the_model_and_keep_references_inside(tmp_path,
     x0, x1 = ax.get_xlim()
     for seg in lines.get_segments():
         assert lo < seg[0][1] < hi and x0 < seg[0][0] and seg[1][0] < x1
+
+
+@pytest.mark.parametrize("models", [0, 2])
+def test_training_curves_legend_or_a_note_without_warnings(tmp_path, monkeypatch, models):
+    """A report without a metrics.csv (LightGBM alone) says so instead of an empty legend's warning."""
+    import warnings
+
+    from tpurank.report import plots
+
+    figs = {}
+    monkeypatch.setattr(plots, "_save", lambda fig, out: figs.setdefault(out.name, fig) and out)
+    curves = {
+        f"gnn c{i}": {"step": [10, 20], "valid_score": [0.1, 0.2], "lr": [1e-3, 0.0]} for i in range(models)
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plots.training_curves(curves, tmp_path / "t.png", "tag")
+    ax = figs["t.png"].axes[0]
+    if models:
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == list(curves)
+    else:
+        assert ax.get_legend() is None
+        assert [t.get_text() for t in ax.texts] == ["no metrics.csv among the models"]

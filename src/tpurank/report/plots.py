@@ -153,7 +153,10 @@ def training_curves(curves: Mapping[str, Mapping[str, Sequence[float]]], out: Pa
         score_ax.plot(c["step"], c["valid_score"], marker=".", label=name)
         lr_ax.plot(c["step"], c["lr"], label=name)
     score_ax.set_ylabel("valid score")
-    score_ax.legend(fontsize=7)
+    if curves:
+        score_ax.legend(fontsize=7)
+    else:  # LightGBM alone, or models trained before metrics.csv
+        score_ax.text(0.5, 0.5, "no metrics.csv among the models", ha="center", transform=score_ax.transAxes)
     lr_ax.set_ylabel("learning rate")
     lr_ax.set_xlabel("optimizer step")
     score_ax.set_title(_title("training curves (metrics.csv of each model)", tag))
