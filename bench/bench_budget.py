@@ -10,8 +10,8 @@ aware GNN inputs, `gnn.tile_features` and `gnn.dim_features`). More rows: the fi
 budget, the tile-aware inputs on nlp:default only: the preset as shipped; `early-stop-rerun` beside it,
 as the machine had slowed down), the verdict at one speed (`before-paired` and `shipped-paired`: the
 code before issue 25 and the shipped preset, back to back within each seed), and LightGBM without
-and with its MXU columns (`lgbm`, `lgbm+mxu`). A row without a commit runs at the checkout's HEAD when the bench starts (all
-are pinned now).
+and with its MXU columns (`lgbm`, `lgbm+mxu`). A row without a commit runs at the checkout's HEAD
+when the bench starts (all are pinned now).
 
 Each run trains the model of one row, collection and seed with configs/cpu-budget.toml (the row's own
 copy), predicts the valid split and keeps its score (`submissions/valid_<model>.json`) and how the GNN
