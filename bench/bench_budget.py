@@ -68,6 +68,8 @@ ROWS: dict[str, tuple[str | None, list[str]]] = {
     # the verdict measured fairly: before and the shipped preset back to back within each seed
     "before-paired": ("fd93e76", []),
     "shipped-paired": ("cc3f44c", []),
+    # xla:random fits more steps in its minutes: layers kept for the backward pass, a validation every 100
+    "xla-speed": ("029103f", []),
     # LightGBM with the CPU preset (300 rounds), without and with the MXU columns
     "lgbm": ("cc08e2a", []),
     "lgbm+mxu": ("cc08e2a", ["features.mxu_columns=true"]),
@@ -90,15 +92,18 @@ def worktree(commit: str, root: Path) -> Path:
     return tree
 
 
-def tpurank(tree: Path, args: list[str], log: Path) -> None:
-    """`python -m tpurank ARGS` with the code of `tree`; its output appended to `log`."""
+def tpurank(tree: Path, args: list[str], log: Path) -> float:
+    """`python -m tpurank ARGS` with the code of `tree`, its output appended to `log`; its peak RSS (GB)."""
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
     with log.open("a") as f:
         f.write(f"$ tpurank {' '.join(args)}\n")
         f.flush()
-        done = subprocess.run([PYTHON, "-m", "tpurank", *args], cwd=tree, env=env, stdout=f, stderr=f)
-    if done.returncode:
-        sys.exit(f"tpurank {args[0]} failed (exit {done.returncode}); see {log}")
+        child = subprocess.Popen([PYTHON, "-m", "tpurank", *args], cwd=tree, env=env, stdout=f, stderr=f)
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own peak, not the bench's other children
+        child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        sys.exit(f"tpurank {args[0]} failed (exit {child.returncode}); see {log}")
+    return usage.ru_maxrss / 2**20  # Linux reports KiB
 
 
 def model_of(row: str) -> str:
@@ -132,13 +137,14 @@ def run_one(row: str, commit: str, collection: str, seed: int, a: argparse.Names
         common = [*common[:-2], "--work-dir", str(out)]
         tpurank(tree, ["features", *common, *preset], log)
     start = time.perf_counter()
-    tpurank(tree, ["train", "--model", m, *common, *preset], log)
+    peak = tpurank(tree, ["train", "--model", m, *common, *preset], log)
     trained = time.perf_counter() - start
     tpurank(tree, ["predict", "--model", m, "--split", "valid", *common, *preset], log)
     side = json.loads((out / "submissions" / f"valid_{m}.json").read_text())
     rec = {
         "row": row, "commit": commit, "collection": collection, "seed": seed,
         "score": side["scores"][collection], "train_wall_s": round(trained, 1),
+        "train_peak_rss_gb": round(peak, 2),
     }  # fmt: skip
     if m == "gnn":
         model = json.loads((out / "models" / "gnn" / collection.replace(":", "-") / "model.json").read_text())

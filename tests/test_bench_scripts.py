@@ -71,6 +71,15 @@ def _runs(row: str, xla: list[float], nlp: list[float]) -> list[dict]:
     ]
 
 
+def _bench_budget():
+    """bench/bench_budget.py as a module (bench/ is no package)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        return importlib.import_module("bench_budget")
+    finally:
+        sys.path.remove(str(BENCH))
+
+
 @pytest.mark.parametrize(
     ("after_xla", "after_nlp", "mean", "met"),
     [
@@ -84,12 +93,27 @@ def test_bench_budget_verdict_is_the_issue_target(
     after_xla: list, after_nlp: list, mean: str, met: bool
 ) -> None:
     """+0.03 mean tau over both collections and no collection worse beyond its seed spread."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        bench_budget = importlib.import_module("bench_budget")
-    finally:
-        sys.path.remove(str(BENCH))
+    bench_budget = _bench_budget()
     results = _runs("b", [0.40, 0.42, 0.41], [0.70, 0.72, 0.71]) + _runs("a", after_xla, after_nlp)
     v = bench_budget.verdict(results, "a", base="b")
     assert f"; mean {mean} (" in v and v.endswith(": met" if met else ": NOT met"), v
     assert "not every collection measured yet" in bench_budget.verdict(_runs("b", [0.4], []), "a", base="b")
+
+
+def test_bench_budget_reports_the_peak_rss_of_each_command_alone(tmp_path: Path) -> None:
+    """The command's own peak, not the bench's largest child so far: 300 MB more reads ~0.29 GB more."""
+    bench_budget = _bench_budget()
+    package = tmp_path / "src" / "tpurank"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "__main__.py").write_text(
+        "import sys\nblock = b'x' * (int(sys.argv[1]) * 2**20)\nprint('ran')\n"
+    )
+    log = tmp_path / "bench.log"
+    big = bench_budget.tpurank(tmp_path, ["300"], log)
+    small = bench_budget.tpurank(tmp_path, ["0"], log)
+    assert 0.25 < big - small < 0.35 and 0.001 < small < 0.2, (big, small)
+    assert log.read_text().splitlines().count("ran") == 2 and "$ tpurank 300" in log.read_text()
+    (package / "__main__.py").write_text("raise SystemExit(3)\n")
+    with pytest.raises(SystemExit, match="exit 3"):
+        bench_budget.tpurank(tmp_path, ["0"], log)
