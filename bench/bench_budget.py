@@ -70,6 +70,7 @@ ROWS: dict[str, tuple[str | None, list[str]]] = {
     "shipped-paired": ("cc3f44c", []),
     # xla:random fits more steps in its minutes: layers kept for the backward pass, a validation every 100
     "xla-speed": ("029103f", []),
+    "before-speed": ("fd93e76", []),  # the code before issue 25 again, back to back with xla-speed
     # LightGBM with the CPU preset (300 rounds), without and with the MXU columns
     "lgbm": ("cc08e2a", []),
     "lgbm+mxu": ("cc08e2a", ["features.mxu_columns=true"]),
