@@ -117,3 +117,21 @@ def test_bench_budget_reports_the_peak_rss_of_each_command_alone(tmp_path: Path)
     (package / "__main__.py").write_text("raise SystemExit(3)\n")
     with pytest.raises(SystemExit, match="exit 3"):
         bench_budget.tpurank(tmp_path, ["0"], log)
+
+
+def test_bench_budget_judges_a_preset_measured_in_a_row_per_collection() -> None:
+    """xla from one (row, base) pair and nlp from another: each row's other collection never counts."""
+    bench_budget = _bench_budget()
+    results = (
+        _runs("xla-base", [0.40, 0.42, 0.41], [0.10])
+        + _runs("xla-row", [0.45, 0.47, 0.46], [0.99])
+        + _runs("nlp-base", [0.99], [0.70, 0.72, 0.71])
+        + _runs("nlp-row", [0.10], [0.72, 0.74, 0.73])
+    )
+    rows = {"layout:xla:random": ("xla-row", "xla-base"), "layout:nlp:default": ("nlp-row", "nlp-base")}
+    picked = bench_budget.per_collection(results, rows)
+    assert len(picked) == 12
+    v = bench_budget.verdict(picked, "current", base="current-base")
+    assert "layout:xla:random +0.0500, layout:nlp:default +0.0200; mean +0.0350" in v and v.endswith(
+        ": met"
+    ), v
