@@ -7,10 +7,12 @@ warm-up and cosine follow the time budget; early stopping as before: `gnn.min_tr
 aware GNN inputs, `gnn.tile_features` and `gnn.dim_features`). More rows: the first schedule fix at
 9af1bbe (its warm-up still counted steps), the peak rate under the decaying schedule (`lr1`, `lr2`,
 `lr3`, the pilot at dbd1b85), the preset after the table (`per-collection`: patience never ends the
-budget, the tile-aware inputs on nlp:default only: the preset as shipped; `early-stop-rerun` beside it,
+budget, the tile-aware inputs on nlp:default only; `early-stop-rerun` beside it,
 as the machine had slowed down), the verdict at one speed (`before-paired` and `shipped-paired`: the
-code before issue 25 and the shipped preset, back to back within each seed), and LightGBM without
-and with its MXU columns (`lgbm`, `lgbm+mxu`). A row without a commit runs at the checkout's HEAD
+code before issue 25 and that preset, back to back within each seed), xla:random's extra steps
+(`xla-speed`: its layers kept for the backward pass, half the validations; `before-speed` back to back
+with it: with the paired nlp:default runs, the preset as shipped), and LightGBM without and with its
+MXU columns (`lgbm`, `lgbm+mxu`). A row without a commit runs at the checkout's HEAD
 when the bench starts (all are pinned now).
 
 Each run trains the model of one row, collection and seed with configs/cpu-budget.toml (the row's own
@@ -22,6 +24,7 @@ meanwhile: the budget is wall time, and a busy machine trains fewer steps (a fil
 bench's folder holds the next run back until it is removed).
 
     .venv/bin/python bench/bench_budget.py --rows before-paired shipped-paired --seeds 0 1 2
+    .venv/bin/python bench/bench_budget.py --rows before-speed xla-speed --collections layout:xla:random
     .venv/bin/python bench/bench_budget.py --table   # the table of what is measured so far
     .venv/bin/python bench/bench_budget.py --curves  # each GNN run: steps and valid tau per validation
 """
