@@ -106,11 +106,16 @@ def tpurank(tree: Path, args: list[str], log: Path) -> float:
         f.write(f"$ tpurank {' '.join(args)}\n")
         f.flush()
         child = subprocess.Popen([PYTHON, "-m", "tpurank", *args], cwd=tree, env=env, stdout=f, stderr=f)
-        _, status, usage = os.wait4(child.pid, 0)  # this child's own peak, not the bench's other children
+        try:  # this child's own peak (plus the bench's small resident set at the fork), not the others'
+            _, status, usage = os.wait4(child.pid, 0)
+        except BaseException:  # Ctrl-C: no orphaned training left holding the cores
+            child.kill()
+            child.wait()
+            raise
         child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode:
         sys.exit(f"tpurank {args[0]} failed (exit {child.returncode}); see {log}")
-    return usage.ru_maxrss / 2**20  # Linux reports KiB
+    return usage.ru_maxrss * 1024 / 1e9  # Linux reports KiB; GB as bench_scale and bench_gnn_memory print
 
 
 def model_of(row: str) -> str:
@@ -202,14 +207,21 @@ def verdict(results: list[dict], row: str, base: str = "before") -> str:
         a, b = ([r["score"] for r in results if r["row"] == x and r["collection"] == c] for x in (base, row))
         if not a or not b:
             return f"{row} vs {base}: not every collection measured yet"
-        seeds.append(min(len(a), len(b)))
+        ran = [{r["seed"] for r in results if r["row"] == x and r["collection"] == c} for x in (base, row)]
+        seeds.append(len(ran[0] & ran[1]))  # seeds both rows ran: a duplicate record or a lone seed adds none
         gains.append(statistics.fmean(b) - statistics.fmean(a))
         if gains[-1] < -max(statistics.pstdev(a), statistics.pstdev(b)):
             worse.append(c)
     mean = statistics.fmean(gains)
     met = mean >= 0.03 and not worse
     per = ", ".join(f"{c} {g:+.4f}" for c, g in zip(COLLECTIONS, gains, strict=True))
-    outcome = "NOT met" if not met else "met" if min(seeds) >= 3 else f"met on {min(seeds)} seeds (3 asked)"
+    outcome = (
+        "NOT met"
+        if not met
+        else "met"
+        if min(seeds) >= 3
+        else f"met on only {min(seeds)} of the 3 seeds asked"
+    )
     return f"{row} vs {base}: {per}; mean {mean:+.4f} (target +0.03, none worse beyond spread): {outcome}"
 
 

@@ -99,7 +99,9 @@ def test_bench_budget_verdict_is_the_issue_target(
     assert f"; mean {mean} (" in v and v.endswith(": met" if met else ": NOT met"), v
     assert "not every collection measured yet" in bench_budget.verdict(_runs("b", [0.4], []), "a", base="b")
     one_seed = _runs("b", [0.40], [0.70]) + _runs("a", [0.45], [0.75])
-    assert bench_budget.verdict(one_seed, "a", base="b").endswith(": met on 1 seeds (3 asked)")
+    assert bench_budget.verdict(one_seed, "a", base="b").endswith(": met on only 1 of the 3 seeds asked")
+    repeated = one_seed + one_seed + _runs("a", [0.45, 0.45], [0.75, 0.75])  # duplicates, lone seeds
+    assert bench_budget.verdict(repeated, "a", base="b").endswith(": met on only 1 of the 3 seeds asked")
 
 
 def test_bench_budget_reports_the_peak_rss_of_each_command_alone(tmp_path: Path) -> None:
