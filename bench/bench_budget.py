@@ -204,11 +204,12 @@ def verdict(results: list[dict], row: str, base: str = "before") -> str:
     on 3 seeds of each."""
     gains, worse, seeds = [], [], []
     for c in COLLECTIONS:
-        a, b = ([r["score"] for r in results if r["row"] == x and r["collection"] == c] for x in (base, row))
-        if not a or not b:
+        runs_a, runs_b = ([r for r in results if r["row"] == x and r["collection"] == c] for x in (base, row))
+        if not runs_a or not runs_b:
             return f"{row} vs {base}: not every collection measured yet"
-        ran = [{r["seed"] for r in results if r["row"] == x and r["collection"] == c} for x in (base, row)]
-        seeds.append(len(ran[0] & ran[1]))  # seeds both rows ran: a duplicate record or a lone seed adds none
+        a, b = [r["score"] for r in runs_a], [r["score"] for r in runs_b]
+        # seeds both rows ran: a duplicate record or a lone seed adds none
+        seeds.append(len({r["seed"] for r in runs_a} & {r["seed"] for r in runs_b}))
         gains.append(statistics.fmean(b) - statistics.fmean(a))
         if gains[-1] < -max(statistics.pstdev(a), statistics.pstdev(b)):
             worse.append(c)
