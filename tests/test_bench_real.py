@@ -102,6 +102,8 @@ def test_budget_sets_are_valid_config_and_reach_tile() -> None:
     tile = cfg.for_collection("tile:xla")
     assert tile.gnn.max_steps == tile.gnn.eval_every == b["tile_gnn"]
     assert tile.baseline.max_steps == b["tile_baseline"]
+    assert (cfg.gnn.hidden, cfg.gnn.dropout) == (64, 0.0)  # a short run's scale, not the GPU profile's
+    assert load_config(None, [*bench_real.budget_sets(b), "gnn.hidden=128"]).gnn.hidden == 128  # --set wins
 
 
 def test_fold_fitted_ensemble_never_sees_a_folds_own_runtimes() -> None:
