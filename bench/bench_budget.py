@@ -216,13 +216,12 @@ def verdict(results: list[dict], row: str, base: str = "before") -> str:
     mean = statistics.fmean(gains)
     met = mean >= 0.03 and not worse
     per = ", ".join(f"{c} {g:+.4f}" for c, g in zip(COLLECTIONS, gains, strict=True))
-    outcome = (
-        "NOT met"
-        if not met
-        else "met"
-        if min(seeds) >= 3
-        else f"met on only {min(seeds)} of the 3 seeds asked"
-    )
+    if not met:
+        outcome = "NOT met"
+    elif min(seeds) >= 3:
+        outcome = "met"
+    else:
+        outcome = f"met on only {min(seeds)} of the 3 seeds asked"
     return f"{row} vs {base}: {per}; mean {mean:+.4f} (target +0.03, none worse beyond spread): {outcome}"
 
 
