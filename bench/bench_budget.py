@@ -23,9 +23,14 @@ results as soon as it ends, so a killed bench resumes at the run it was in. Noth
 meanwhile: the budget is wall time, and a busy machine trains fewer steps (a file `PAUSE` in the
 bench's folder holds the next run back until it is removed).
 
+Below each row the table prints its real-sample rows (`REAL`: tau on the real unet graph of bench_real.py
+runs with the row's change; "-" where the row was never measured on real data, as the schedule rows), and
+each verdict ends with what they say: "real: lower" where a row's real rows are below its base's beyond
+the seed spread. Real data decides; the synthetic rows share physics with some of the features.
+
     .venv/bin/python bench/bench_budget.py --rows before-paired shipped-paired --seeds 0 1 2
     .venv/bin/python bench/bench_budget.py --rows before-speed xla-speed --collections layout:xla:random
-    .venv/bin/python bench/bench_budget.py --table   # the table of what is measured so far
+    .venv/bin/python bench/bench_budget.py --table   # the table of what is measured so far, real rows beside
     .venv/bin/python bench/bench_budget.py --curves  # each GNN run: steps and valid tau per validation
 """
 
@@ -39,6 +44,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import real_rows as rr  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -84,6 +92,35 @@ PAIRED = ("shipped-paired", "before-paired")  # the shipped preset and its base,
 # the preset as shipped now, per collection: (its row, the base run back to back with it); xla-speed
 # changed layout:xla:random only, so nlp:default keeps its paired runs
 CURRENT = {"layout:xla:random": ("xla-speed", "before-speed"), "layout:nlp:default": PAIRED}
+
+# row -> its real-sample rows: bench_real.py's layout half (tau on the real unet graph, all configs) run with
+# the row's change at a fixed step budget, so rows that change only the 10-minute schedule have none ("-").
+# The verdict compares a row's real rows with its base's of the same setting.
+GNN_W64 = "gnn, width 64, 300 steps"  # bench_real's own GNN settings
+GNN_CPU = "the CPU profile's gnn with the tile-aware inputs, 300 steps"
+LGBM_CPU = "lgbm, 500 configs a graph, 300 rounds"  # the CPU profile's LightGBM
+LGBM_REAL = "lgbm, 1000 configs a graph, 300 rounds"  # bench_real's own LightGBM
+_W64 = ("real_layout_w64.json", "real_layout_w64_s345.json")  # seeds 0-2 and 3-5
+_W64_FEATURES = ("real_layout_w64_features.json", "real_layout_w64_features_s345.json")
+_BEFORE = [rr.layout(_W64, "gnn", GNN_W64)]  # the GNN without the tile-aware inputs
+REAL: dict[str, list[rr.Real]] = {
+    **dict.fromkeys(["before", "before-rerun", "before-paired", "before-speed"], _BEFORE),
+    "features": [
+        rr.layout(_W64_FEATURES, "gnn", GNN_W64),
+        rr.layout(("real_layout_cpu_gnn_1x300.json",), "gnn", GNN_CPU),
+    ],
+    "lr1": [rr.layout(("real_layout_cpu_gnn_lr1e-3.json",), "gnn", GNN_CPU)],  # peak rate 1e-3
+    "lr2": [rr.layout(("real_layout_cpu_gnn_1x300.json",), "gnn", GNN_CPU)],  # the profile's 2e-3
+    "lgbm": [
+        rr.layout(("real_layout_cpu_nomxu.json",), "lgbm", LGBM_CPU),
+        rr.layout(("real_layout_w64.json",), "lgbm", LGBM_REAL),
+    ],
+    "lgbm+mxu": [
+        rr.layout(("real_layout_cpu_mxu.json",), "lgbm", LGBM_CPU),
+        rr.layout(("real_layout_w64_features.json",), "lgbm", LGBM_REAL),
+    ],
+}
+REAL_VERDICTS = [("features", "before"), ("lgbm+mxu", "lgbm")]  # the rows measured on real data, and both
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:
@@ -176,10 +213,12 @@ def save(path: Path, results: list[dict]) -> None:
     tmp.replace(path)
 
 
-def table(results: list[dict]) -> str:
+def table(results: list[dict], real: rr.RealRows | None = None) -> str:
     """Mean ± population std over seeds (and mean steps) per row and collection, and the mean over
-    collections."""
-    lines = ["| row | " + " | ".join(COLLECTIONS) + " | mean |", "|---" * (len(COLLECTIONS) + 2) + "|"]
+    collections; below each measured row its real-sample rows (or "-": never measured on real data)."""
+    real = real or rr.RealRows(REAL)
+    lines = ["| row | data | " + " | ".join(COLLECTIONS) + f" | mean | {rr.LAYOUT} |",
+             "|---" * (len(COLLECTIONS) + 4) + "|"]  # fmt: skip
     for row in ROWS:
         cells, means = [], []
         for c in COLLECTIONS:
@@ -195,18 +234,22 @@ def table(results: list[dict]) -> str:
             cells.append(f"{means[-1]:.4f} ± {statistics.pstdev(s):.4f} ({len(s)} seeds{at})")
         if any(c != "-" for c in cells):
             mean = f"{statistics.fmean(means):.4f}" if len(means) == len(COLLECTIONS) else "-"
-            lines.append(f"| {row} | " + " | ".join(cells) + f" | {mean} |")
-    return "\n".join(lines)
+            lines.append(f"| {row} | synthetic | " + " | ".join(cells) + f" | {mean} |  |")
+            blank = " |" * (len(COLLECTIONS) + 1)
+            lines += [f"| {row} | real |{blank} {r[0]} |" for r in real.cells(row, [rr.LAYOUT])]
+    return "\n".join(lines) + "\n\n" + rr.LEGEND
 
 
-def verdict(results: list[dict], row: str, base: str = "before") -> str:
+def verdict(results: list[dict], row: str, base: str = "before", real: rr.RealRows | None = None) -> str:
     """Issue 25's target: `row` beats `base` by >= 0.03 mean tau, no collection worse beyond its spread,
-    on 3 seeds of each."""
+    on 3 seeds of each; then what the real rows say (real data decides: "real: lower" flags a row whose
+    real rows are below its base's beyond the seed spread, whatever the synthetic outcome)."""
+    said = (real or rr.RealRows(REAL)).judge(row, base)
     gains, worse, seeds = [], [], []
     for c in COLLECTIONS:
         runs_a, runs_b = ([r for r in results if r["row"] == x and r["collection"] == c] for x in (base, row))
         if not runs_a or not runs_b:
-            return f"{row} vs {base}: not every collection measured yet"
+            return f"{row} vs {base}: not every collection measured yet; {said}"
         a, b = [r["score"] for r in runs_a], [r["score"] for r in runs_b]
         # seeds both rows ran: a duplicate record or a lone seed adds none
         seeds.append(len({r["seed"] for r in runs_a} & {r["seed"] for r in runs_b}))
@@ -222,7 +265,7 @@ def verdict(results: list[dict], row: str, base: str = "before") -> str:
         outcome = "met"
     else:
         outcome = f"met on only {min(seeds)} of the 3 seeds asked"
-    return f"{row} vs {base}: {per}; mean {mean:+.4f} (target +0.03, none worse beyond spread): {outcome}"
+    return f"{row} vs {base}: {per}; mean {mean:+.4f} (target +0.03, none worse beyond spread): {outcome}; {said}"
 
 
 def per_collection(results: list[dict], rows: dict[str, tuple[str, str]]) -> list[dict]:
@@ -238,12 +281,15 @@ def per_collection(results: list[dict], rows: dict[str, tuple[str, str]]) -> lis
     ]
 
 
-def report(results: list[dict]) -> str:
-    """The table, then the target's verdict for each shipped preset."""
-    lines = [verdict(results, row) for row in SHIPPED] + [verdict(results, *PAIRED)]
+def report(results: list[dict], real: rr.RealRows | None = None) -> str:
+    """The table, then the target's verdict for each shipped preset and each row measured on real data."""
+    real = real or rr.RealRows(REAL)
+    pairs = [(row, "before") for row in SHIPPED] + [PAIRED, *REAL_VERDICTS]
+    lines = [verdict(results, row, base, real) for row, base in pairs]
     which = "; ".join(f"{c}: {row} vs {base}" for c, (row, base) in CURRENT.items())
-    lines.append(verdict(per_collection(results, CURRENT), "current", "current-base") + f" ({which})")
-    return table(results) + "\n\n" + "\n".join(lines)
+    picked = per_collection(results, CURRENT)
+    lines.append(verdict(picked, "current", "current-base", real).replace("; real:", f" ({which}); real:", 1))
+    return table(results, real) + "\n\n" + "\n".join(lines)
 
 
 def curves(results: list[dict], work: Path) -> str:
@@ -275,11 +321,16 @@ def main() -> int:
     p.add_argument("--set", dest="extra", action="append", default=[], help="one more override (smoke tests)")
     p.add_argument("--table", action="store_true", help="print the table of the saved results and exit")
     p.add_argument("--curves", action="store_true", help="print each GNN run's validations and exit")
+    rr.add_option(p)
     a = p.parse_args()
     a.data, a.work = a.data.resolve(), a.work.resolve()  # runs start in a worktree: no relative paths
     results = load(a.results)
     if a.table or a.curves:
-        print(curves(results, a.work) if a.curves else report(results))
+        print(
+            curves(results, a.work)
+            if a.curves
+            else report(results, rr.RealRows(REAL, rr.folders(a.real_dir)))
+        )
         return 0
     if not (a.data / "npz_all").exists():
         sys.exit(f"{a.data}: no full-scale synthetic data; python -m tpurank synth --scale full --out {a.data} "
@@ -301,7 +352,7 @@ def main() -> int:
                 print(f"    score {rec['score']:.4f}; {rec.get('model', '')}", flush=True)
                 results = [*load(a.results), rec]
                 save(a.results, results)
-    print(report(results))
+    print(report(results, rr.RealRows(REAL, rr.folders(a.real_dir))))
     return 0
 
 

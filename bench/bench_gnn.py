@@ -11,11 +11,13 @@ and data included):
      on valid), per collection (target: gnn wins every layout collection);
   4. with `--ablate CHANGE ...`: the gnn's valid score under that demo budget, then with each
      change alone (what each design choice is worth on demo).
-Results go to bench/results/gnn_<device>.json (the device is named inside).
+Results go to bench/results/gnn_<device>.json (the device is named inside); the comparison and the
+ablation print as tables with each row's real-sample rows beside it (bench_real.py; "-" where none).
 
     .venv/bin/python bench/bench_gnn.py                 # generates data/synthetic-demo and data/bench once
     .venv/bin/python bench/bench_gnn.py --skip-big --max-steps 40 --steps 5    # a quick look
     .venv/bin/python bench/bench_gnn.py --threads 2 --ablate gnn.aggr=mean gnn.loss=hinge
+    .venv/bin/python bench/bench_gnn.py --table     # the tables of bench/results/gnn_cpu.json
 """
 
 from __future__ import annotations
@@ -38,6 +40,22 @@ BIG = {"nodes": 25_000, "configurable": 2_500, "configs": 10_000}  # synth `full
 BIG_FILE = BIG_ROOT / "npz_all/npz/layout/nlp/random/train/bench_gnn_big_nlp.npz"
 MEMORY_TARGET = 8 * 10**9  # bytes: peak RSS of training on the largest graph (docs/scale.md)
 PYTHON = sys.executable
+RESULTS = ROOT / "bench" / "results"
+
+sys.path.insert(0, str(ROOT / "bench"))
+import real_rows as rr  # noqa: E402
+
+# model -> its real-sample rows: bench_real.py at the code the docs quote (the GNN at width 64); no
+# change of `--ablate` was measured on real data, so its real rows are all "-"
+_LAYOUT, _TILE = ("real_layout_issue25.json",), ("real_tile_issue25.json",)
+REAL_MODELS: dict[str, list[rr.Real]] = {
+    m: [
+        rr.layout(_LAYOUT, m, "bench_real, 300 steps, gnn width 64"),
+        rr.tile(_TILE, m, "bench_real, 600 steps"),
+    ]
+    for m in ("gnn", "baseline")
+}
+REAL_ABLATION: dict[str, list[rr.Real]] = {}
 
 # Child: train `steps` steps of one model on one collection; prints one JSON line.
 _STEPS = """
@@ -151,12 +169,14 @@ def ensure_big_prepared() -> Path:
 
 
 def demo_config(extra: list[str]):
-    """The config `./run.sh all` trains with on demo (configs/demo.toml), plus `extra`."""
+    """The config `./run.sh all` trains with on demo here (this machine's profile, configs/demo.toml
+    above it), plus `extra`."""
     from tpurank.core.config import load_config
     from tpurank.core.paths import preset_file
-    from tpurank.pipeline import DEMO_PRESET
+    from tpurank.core.profiles import resolve_profile
+    from tpurank.stages import DEMO_PRESET
 
-    return load_config(None, extra, preset=preset_file(DEMO_PRESET))
+    return load_config(None, extra, preset=preset_file(DEMO_PRESET), profile=resolve_profile(None).file)
 
 
 def train_and_score(spec, out: Path, cfg, collection: str) -> tuple[float, float]:
@@ -238,6 +258,46 @@ def ablate(changes: list[str]) -> dict[str, dict[str, float]]:
     return out
 
 
+def table(rows: dict[str, dict[str, float]], head: str, real: rr.RealRows) -> str:
+    """One table of demo valid scores per collection (`rows`: name -> collection -> score), each name
+    followed by its real-sample rows ("-": never measured on real data)."""
+    collections = list(next(iter(rows.values())))
+    columns = [rr.LAYOUT, rr.TILE]
+    lines = [f"| {head} | data | " + " | ".join([*collections, *columns]) + " |",
+             "|---" * (2 + len(collections) + len(columns)) + "|"]  # fmt: skip
+    for name, row in rows.items():
+        lines.append(
+            f"| {name} | synthetic | " + " | ".join(f"{row[c]:.4f}" for c in collections) + " |  |  |"
+        )
+        blank = " |" * len(collections)
+        lines += [f"| {name} | real |{blank} " + " | ".join(r) + " |" for r in real.cells(name, columns)]
+    return "\n".join(lines)
+
+
+def report(results: dict, folders: list[Path]) -> str:
+    """The saved comparison (gnn vs baseline) and ablation as tables, with their real rows."""
+    out = []
+    if "valid" in results:
+        real = rr.RealRows(REAL_MODELS, folders)
+        models = {m: {c: r[m] for c, r in results["valid"].items()} for m in ("gnn", "baseline")}
+        beats = results.get("gnn_beats_baseline_every_layout")
+        out += [table(models, "model", real), f"gnn vs baseline: beats it on every demo layout collection: "
+                f"{beats}; {real.judge('gnn', 'baseline')}"]  # fmt: skip
+    if "ablation" in results:
+        out.append(table(results["ablation"], "change", rr.RealRows(REAL_ABLATION, folders)))
+    return "\n\n".join([*out, rr.LEGEND]) if out else "no comparison or ablation in these results"
+
+
+def print_table(path: Path, folders: list[Path]) -> int:
+    """The comparison and ablation tables of a saved results file, with their real rows."""
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        sys.exit(f"{path}: not a bench_gnn results file ({type(e).__name__}: {e})")
+    print(report(saved, folders))
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=8, help="timed training steps per collection")
@@ -252,7 +312,10 @@ def main() -> int:
     )
     p.add_argument("--skip-big", action="store_true")
     p.add_argument("--skip-compare", action="store_true")
+    rr.add_table_options(p, RESULTS / "gnn_cpu.json")
     a = p.parse_args()
+    if a.table:
+        return print_table(a.table, rr.folders(a.real_dir))
 
     import torch
 
@@ -288,8 +351,9 @@ def main() -> int:
         print("gnn valid per collection (" + ", ".join(COLLECTIONS) + "):", flush=True)
         results["ablation"] = ablate(a.ablate)
 
-    out = ROOT / "bench" / "results" / f"gnn_{slug}.json"
+    out = RESULTS / f"gnn_{slug}.json"
     out.write_text(json.dumps(results, indent=2) + "\n")
+    print(report(results, rr.folders(a.real_dir)))
     print(f"wrote {out}")
     return 0
 

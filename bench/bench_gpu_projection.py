@@ -8,8 +8,13 @@ each collection, prepared as `tpurank prepare` prepares it, per config. Projecte
 x configs per step x max_steps x seeds, divided by each GPU's published dense half-precision
 throughput times a stated utilisation. Validation, data loading and the scatter ops are not in it.
 
+With `--profile` (gpu, kaggle-t4 or cpu; default gpu) the model and seeds are that profile's, and the
+whole-run budget (`--budget`, default the profile's) is split as `all --budget` splits it
+(tpurank.budget, on the sample's file sizes): the table then shows each collection's share per seed
+and the share of its step count that the projected rate reaches within it.
+
     .venv/bin/python bench/bench_gpu_projection.py [--sample ../shared/data/tpugraphs-sample] \\
-        [--utilisation 0.2] [--set gnn.hidden=256 ...]
+        [--utilisation 0.2] [--profile kaggle-t4] [--budget 10h] [--set gnn.hidden=256 ...]
 """
 
 from __future__ import annotations
@@ -28,10 +33,12 @@ from torch.utils.flop_counter import FlopCounterMode
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from tpurank.budget import make_plan  # noqa: E402
 from tpurank.core.collections import COLLECTIONS, kind_of  # noqa: E402
 from tpurank.core.config import load_config  # noqa: E402
 from tpurank.core.errors import TpurankError  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
+from tpurank.core.profiles import DEFAULT_BUDGET, PROFILES, Profile, parse_duration  # noqa: E402
 from tpurank.gnn import model as gnn  # noqa: E402
 from tpurank.gnn import tile_inputs  # noqa: E402
 from tpurank.gnn.data import load_split, make_batch, sample_rows  # noqa: E402
@@ -54,9 +61,9 @@ def prepare_sample(sample: Path, work: Path) -> Paths:
     return paths
 
 
-def step_flops(paths: Paths, collection: str, overrides: list[str]) -> dict:
-    """FLOPs of one default training step on the collection's largest sample graph, per config."""
-    cfg = load_config(None, overrides).for_collection(collection)
+def step_flops(paths: Paths, collection: str, overrides: list[str], profile: str) -> dict:
+    """FLOPs of one training step of the profile's model on the collection's largest sample graph, per config."""
+    cfg = load_config(None, overrides, profile=Profile(profile, "").file).for_collection(collection)
     kind = kind_of(collection)
     graphs = []
     for split in ("train", "valid", "test"):
@@ -88,6 +95,10 @@ def main() -> int:
     p.add_argument("--sample", type=Path, default=SAMPLE, help="the real sample (npz_all/npz below it)")
     p.add_argument("--utilisation", type=float, default=UTILISATION, help="share of the published peak")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    p.add_argument(
+        "--profile", choices=PROFILES, default="gpu", help="the profile's model and seeds (default gpu)"
+    )
+    p.add_argument("--budget", help="the whole run's time to split (default: the profile's)")
     p.add_argument("--json", type=Path, help="also write the numbers here")
     args = p.parse_args()
     if not (args.sample / "npz_all" / "npz").is_dir():
@@ -98,7 +109,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         paths = prepare_sample(args.sample, Path(tmp))
         for c in COLLECTIONS:
-            m = step_flops(paths, c, args.set)
+            m = step_flops(paths, c, args.set, args.profile)
             m["total_flops"] = m["flops_per_config"] * m["configs_per_step"] * m["max_steps"] * m["seeds"]
             rows[c], total = m, total + m["total_flops"]
     print(f"PROJECTION (not measured on a GPU): utilisation {args.utilisation:.0%} of the published peak")
@@ -118,11 +129,46 @@ def main() -> int:
         "projected: steps x configs x seeds at the stated share of each GPU's published dense\n"
         "half-precision peak (validation, loading and the scatter ops of message passing left out)"
     )
+    split = budget_split(args, rows)
     if args.json:
-        args.json.write_text(
-            json.dumps({"utilisation": args.utilisation, "gpus": GPUS, "rows": rows}, indent=1)
-        )
+        out = {
+            "utilisation": args.utilisation,
+            "gpus": GPUS,
+            "rows": rows,
+            "profile": args.profile,
+            "split": split,
+        }
+        args.json.write_text(json.dumps(out, indent=1))
     return 0
+
+
+def budget_split(args: argparse.Namespace, rows: dict[str, dict]) -> dict[str, dict]:
+    """The budget split `all` would make, and the share of each collection's steps the PROJECTED rate
+    on each GPU reaches within its minutes (capped at 1: the step count then ends the training)."""
+    budget = parse_duration(args.budget or DEFAULT_BUDGET[args.profile])
+    cfg = load_config(None, args.set, profile=Profile(args.profile, "").file)
+    plan = make_plan(budget, cfg, args.sample, list(COLLECTIONS), ["lgbm", "gnn"])
+    print(
+        f"\nbudget split of {args.budget or DEFAULT_BUDGET[args.profile]} ({args.profile} profile), PROJECTED:"
+    )
+    print(f"{'collection':<20}{'seeds':>6}{'min/seed':>10}" + "".join(f"{g + ' steps':>26}" for g in GPUS))
+    out = {}
+    for share in plan.shares:
+        m = rows[share.collection]
+        per_seed_s = [
+            m["total_flops"] / m["seeds"] / (peak * 1e12 * args.utilisation) for peak in GPUS.values()
+        ]
+        reached = [min(1.0, share.minutes * 60 / s) for s in per_seed_s]
+        out[share.collection] = {
+            "seeds": share.seeds,
+            "minutes_per_seed": share.minutes,
+            "steps_reached": reached,
+        }
+        print(
+            f"{share.collection:<20}{share.seeds:>6}{share.minutes:>10.1f}"
+            + "".join(f"{r:>25.0%} " for r in reached)
+        )
+    return out
 
 
 if __name__ == "__main__":

@@ -14,8 +14,11 @@ Two parts (docs/models.md, "Graph Segment Training"):
 
     .venv/bin/python bench/bench_gst.py memory --segment-nodes 1000 4000
     .venv/bin/python bench/bench_gst.py tau --max-steps 100 --configs 32 --segment-nodes 500
+    .venv/bin/python bench/bench_gst.py table    # the saved `tau` table, with its real rows
 
-Results go to bench/results/gst.json (each part under its own key).
+Results go to bench/results/gst.json (each part under its own key). The `tau` table shows, below
+each variant, its real-sample row (`REAL`: bench_real.py's GNN on the real unet graph, under `real` in
+gst.json; "-" where the variant was never measured on real data).
 """
 
 from __future__ import annotations
@@ -37,6 +40,17 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "gst.json"
 LAYOUT = ["layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random"]
+
+sys.path.insert(0, str(ROOT / "bench"))
+import real_rows as rr  # noqa: E402
+
+# variant -> its real-sample rows: `bench_real.py --only layout --models gnn --quick` (seeds 0 1), saved
+# under `real` in gst.json; the GST run with 1000-node segments and 30 fine-tuning steps
+_QUICK = "gnn, 150 steps, bench_real --quick"
+REAL: dict[str, list[rr.Real]] = {
+    "pruned (default)": [rr.Real(_QUICK, ("gst.json",), ("real", "pruned_default", "all", "gnn"))],
+    "whole + GST 1000": [rr.Real(_QUICK, ("gst.json",), ("real", "whole_gst_1000", "all", "gnn"))],
+}
 
 
 def _save(key: str, value: object) -> None:
@@ -221,13 +235,36 @@ def tau(args: argparse.Namespace) -> None:
         print(name, json.dumps(results[name]), flush=True)
     _save("tau", {"max_steps": args.max_steps, "finetune_steps": args.finetune_steps, "seed": args.seed,
                   "demo": args.demo, "variants": results})  # fmt: skip
-    short = [c.split(":", 1)[1] for c in args.collections]
-    print(f"{'variant':<22}" + "".join(f"{c:>14}" for c in short) + f"{'mean':>8}{'train s':>9}")
-    for name, res in results.items():
-        cells = "".join(f"{res['collections'][c]['valid_tau']:>14.4f}" for c in args.collections)
-        print(f"{name:<22}{cells}{res['mean_tau']:>8.4f}{res['train_seconds']:>9.0f}")
+    print(tau_table(results, rr.RealRows(REAL, rr.folders(args.real_dir))))
     if not args.work:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def tau_table(variants: dict[str, dict], real: rr.RealRows) -> str:
+    """The `tau` part's table: each variant's demo valid tau per collection, then its real rows; the
+    variants measured on real data only last."""
+    collections = list(next(iter(variants.values()))["collections"])
+    lines = ["| variant | data | " + " | ".join(collections) + f" | mean | train s | {rr.LAYOUT} |",
+             "|---" * (len(collections) + 5) + "|"]  # fmt: skip
+    for name in [*variants, *(v for v in real.mapping if v not in variants)]:
+        if res := variants.get(name):
+            cells = " | ".join(f"{res['collections'][c]['valid_tau']:.4f}" for c in collections)
+            cells += f" | {res['mean_tau']:.4f} | {res['train_seconds']:.0f}"
+        else:
+            cells = " | ".join(["-"] * (len(collections) + 2))
+        lines.append(f"| {name} | synthetic | {cells} |  |")
+        blank = " |" * (len(collections) + 2)
+        lines += [f"| {name} | real |{blank} {r[0]} |" for r in real.cells(name, [rr.LAYOUT])]
+    return "\n".join(lines) + "\n\n" + rr.LEGEND
+
+
+def table(args: argparse.Namespace) -> None:
+    """Print the saved `tau` table of gst.json."""
+    try:
+        variants = json.loads(RESULTS.read_text())["tau"]["variants"]
+    except (OSError, ValueError, KeyError) as e:
+        raise SystemExit(f"{RESULTS}: no saved `tau` part ({type(e).__name__}: {e})") from None
+    print(tau_table(variants, rr.RealRows(REAL, rr.folders(args.real_dir))))
 
 
 def main() -> None:
@@ -252,9 +289,13 @@ def main() -> None:
     t.add_argument("--finetune-steps", type=int, default=50)
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--work", default="", help="keep intermediates here (default: a temporary folder)")
+    rr.add_option(t)
+    rr.add_option(sub.add_parser("table", help="print the saved `tau` table, with its real rows"))
     args = ap.parse_args()
     if args.part == "memory":
         child(args) if args.child is not None else memory(args)
+    elif args.part == "table":
+        table(args)
     else:
         tau(args)
 

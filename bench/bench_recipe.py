@@ -6,10 +6,13 @@ and scores demo valid (every original config of each valid graph against its own
 validation report does). Per variant and collection it reports the mean and the spread (population
 standard deviation) over seeds, and the score of the seeds' predictions averaged after per-graph
 normalisation (what `gnn.seeds = N` predicts). Models are kept under data/bench/gnn/recipe/, so a
-rerun reuses them; results go to bench/results/recipe_<device>.json.
+rerun reuses them; results go to bench/results/recipe_<device>.json. The table shows, below each
+variant, its real-sample rows (bench_recipe_real.py, bench_real.py; "-" where none), and the variants
+measured on real data only.
 
     .venv/bin/python bench/bench_recipe.py --seeds 3 --collections tile:xla layout:xla:default \\
         --variants gnn.hidden=128 gnn.dropout=0.1 gnn.warmup_steps=24 gnn.standardize=true
+    .venv/bin/python bench/bench_recipe.py --table     # the table of bench/results/recipe_cpu.json
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import real_rows as rr  # noqa: E402
 from bench_gnn import DEMO_ROOT, PYTHON, ROOT, WORK, demo_config, device_name, ensure_demo_prepared  # noqa: E402
 
 BASE = "base"
@@ -34,6 +38,34 @@ PINNED = [
 ]  # fmt: skip
 TILE_ONLY = {"gnn.tile_all_configs"}  # options the other kind ignores: its rows repeat the base runs
 LAYOUT_ONLY = {"gnn.layer_attention"}
+
+# variant -> its real-sample rows (tau on the real unet graph, all configs): bench_recipe_real.py's rows
+# (its `today` is this base: every recipe option off) and bench_real.py runs of the CPU profile's GNN. A
+# variant measured on real data only is a row of the table too, with "-" on demo.
+TODAY = "gnn, width 64, 150 steps, bench_recipe_real"
+CPU = "the CPU profile's gnn, 300 steps"
+CPU_1X300 = ("real_layout_cpu_gnn_1x300.json",)
+
+
+def _recipe_real(row: str) -> rr.Real:
+    return rr.Real(TODAY, ("recipe_real.json",), ("rows", row, "all", "taus"))
+
+
+REAL: dict[str, list[rr.Real]] = {
+    BASE: [_recipe_real("today")],
+    "gnn.dropout=0.1": [  # beside its own base: the CPU profile's GNN has no dropout
+        rr.layout(("real_layout_cpu_gnn_dropout01.json",), "gnn", f"{CPU}, dropout 0.1"),
+        rr.layout(CPU_1X300, "gnn", f"{CPU}, no dropout: its base"),
+    ],
+    "gnn.seeds=3,gnn.max_steps=100": [  # the same training steps in all: 3 seeds of 100 against 1 of 300
+        rr.layout(
+            ("real_layout_cpu_gnn_3x100.json",), "gnn", "the CPU profile's gnn, 3 seeds x 100 steps averaged"
+        ),
+        rr.layout(CPU_1X300, "gnn", f"{CPU}, 1 seed: its base"),
+    ],
+    "gnn.standardize=true,gnn.warmup_steps=15": [_recipe_real("recipe")],
+    "gnn.standardize=true,gnn.warmup_steps=15,gnn.layer_attention=true": [_recipe_real("recipe+attention")],
+}
 
 
 def run_variant(variant: str, seed: int, collection: str, max_steps: int) -> tuple[dict, float]:
@@ -93,7 +125,10 @@ def main() -> int:
     )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--normalize", default="rank", choices=("rank", "zscore"), help="for the seed average")
+    rr.add_table_options(p, ROOT / "bench" / "results" / "recipe_cpu.json")
     a = p.parse_args()
+    if a.table:
+        return print_table(a.table, rr.folders(a.real_dir))
 
     import torch
 
@@ -144,27 +179,53 @@ def main() -> int:
         out = ROOT / "bench" / "results" / f"recipe_{slug}.json"
         results["seconds"] = round(time.perf_counter() - t_all, 1)
         out.write_text(json.dumps(results, indent=2) + "\n")  # after every variant: partial results survive
-    print(markdown(results, a.collections))
+    print(markdown(results, a.collections, rr.RealRows(REAL, rr.folders(a.real_dir))))
     print(f"wrote {out} ({results['seconds']:.0f} s)")
     return 0
 
 
-def markdown(results: dict, collections: list[str]) -> str:
-    """The results table: mean +- spread over seeds, and the seed-averaged score, per collection."""
-    head = "| variant | " + " | ".join(f"{c} (mean +- sd) | {c} (seed avg)" for c in collections) + " |"
-    lines = [head, "|---" * (1 + 2 * len(collections)) + "|"]
-    for variant, row in results["rows"].items():
-        cells = [
-            f"{row[c]['mean']:.4f} +- {row[c]['std']:.4f} | {row[c]['seed_average']:.4f}" for c in collections
-        ]
-        n = {len(row[c]["scores"]) for c in collections}
-        note = (
-            f" ({'/'.join(str(len(row[c]['scores'])) for c in collections)} seeds)"
-            if n != {results["seeds"]}
-            else ""
-        )
-        lines.append(f"| `{variant}`{note} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+def markdown(results: dict, collections: list[str], real: rr.RealRows | None = None) -> str:
+    """The results table: mean +- spread over seeds, and the seed-averaged score, per collection; below
+    each variant its real-sample rows ("-": never measured on real data), then the variants measured on
+    real data only."""
+    real = real or rr.RealRows(REAL)
+    lines = [
+        "| variant | data | "
+        + " | ".join(f"{c} (mean +- sd) | {c} (seed avg)" for c in collections)
+        + f" | {rr.LAYOUT} |",
+        "|---" * (3 + 2 * len(collections)) + "|",
+    ]
+    rows = results["rows"]
+    for variant in [*rows, *(v for v in real.mapping if v not in rows)]:
+        row = rows.get(variant)
+        if row is None:
+            cells, note = ["- | -"] * len(collections), ""
+        else:
+            cells = [
+                f"{row[c]['mean']:.4f} +- {row[c]['std']:.4f} | {row[c]['seed_average']:.4f}"
+                for c in collections
+            ]
+            n = {len(row[c]["scores"]) for c in collections}
+            note = (
+                f" ({'/'.join(str(len(row[c]['scores'])) for c in collections)} seeds)"
+                if n != {results["seeds"]}
+                else ""
+            )
+        lines.append(f"| `{variant}`{note} | synthetic | " + " | ".join(cells) + " |  |")
+        blank = " |" * (2 * len(collections))
+        lines += [f"| `{variant}` | real |{blank} {r[0]} |" for r in real.cells(variant, [rr.LAYOUT])]
+    return "\n".join(lines) + "\n\n" + rr.LEGEND
+
+
+def print_table(path: Path, folders: list[Path]) -> int:
+    """The table of a saved results file (every collection it holds), with the real rows."""
+    try:
+        results = json.loads(path.read_text())
+        collections = list(next(iter(results["rows"].values())))
+    except (OSError, ValueError, KeyError, StopIteration) as e:
+        sys.exit(f"{path}: not a bench_recipe results file ({type(e).__name__}: {e})")
+    print(markdown(results, collections, rr.RealRows(REAL, folders)))
+    return 0
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ over seeds, and the tau of the seeds' predictions averaged after per-graph rank 
     .venv/bin/python bench/bench_recipe_real.py --seeds 0 1 2 --steps 150 \\
         --variants today recipe=gnn.standardize=true,gnn.warmup_steps=15
 Saves bench/results/recipe_real.json (or --out). Exits 0 with the reason when ../shared is absent.
+`bench_recipe.py --table` prints these rows (data `real`) beside the same recipes' demo rows.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def main() -> int:
               f"official subset {row['subset']['mean']:.4f} +- {row['subset']['std']:.4f} "
               f"(seed average {row['subset']['seed_average']:.4f}); {sum(seconds):.0f} s", flush=True)  # fmt: skip
         a.out.write_text(json.dumps(res, indent=2) + "\n")
-    print(f"saved {a.out}")
+    print(f"saved {a.out}; beside the demo rows: bench/bench_recipe.py --table")
     return 0
 
 

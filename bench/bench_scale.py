@@ -14,7 +14,7 @@ files (`../shared`), and the synthetic data's shape and compressibility next to 
     .venv/bin/python bench/bench_scale.py                                   # all five (hours on 2 cores)
     .venv/bin/python bench/bench_scale.py --collections tile:xla layout:xla:random   # the 60-minute target
 Options: --data DIR (default data/synthetic-full, generated when missing), --work DIR, --config F
-(default configs/cpu-budget.toml), --models (default lgbm gnn), --gnn-steps N (the measured GNN
+(default configs/profile-cpu.toml), --models (default lgbm gnn), --gnn-steps N (the measured GNN
 slice for the default-config projection), --out F (default bench/results/scale.json).
 """
 
@@ -411,7 +411,7 @@ def main() -> int:
     p.add_argument("--data", type=Path, default=ROOT / "data" / "synthetic-full")
     p.add_argument("--work", type=Path, default=ROOT / "data" / "bench" / "scale")
     p.add_argument("--collections", nargs="+", choices=COLLECTIONS, default=list(COLLECTIONS))
-    p.add_argument("--config", type=Path, default=ROOT / "configs" / "cpu-budget.toml")
+    p.add_argument("--config", type=Path, default=ROOT / "configs" / "profile-cpu.toml")
     p.add_argument("--models", nargs="+", default=["lgbm", "gnn"])
     p.add_argument("--jobs", type=int, default=2, help="synth workers when the data is generated")
     p.add_argument("--out", type=Path, default=RESULTS, help="results file of the whole run")

@@ -7,7 +7,7 @@ Shows what `scoring.pass_configs` bounds: the (C, N, H) states and, with `gnn.la
 the heads x K x C^2 attention scores of one pass.
 
     .venv/bin/python bench/bench_scoring_memory.py --data DIR --work WORK_DIR \\
-        [--collection layout:nlp:default] [--config configs/cpu-budget.toml] [--configs 500]
+        [--collection layout:nlp:default] [--config configs/profile-cpu.toml] [--configs 500]
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("chain",),
     ("stages",),
     ("kaggle",),
+    ("budget",),
     ("pipeline",),
     ("cli",),
     ("__main__",),

@@ -67,10 +67,15 @@ def test_a_top_level_key_beats_the_per_collection_defaults_and_a_users_table_bea
     assert mixed.for_collection("layout:nlp:random").gnn.max_steps == 16
 
 
-@pytest.mark.parametrize("preset", ["cpu-budget.toml", "demo.toml"])
-def test_the_presets_stay_lean_under_the_gpu_defaults(preset: str) -> None:
-    """The presets set the keys they care about at top level: none of the GPU scale leaks in."""
-    cfg = load_config(None, [], preset=paths_mod.preset_file(preset))
+@pytest.mark.parametrize(
+    ("profile", "preset"),
+    [("profile-cpu.toml", None), *[(f"profile-{p}.toml", "demo.toml") for p in ("cpu", "kaggle-t4", "gpu")]],
+)
+def test_the_presets_stay_lean_under_the_gpu_defaults(profile: str, preset: str | None) -> None:
+    """The cpu profile, and the demo preset above any profile, set the keys they care about at top
+    level: none of the GPU scale leaks in."""
+    demo = paths_mod.preset_file(preset) if preset else None
+    cfg = load_config(None, [], preset=demo, profile=paths_mod.preset_file(profile))
     for c in COLLECTIONS:
         g = cfg.for_collection(c).gnn
         assert g.hidden <= 64 and g.configs_per_graph <= 64 and g.seeds == 1 and g.dropout == 0.0

@@ -1,13 +1,18 @@
 """The README and docs/ say what the code does: the README stays short, every command it shows names
-a real stage and real options, and every relative link points at a file that exists."""
+a real stage and real options, and every relative link points at a file that exists. The docs are
+for users: no issue numbers (the development history lives in bench/LOG.md), and no docstring in
+src/ sends a reader to ../shared, which a clone does not have."""
 
 from __future__ import annotations
 
+import ast
 import functools
+import io
 import re
 import shlex
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -103,3 +108,39 @@ def test_relative_links_point_at_files(page: Path) -> None:
 def test_no_commit_hashes_outside_the_bench_log(page: Path) -> None:
     hashes = re.findall(r"(?<![\w/.-])[0-9a-f]{7,40}(?![\w-])", page.read_text())
     assert not [h for h in hashes if re.search(r"[a-f]", h) and re.search(r"\d", h)], page.name
+
+
+USER_PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+
+@pytest.mark.parametrize("page", USER_PAGES, ids=[str(p.relative_to(ROOT)) for p in USER_PAGES])
+def test_no_issue_numbers_in_user_docs(page: Path) -> None:
+    """A user does not know the project's issues: `grep -ciE 'issue [0-9]+'` gives 0 on every page."""
+    hits = [line for line in page.read_text().splitlines() if re.search(r"issue [0-9]+", line, re.I)]
+    assert not hits, f"{page.name}: issue numbers belong in bench/LOG.md: {hits[:3]}"
+
+
+def _docs_and_comments(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every docstring and comment of a Python file."""
+    source = path.read_text()
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                out.append((node.body[0].lineno, doc))
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            out.append((tok.start[0], tok.string))
+    return out
+
+
+def test_src_docstrings_do_not_point_at_shared() -> None:
+    """../shared sits beside the development checkout only; src/ docstrings and comments must not cite it."""
+    bad = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted((ROOT / "src").rglob("*.py"))
+        for line, text in _docs_and_comments(path)
+        if "../shared" in text or "shared/docs" in text
+    ]
+    assert not bad, f"docstrings or comments pointing at ../shared: {bad}"

@@ -130,7 +130,7 @@ def test_a_dangling_symlink_in_the_data_tree_is_one_line_and_the_rest_is_prepare
     link = run_copy.npz / "tile/xla/train/gone.npz"
     link.symlink_to(run_copy.data / "nowhere.npz")
     assert main(["check", str(run_copy.npz / "tile")]) == 1
-    assert capsys.readouterr().out.splitlines() == [f"{link}: no such file"]
+    assert capsys.readouterr().out.splitlines() == [f"{link}: a symbolic link to a missing file"]
     assert main(["prepare", "--jobs", "1", "--no-progress", *common(run_copy)]) == 1
     assert (
         one_error(capsys, "prepare")

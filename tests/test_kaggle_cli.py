@@ -97,3 +97,16 @@ def test_build_code_dataset_owner_from_flag_or_env_never_in_tracked_files(tmp_pa
     assert (dest / "kernels/tpurank-submission/kaggle_submission.ipynb").is_file()
     assert json.loads((dest / "dataset-metadata.json").read_text())["id"] == "flag-user/tpurank-code"
     assert _tracked_notebooks() == before
+
+
+@pytest.mark.parametrize("user", ["YOUR_KAGGLE_USERNAME", "<user>"])
+def test_build_code_dataset_refuses_a_placeholder_owner(tmp_path: Path, user: str) -> None:
+    dest = tmp_path / "code"
+    r = _build_code(dest, tmp_path, "--kaggle-user", user)
+    err = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(err) == 1, r.stderr[-2000:]
+    assert (
+        f"--kaggle-user {user!r} is a placeholder: pass your Kaggle user name or set KAGGLE_USERNAME"
+        in err[0]
+    )
+    assert not dest.exists()  # refused before anything is built

@@ -188,3 +188,129 @@ def test_build_models_dataset_with_broken_ensemble_weights_is_one_line(tmp_path:
     message = str(e.value)
     assert "weights.json: " in message and "fit the ensemble again (./run.sh ensemble)" in message, message
     assert "\n" not in message
+
+
+# ------------------------------------------------------- what the models were trained on and with
+
+
+def _data_tree(root: Path, scale: str | None) -> Path:
+    """A data root (npz_all/npz); with `scale`, a synthetic tree (its synth.json)."""
+    (root / "npz_all" / "npz").mkdir(parents=True)
+    if scale is not None:
+        (root / "synth.json").write_text(json.dumps({"scale": scale}))
+    return root
+
+
+def _trained_run(tmp_path: Path, data: Path) -> Paths:
+    """An lgbm + ensemble run trained on `data` with the demo preset (each collection's config in its
+    sidecars, as training writes them); the lgbm sidecars record their own boosting rounds."""
+    from tpurank.core.collections import COLLECTIONS
+    from tpurank.core.paths import preset_file
+    from tpurank.core.provenance import write_sidecar
+    from tpurank.prepare.node_features import RULE_FILE
+
+    demo = load_config(None, ["seed=7"], preset=preset_file("demo.toml"))
+    lgbm = load_config(None, ["seed=7", "lgbm.num_boost_round=77"], preset=preset_file("demo.toml"))
+    paths = Paths(data=tmp_path / "current-data", out=tmp_path / "run")
+    for c in COLLECTIONS:
+        ens = paths.model_dir("ensemble", c)
+        ens.mkdir(parents=True)
+        (ens / "weights.json").write_text('{"members": ["lgbm"]}')
+        write_sidecar(ens / "provenance.json", demo.for_collection(c), data, model="ensemble")
+        paths.model_dir("lgbm", c).mkdir(parents=True)
+        write_sidecar(
+            paths.model_dir("lgbm", c) / "provenance.json", lgbm.for_collection(c), data, model="lgbm"
+        )
+    paths.prepared.mkdir(parents=True)
+    (paths.prepared / RULE_FILE).write_text("{}")
+    return paths
+
+
+def _build_cli(paths: Paths, dest: Path, *extra: str) -> list[str]:
+    return ["build-models-dataset", "--out-dir", str(paths.out), "--dest", str(dest), *extra]
+
+
+def test_models_trained_on_synthetic_data_are_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    from tpurank import cli
+
+    synthetic = _data_tree(tmp_path / "data" / "synthetic-demo", "demo")
+    paths = _trained_run(tmp_path, synthetic)
+    dest = tmp_path / "dest"
+    assert cli.main(_build_cli(paths, dest, "--kaggle-user", "someone")) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "trained on synthetic data" in err[0], err
+    assert str(synthetic) in err[0] and "'demo' scale" in err[0] and "--allow-synthetic" in err[0]
+    assert "not Kaggle scores" in err[0] and not dest.exists()
+    # decided from what the models recorded: the current data root (real here) does not matter
+    _data_tree(paths.data, None)
+    with pytest.raises(TpurankError, match="trained on synthetic data"):
+        build(paths, load_config(), dest, "someone")
+    # sidecars written before `data_synthetic` existed: their data root's synth.json says it
+    for f in paths.models.glob("*/*/provenance.json"):
+        record = json.loads(f.read_text())
+        assert record.pop("data_synthetic") == "demo"
+        f.write_text(json.dumps(record))
+    with pytest.raises(TpurankError, match="trained on synthetic data"):
+        build(paths, load_config(), dest, "someone")
+
+
+def test_allow_synthetic_packs_and_the_manifest_names_the_data_and_the_config(tmp_path: Path, capsys) -> None:
+    from tpurank import cli
+    from tpurank.core.provenance import data_fingerprint
+
+    synthetic = _data_tree(tmp_path / "data" / "synthetic-demo", "demo")
+    paths = _trained_run(tmp_path, synthetic)
+    dest = tmp_path / "dest"
+    assert cli.main(_build_cli(paths, dest, "--allow-synthetic", "--kaggle-user", "someone")) == 0
+    captured = capsys.readouterr()
+    assert "SYNTHETIC" in captured.err and f"trained on: {synthetic} (synthetic 'demo'" in captured.out
+    manifest = json.loads((dest / MANIFEST).read_text())
+    assert manifest["data_root"] == str(synthetic) and manifest["data"] == "synthetic"
+    assert manifest["data_synthetic"] == "demo"
+    assert manifest["data_fingerprint"] == data_fingerprint(synthetic)
+    assert len(manifest["trained_on"]) == 1 and len(manifest["trained_on"][0]["models"]) == 10
+    assert manifest["config_source"] == "the models' sidecars" and manifest["seed"] == 7
+    # the config the models were trained with (the demo preset), not the current (GPU-scale) one
+    packed, current = load_config(dest / "config.toml"), load_config()
+    assert packed.seed == 7 != current.seed
+    for c, steps in (("tile:xla", 600), ("layout:nlp:random", 240)):
+        assert packed.for_collection(c).gnn.max_steps == steps != current.for_collection(c).gnn.max_steps
+        assert packed.for_collection(c).lgbm.num_boost_round == 77  # lgbm's own record, not the ensemble's
+    assert manifest["config"]["gnn"]["hidden"] == 32 and current.gnn.hidden != 32
+
+
+def test_models_trained_on_real_data_pack_without_the_flag(tmp_path: Path) -> None:
+    real = _data_tree(tmp_path / "tpugraphs", None)
+    paths = _trained_run(tmp_path, real)
+    manifest = build(paths, load_config(), tmp_path / "dest", "someone")
+    assert manifest["data"] == "real" and manifest["data_synthetic"] is None
+    assert manifest["data_root"] == str(real)
+
+
+@pytest.mark.parametrize("user", ["YOUR_KAGGLE_USERNAME", "USERNAME", "<user>", "your-username", "$USER"])
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_a_placeholder_user_is_refused_in_one_line(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch, user: str, how: str
+) -> None:
+    from tpurank import cli
+
+    paths = _trained_run(tmp_path, _data_tree(tmp_path / "tpugraphs", None))
+    dest = tmp_path / "dest"
+    extra = ["--kaggle-user", user] if how == "flag" else []
+    if how == "env":
+        monkeypatch.setenv("KAGGLE_USERNAME", user)
+    assert cli.main(_build_cli(paths, dest, *extra)) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    where = "--kaggle-user" if how == "flag" else "KAGGLE_USERNAME"
+    assert len(err) == 1 and f"{where} {user!r} is a placeholder: pass your Kaggle user name" in err[0], err
+    assert not dest.exists()
+
+
+def test_kaggle_user_names() -> None:
+    from tpurank.kaggle.code_dataset import check_user
+
+    for ok in ("someone", "flag-user", "me", "User42"):
+        assert check_user(ok, "--kaggle-user") == ok
+    for bad in ("a b", "me/you", "-x"):
+        with pytest.raises(TpurankError, match="is not a Kaggle user name"):
+            check_user(bad, "--kaggle-user")

@@ -146,7 +146,7 @@ def test_submit_to_a_silent_server_fails_in_one_line(
 @pytest.mark.parametrize("value", ["0", "-3", "nan", "inf", "soon"])
 def test_a_bad_timeout_setting_is_one_line(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(TIMEOUT_ENV, value)
-    with pytest.raises(TpurankError, match=f"^{TIMEOUT_ENV}='{value}': expected a number of seconds > 0$"):
+    with pytest.raises(TpurankError, match=rf"^\${TIMEOUT_ENV} must be a number > 0, got '{value}'$"):
         timeout_seconds()
 
 

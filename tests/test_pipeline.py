@@ -111,6 +111,38 @@ def test_all_end_to_end_on_tiny(tiny_root: Path, clean_all: tuple[Path, subproce
     assert "Validation scores" in r.stdout and "time per step" in r.stdout
 
 
+@pytest.mark.slow
+def test_commands_by_hand_find_the_synthetic_data_all_used(
+    tiny_root: Path, clean_all: tuple[Path, subprocess.CompletedProcess], tmp_path: Path
+) -> None:
+    """After `all` on synthetic data in data/synthetic-<scale>/ (where `all` puts it), the commands a
+    user runs next without --data-dir use it and say so in one line."""
+    import os
+
+    clean, _ = clean_all
+    home = tmp_path / "project"
+    shutil.copytree(clean, home)  # the outputs of `all`, in the project root
+    shutil.copytree(tiny_root, home / "data" / "synthetic-tiny")
+    (home / "data" / ".last-data-root").write_text("synthetic-tiny\n")  # as `all` records it
+    env = {k: v for k, v in os.environ.items() if k != "TPURANK_DATA"}
+    env["TPURANK_HOME"] = str(home)
+    line = "tpurank: data: data/synthetic-tiny (synthetic 'tiny', the data the last ./run.sh all used; "
+    for cmd in (
+        ["check"],
+        ["check-submission", "submissions/submission.csv"],
+        ["score", "--submission", "submissions/valid_ensemble.csv"],
+        ["validate"],
+    ):
+        r = subprocess.run(
+            [sys.executable, "-m", "tpurank", *cmd], capture_output=True, text=True, env=env, cwd=home
+        )
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert [x for x in r.stderr.splitlines() if x.startswith("tpurank: data: ")] == [
+            line + "--data-dir DIR to use another)"
+        ], r.stderr[-2000:]
+    assert f"`{home / 'data' / 'synthetic-tiny'}`" in (home / "reports" / "validation.md").read_text()
+
+
 def _table(out: Path) -> str:
     """The validation report without the lines naming its own folder."""
     return "\n".join(
@@ -204,8 +236,9 @@ def test_infer_on_a_copy_of_the_data_keeps_the_models_rule(
     clean, _ = clean_all
     pack = tmp_path / "models-dataset"
     r = _tpurank(
-        "build-models-dataset", "--dest", str(pack), "--data-dir", str(tiny_root), "--out-dir", str(clean)
-    )
+        "build-models-dataset", "--dest", str(pack), "--data-dir", str(tiny_root), "--out-dir", str(clean),
+        "--allow-synthetic",  # the tiny data is synthetic: refused without it
+    )  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     data = tmp_path / "input"
     _copy_without_times(tiny_root, data)

@@ -1,5 +1,6 @@
 """The training schedule follows the budget; early stopping cannot fire before a minimum share of
-it; the best checkpoint is what predict loads; metrics.csv has a row per validation."""
+it; the best checkpoint is what predict loads; metrics.csv has a row per validation (and rows of
+training loss between them: tests/test_curves.py)."""
 
 from __future__ import annotations
 
@@ -29,9 +30,11 @@ def small_cfg(**gnn: object) -> Config:
     )
 
 
-def metrics(paths: Paths) -> list[dict[str, str]]:
+def metrics(paths: Paths, column: str = "valid_score") -> list[dict[str, str]]:
+    """The rows of metrics.csv with a `column` (by default the validations: the training-loss rows
+    between them have no valid_score)."""
     with open(paths.model_dir("gnn", COLLECTION) / run_log.METRICS) as f:
-        return list(csv.DictReader(f))
+        return [r for r in csv.DictReader(f) if r[column]]
 
 
 @pytest.fixture
@@ -116,7 +119,7 @@ def test_the_best_checkpoint_is_what_predict_loads(
 
 
 def test_validate_reads_every_models_metrics_for_its_curves(tmp_path: Path) -> None:
-    from tpurank.report.validate import training_curves
+    from tpurank.report.curves import read_curves
 
     paths = Paths(tmp_path / "data", tmp_path / "out")
     for rel in ("gnn/layout-xla-random", "gnn/layout-xla-random/seed-1", "gnn/.next-tile-xla"):
@@ -125,15 +128,14 @@ def test_validate_reads_every_models_metrics_for_its_curves(tmp_path: Path) -> N
             {"step": 5, "elapsed": 1.0, "lr": 1e-3, "train_loss": 0.5, "valid_score": 0.2},
             {"step": 10, "elapsed": 2.0, "lr": 1e-5, "train_loss": 0.4, "valid_score": 0.3},
         ])  # fmt: skip
-    curves = training_curves(paths)
-    assert sorted(curves) == [
-        "gnn layout-xla-random",
-        "gnn layout-xla-random seed-1",
-    ]  # not a retrain in progress
-    assert curves["gnn layout-xla-random"] == {
+    curves = read_curves(paths.models)
+    assert list(curves) == ["layout:xla:random"]  # not a retrain in progress
+    assert sorted(curves["layout:xla:random"]) == ["gnn", "gnn seed-1"]
+    assert curves["layout:xla:random"]["gnn"] == {
         "step": [5.0, 10.0],
+        "train_loss": [0.5, 0.4],
+        "valid_step": [5.0, 10.0],
         "valid_score": [0.2, 0.3],
-        "lr": [1e-3, 1e-5],
     }
 
 
@@ -148,11 +150,11 @@ def test_tensorboard_gets_the_rows_of_metrics_csv(
                      progress=False)  # fmt: skip
     events = EventAccumulator(str(tmp_path / "tb" / "gnn" / "layout-xla-random" / "seed-0"))
     events.Reload()
-    rows = metrics(paths)
+    steps = {"valid_score": [2, 4, 6], "train_loss": [1, 2, 3, 4, 5, 6], "lr": [1, 2, 3, 4, 5, 6]}
     for tag, column in (("valid/score", "valid_score"), ("train/loss", "train_loss"), ("lr", "lr")):
         got = [(e.step, e.value) for e in events.Scalars(tag)]
-        want = [(int(r["step"]), float(r[column])) for r in rows]
-        assert [s for s, _ in got] == [s for s, _ in want] == [2, 4, 6], tag
+        want = [(int(r["step"]), float(r[column])) for r in metrics(paths, column)]
+        assert [s for s, _ in got] == [s for s, _ in want] == steps[column], tag
         assert [v for _, v in got] == pytest.approx([v for _, v in want], rel=1e-6), tag  # float32 events
 
 

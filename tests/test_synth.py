@@ -120,11 +120,19 @@ def _spread(g) -> float:
     return float(g.config_runtime.max() / g.config_runtime.min())
 
 
+def _median_slowdown(g) -> float:
+    return float(np.median(g.config_runtime) / g.config_runtime.min())
+
+
 def test_default_collections_spread_less_than_random(tiny_root: Path) -> None:
+    """A default search keeps most configs within a few percent of its best (real: the median
+    config 0.007-0.3% slower), though a few probes may be far slower (real unet3d: 3x)."""
     for family in ("xla", "nlp"):
         d = [_spread(g) for _, g in _graphs(tiny_root, f"layout:{family}:default")]
         r = [_spread(g) for _, g in _graphs(tiny_root, f"layout:{family}:random")]
-        assert np.median(d) < 1.2, d  # a few percent
+        middle = [_median_slowdown(g) for _, g in _graphs(tiny_root, f"layout:{family}:default")]
+        assert np.median(middle) < 1.05, middle
+        assert max(d) < 5.0, d  # probes are recorded only up to PROBE_MAX_SLOWDOWN (4x) the best
         assert np.median(r) > np.median(d) * 1.2, (d, r)
 
 
@@ -303,7 +311,8 @@ def test_synth_refuses_to_write_into_a_real_dataset(tmp_path: Path, capsys) -> N
 def test_compare_real_prints_both_columns(tiny_root: Path, sample_root: Path) -> None:
     from tpurank.synth.compare import compare
 
-    table = compare(sample_root, tiny_root).splitlines()
+    out = compare(sample_root, tiny_root).splitlines()
+    table = out[: out.index("")]
     assert table[0].startswith("| statistic | synthetic") and len(table) == 2 + 20
     row = {line.split(" | ")[0].strip("| "): line.split(" | ")[1:] for line in table[2:]}
     assert row["tile files (train/valid/test)"][0] == "12/4/4"

@@ -4,15 +4,16 @@ hand-built graph, and the ranking-difficulty comparison with the real sample."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tpurank.synth import cost_model as cm
 from tpurank.synth import generate
 from tpurank.synth.cost_model import LayoutCostModel, measure, program_noise
 from tpurank.synth.hlo import Builder
+from tpurank.synth.physics import REFERENCE
 
 
 def _cfg(n: int, rows: int = 1) -> np.ndarray:
@@ -26,16 +27,15 @@ def _chain(budget: int):
     return b.finish([b.dot(y, 256)])
 
 
-def test_a_forced_copy_also_breaks_fusion_of_the_producers_chain(monkeypatch) -> None:
+def test_a_forced_copy_also_breaks_fusion_of_the_producers_chain() -> None:
     """Mismatched producer/consumer layouts cost a copy, and more when a long elementwise chain
     then runs unfused: the penalty grows with the chain, which no feature sees."""
 
     def penalty(budget: int, fused_share: float) -> float:
-        monkeypatch.setattr(cm, "FUSED_SHARE", fused_share)
         g = _chain(budget)
         cfg = _cfg(2, 2)
         cfg[1, 1, 6:8] = [0, 1]  # the consumer asks for its input column-major: a copy
-        cost = LayoutCostModel(g).cost(cfg)
+        cost = LayoutCostModel(g, replace(REFERENCE, fused_share=fused_share)).cost(cfg)
         return float(cost[1] - cost[0])
 
     copy = 512 * 384 * 4 * 2 / 800.0
@@ -90,7 +90,7 @@ def test_program_noise_is_repeatable_and_jitter_is_small() -> None:
     same = rt[cost == 1e6]
     assert same.max() / same.min() - 1 < 2e-4  # re-measurement jitter only (~2e-5)
     dev = np.log(measure(np.arange(1, 20001) * 1e5, np.random.default_rng(1)) / (np.arange(1, 20001) * 1e5))
-    assert abs(dev.std() - cm.PROGRAM_SIGMA) < 0.2 * cm.PROGRAM_SIGMA
+    assert abs(dev.std() - REFERENCE.program_sigma) < 0.2 * REFERENCE.program_sigma
 
 
 def test_a_tree_of_another_generator_version_is_regenerated(tmp_path: Path, capsys) -> None:
@@ -102,7 +102,7 @@ def test_a_tree_of_another_generator_version_is_regenerated(tmp_path: Path, caps
     assert not stale.exists()
     assert "regenerating" in capsys.readouterr().err
     assert len(list(tmp_path.rglob("*.npz"))) == 4
-    assert json.loads((tmp_path / "synth.json").read_text())["generator"] >= 2
+    assert json.loads((tmp_path / "synth.json").read_text())["generator"] >= 3
 
 
 def test_difficulty_table_on_the_real_sample(sample_root: Path) -> None:
@@ -123,7 +123,11 @@ def test_difficulty_table_on_the_real_sample(sample_root: Path) -> None:
     for r in rows:
         assert all(np.isfinite(r[c]) for c in COLUMNS), r
     table = difficulty_table(rows).splitlines()
-    assert table[0].startswith("| task | data |") and len(table) == 2 + 4 + 2
+    assert table[0].startswith("| task | data |") and len(table) == 2 + 6 + 2
+    distance = [line.split(" | ") for line in table if "| distance |" in line]
+    assert len(distance) == 2  # one per task: a ratio for spread and CV, differences for the taus
+    assert distance[0][3].startswith("x") and distance[0][-1].strip(" |")[0] in "+-"
+    assert table[-1].startswith("difficulty: ") and " of 6 synthetic taus within 0.1" in table[-1]
 
 
 def test_difficulty_needs_the_real_pair(tmp_path: Path, capsys) -> None:

@@ -32,6 +32,8 @@ EVERY_SECTION = ("prepare", "features", "lgbm", "gnn", "baseline", "ensemble")
 # options that never change what a stage writes (how fast, or whether to redo it)
 NOT_OUTPUT_OPTIONS = {"stage", "paths", "cfg", "config_file", "set", "data_dir", "out_dir", "work_dir"}
 NOT_OUTPUT_OPTIONS |= {"force", "jobs"}
+# the profile and the layers act through `cfg` (its config key); the budget through the plan it writes
+NOT_OUTPUT_OPTIONS |= {"profile", "profile_info", "layers", "budget"}
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,44 @@ def config_key(cfg: Config, sections: tuple[str, ...]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _prepare_settings(config: dict[str, Any], collection: str | None) -> dict[str, Any]:
+    """The prepare keys that decide what a cache holds, from a config dict, with the collection's
+    overrides applied (None: none); `prepare.jobs` changes only how fast it is built."""
+    over = config["collections"].get(collection, {}).get("prepare", {}) if collection else {}
+    return {k: v for k, v in {**config["prepare"], **over}.items() if k != "jobs"}
+
+
+def check_prepared(args: argparse.Namespace) -> None:
+    """Stop a stage run alone that would read a prepared cache built with other prepare settings.
+
+    `prepare` records the config it built the cache with (its provenance.json); `all` reruns it
+    when they differ, but `train --set prepare.hops=2` alone would silently read the old cache.
+
+    Raises:
+        TpurankError: the first setting that differs, in one line, with the command that fixes it.
+    """
+    from tpurank.prepare.stage import PROVENANCE_FILE
+
+    try:
+        built = json.loads((args.paths.prepared / PROVENANCE_FILE).read_text())
+        config = built["config"]
+        had = {c: _prepare_settings(config, c) for c in built["collections"]}
+        had_base = _prepare_settings(config, None)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return  # no cache yet, or no record of one: the stage names what is missing
+    now = to_dict(args.cfg)
+    for c in getattr(args, "collections", None) or sorted(had):
+        has = _prepare_settings(now, c)
+        for key in sorted(has.keys() & had.get(c, {}).keys()):
+            if has[key] != had[c][key]:
+                where = "" if had_base.get(key) != _prepare_settings(now, None)[key] else f" for {c}"
+                raise TpurankError(
+                    f"{args.paths.prepared} was built with prepare.{key}={json.dumps(had[c][key])} but "
+                    f"this run has {json.dumps(has[key])}{where}: rerun ./run.sh prepare with this "
+                    "setting (or ./run.sh all)"
+                )
+
+
 class Step:
     """One stage run's record: computed before it runs, saved when it succeeds."""
 
@@ -179,6 +219,8 @@ class Step:
         if io is None:
             return
         self.reads, self.writes, sections = io
+        if args.stage != "prepare" and any(g.root == args.paths.prepared for g in self.reads):
+            check_prepared(args)  # what it reads was built as this run would build it
         self.key = {
             "stage": args.stage,
             "options": options(args),

@@ -18,24 +18,26 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tpurank.budget import Plan, apply_plan, make_plan
 from tpurank.chain import Step as ChainStep
 from tpurank.core.collections import COLLECTIONS
-from tpurank.core.config import LEARNED_MODELS, Config, load_config
+from tpurank.core.config import LEARNED_MODELS, Config
 from tpurank.core.errors import TpurankError
 from tpurank.core.options import add_collections, add_jobs
-from tpurank.core.paths import NPZ_SUBDIR, Paths, preset_file
+from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR, Paths, remember_data_root
+from tpurank.core.profiles import DEFAULT_BUDGET, format_duration, parse_duration
 from tpurank.data.download import download, have_credentials
 from tpurank.rankers.ensemble import summary_note
-from tpurank.stages import execute, guarded, run_command, stage_args
+from tpurank.stages import execute, guarded, resolve_config, run_command, stage_args
 from tpurank.submission.publish import SUBMITTED_MODEL, incomplete_test_set, publish_submission
 from tpurank.synth.tree import synthetic_scale
 
 DEMO_SCALE = "demo"  # the synthetic fallback: finishes within 15 minutes on 2 cores
 BASELINE_RANKERS = ("random", "heuristic")  # no training; always in the report
-# core/config.py's defaults are sized for the real data; on small synthetic data `all` trains less
-# (this preset, under the user's --config and --set), so it ends within 15 minutes on 2 cores
-SMALL_SCALES = ("tiny", "demo")
-DEMO_PRESET = "demo.toml"
+# rough weights of the steps that are not neural training, for the time-left estimate (their sum is the
+# plan's estimate of those stages): the GNN's valid predictions score every config of every valid graph
+STEP_WEIGHTS = {"prepare": 3.0, "features": 2.0, "train lgbm": 1.5, "predict gnn valid": 5.0}
+STEP_WEIGHTS |= {"predict gnn test": 1.0, "predict baseline valid": 2.0, "predict baseline test": 0.5}
 
 BANNER = """
 ==============================================================================
@@ -56,6 +58,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="learned models to train besides those the ensemble uses (config ensemble.models), e.g. baseline",
     )
     p.add_argument("--force", action="store_true", help="rerun every step even if its inputs did not change")
+    p.add_argument(
+        "--budget",
+        metavar="TIME",
+        help="the whole run's time, e.g. 2h, 90m, 1h30m; split over collections and seeds before training "
+        f"(default per profile: {', '.join(f'{k} {v}' for k, v in DEFAULT_BUDGET.items())})",
+    )
     add_jobs(p, 0, "worker processes for prepare (0 = config / all cores)")
     add_collections(p, help="run these collections only (default: all five); the submission is then partial")
 
@@ -68,6 +76,7 @@ class Step:
     argv: list[str]
     seconds: float = 0.0
     skipped: bool = False
+    estimate: float = 0.0  # seconds the plan expects (the time-left estimate)
 
 
 def resolve_data(paths: Paths, seed: int) -> tuple[Path, str | None]:
@@ -75,9 +84,11 @@ def resolve_data(paths: Paths, seed: int) -> tuple[Path, str | None]:
     else the synthetic demo."""
     root = paths.data
     if (root / NPZ_SUBDIR).is_dir():
-        return root, synthetic_scale(root)
+        if (scale := synthetic_scale(root)) is not None:
+            remember_data_root(root)  # the commands run next by hand find it (core.paths)
+        return root, scale
     if paths.data_named:
-        raise TpurankError(f"{root}: no dataset here (expected {NPZ_SUBDIR}/...)")
+        raise TpurankError(f"{root}: no dataset here (expected {NPZ_SUBDIR}/...); {DATA_FIX}")
     if have_credentials():
         return download(root), None
     from tpurank.synth import generate
@@ -86,16 +97,8 @@ def resolve_data(paths: Paths, seed: int) -> tuple[Path, str | None]:
     print(BANNER.format(scale=DEMO_SCALE, root=demo), file=sys.stderr)
     # generate keeps finished files, so a tree an interrupted run left behind is completed
     generate(demo, scale=DEMO_SCALE, seed=seed, progress=True)
+    remember_data_root(demo)
     return demo, DEMO_SCALE
-
-
-def run_config(args: argparse.Namespace, scale: str | None) -> Config:
-    """The run's config: on small synthetic data the demo preset goes under the user's own."""
-    if scale not in SMALL_SCALES:
-        return args.cfg
-    preset = preset_file(DEMO_PRESET)
-    print(f"[all] small synthetic data: the shortened training of {preset}", file=sys.stderr)
-    return load_config(args.config_file, args.set, preset=preset)
 
 
 def plan(paths: Paths, models: list[str], jobs: int, collections: list[str] | None = None) -> list[Step]:
@@ -152,26 +155,58 @@ def models_to_train(ensemble_models: list[str], extra: list[str]) -> list[str]:
     return [m for m in LEARNED_MODELS if m in wanted]
 
 
-def run_steps(steps: list[Step], paths: Paths, cfg: Config, force: bool) -> None:
+def estimate_steps(steps: list[Step], plan: Plan) -> None:
+    """Each step's expected seconds: its model's training shares, or its part of the fixed estimate."""
+    weights = {s.name: STEP_WEIGHTS.get(s.name, 0.3) for s in steps if not s.name.startswith("train ")}
+    weights["train lgbm"] = STEP_WEIGHTS["train lgbm"]
+    total = sum(weights.values()) or 1.0
+    for s in steps:
+        model = s.name.removeprefix("train ")
+        trained = [x.minutes * 60 * x.seeds for x in plan.shares if x.model == model]
+        s.estimate = sum(trained) if trained else plan.fixed_s * weights.get(s.name, 0.3) / total
+
+
+def progress_line(k: int, steps: list[Step], step: Step, elapsed: float, budget_s: float) -> str:
+    """`[all] step k/N name: elapsed, about X left, the budget's time left`."""
+    left = sum(s.estimate for s in steps[k - 1 :])
+    return (
+        f"[all] step {k}/{len(steps)} {step.name}: {format_duration(elapsed)} elapsed, about "
+        f"{format_duration(left)} to go, {format_duration(budget_s - elapsed)} of the budget left"
+    )
+
+
+def run_steps(steps: list[Step], paths: Paths, cfg: Config, force: bool, t0: float, budget_s: float) -> None:
     """Run the steps in order, skipping those whose record still matches (tpurank.chain)."""
-    for step in steps:
+    for k, step in enumerate(steps, 1):
         module, args = stage_args(step.argv[0], step.argv[1:], paths, cfg)
         if not force and ChainStep(args).up_to_date():
-            step.skipped = True
-            print(f"[all] {step.name}: up to date, skipped", file=sys.stderr)
+            step.skipped, step.estimate = True, 0.0
+            print(f"[all] step {k}/{len(steps)} {step.name}: up to date, skipped", file=sys.stderr)
             continue
-        print(f"[all] {step.name}: tpurank {' '.join(step.argv)}", file=sys.stderr)
+        print(progress_line(k, steps, step, time.perf_counter() - t0, budget_s), file=sys.stderr)
+        print(f"[all] tpurank {' '.join(step.argv)}", file=sys.stderr)
         t = time.perf_counter()
         rc = guarded(step.argv[0], lambda module=module, args=args: execute(module, args))
         step.seconds = time.perf_counter() - t
+        step.estimate = 0.0
         if rc != 0:
             raise TpurankError(
                 f"step '{step.name}' failed (exit {rc}); fix it and rerun: finished steps are kept"
             )
 
 
+def budget_line(seconds: float, budget_s: float) -> str:
+    """How the run's time compares with its budget."""
+    gap = budget_s - seconds
+    side = "under" if gap >= 0 else "OVER"
+    return (
+        f"total {format_duration(seconds)}: {format_duration(abs(gap))} {side} the budget of "
+        f"{format_duration(budget_s)} ({100 * seconds / budget_s:.0f}% used)"
+    )
+
+
 def print_summary(
-    paths: Paths, models: list[str], steps: list[Step], scale: str | None, seconds: float
+    paths: Paths, models: list[str], steps: list[Step], scale: str | None, seconds: float, budget_s: float
 ) -> None:
     """The scores table, where the report and submission are, and the time of each step."""
     print("\n" + "=" * 78)
@@ -187,26 +222,41 @@ def print_summary(
     for s in steps:
         print(f"  {s.name:<26} {'skipped' if s.skipped else f'{s.seconds:7.1f} s'}")
     print(f"  {'total':<26} {seconds:7.1f} s")
+    print(budget_line(seconds, budget_s))
 
 
 def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
+    budget_s = parse_duration(args.budget) if args.budget else None  # a bad --budget fails before any work
     data_root, scale = resolve_data(args.paths, args.cfg.seed)
     paths = args.paths.with_data(data_root)
-    cfg = run_config(args, scale)
-    models = models_to_train(cfg.ensemble.models, args.models)
-    print(f"[all] models: {' '.join(models)} (ensemble: {' '.join(cfg.ensemble.models)})", file=sys.stderr)
+    resolve_config(args, data_root)  # the data decides the demo preset
+    print(f"[all] {args.profile_info.line}", file=sys.stderr)
+    if any(layer.source.startswith("preset ") for layer in args.layers):
+        print("[all] small synthetic data: the shortened training of configs/demo.toml", file=sys.stderr)
+    models = models_to_train(args.cfg.ensemble.models, args.models)
+    print(
+        f"[all] models: {' '.join(models)} (ensemble: {' '.join(args.cfg.ensemble.models)})", file=sys.stderr
+    )
     subset = [c for c in COLLECTIONS if c in args.collections]
+    budget_s = budget_s or parse_duration(DEFAULT_BUDGET[args.cfg.profile])
+    budget = make_plan(budget_s, args.cfg, data_root, subset, models)
+    print(budget.describe(), file=sys.stderr)
+    cfg = apply_plan(args.cfg, budget, args.layers)
     partial = incomplete_test_set(paths) or subset != list(COLLECTIONS)
     steps = plan(paths, models, args.jobs or cfg.prepare.jobs, subset)
     if partial:
         for step in steps:
             if step.argv[:1] == ["predict"] and "test" in step.argv:
                 step.argv.append("--partial")
-    run_steps(steps, paths, cfg, args.force)
+    estimate_steps(steps, budget)
+    run_steps(steps, paths, cfg, args.force, t0, budget_s)
     submission = publish_submission(paths)
     check = ["--partial"] if partial else []
+    if subset != list(COLLECTIONS):
+        check += ["--collections", *subset]
     if run_command(["check-submission", str(submission), *check], paths, cfg):
         raise TpurankError(f"{submission}: failed its check")
-    print_summary(paths, models, steps, scale=scale, seconds=time.perf_counter() - t0)
+    seconds = time.perf_counter() - t0
+    print_summary(paths, models, steps, scale=scale, seconds=seconds, budget_s=budget_s)
     return 0

@@ -13,14 +13,24 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 
 from tpurank.chain import Step
-from tpurank.core.config import Config
+from tpurank.core.config import Config, config_layers, from_layers
 from tpurank.core.errors import TpurankError
 from tpurank.core.lock import output_locks
 from tpurank.core.options import add_common
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths, preset_file
+from tpurank.core.pipes import stdout_closed
+from tpurank.core.profiles import resolve_profile
+from tpurank.synth.tree import synthetic_scale
+
+# core/config.py's defaults are sized for the real data; on small synthetic data every stage trains
+# less (this preset, above the profile and under the user's --config and --set), so the demo `all`
+# ends within 15 minutes on 2 cores
+SMALL_SCALES = ("tiny", "demo")
+DEMO_PRESET = "demo.toml"
 
 # stage -> (module, one-line help). Order is the pipeline's order.
 STAGES: dict[str, tuple[str, str]] = {
@@ -57,6 +67,20 @@ STAGES: dict[str, tuple[str, str]] = {
         "test submission from a models dataset: prepare test, predict, no training",
     ),
 }
+
+
+def resolve_config(args: argparse.Namespace, data_root: Path) -> None:
+    """Set `args.profile_info` (Profile), `args.layers` and `args.cfg`: what a run on `data_root` uses.
+
+    The layers, lowest first: the profile (`--profile`, else the device's), the demo preset when the
+    data is small synthetic data, the user's `--config`, then `--set` (core/config.py config_layers).
+    """
+    profile = resolve_profile(getattr(args, "profile", None))
+    scale = synthetic_scale(data_root) if (data_root / NPZ_SUBDIR).is_dir() else None
+    preset = preset_file(DEMO_PRESET) if scale in SMALL_SCALES else None
+    args.profile_info = profile
+    args.layers = config_layers(args.config_file, args.set, preset, profile.file)
+    args.cfg = from_layers(args.layers)
 
 
 def stage_module(name: str) -> ModuleType:
@@ -136,5 +160,7 @@ def guarded(name: str, call: Callable[[], int]) -> int:
         print(f"tpurank {name}: error: {e}", file=sys.stderr)
         return 1
     except OSError as e:  # an unwritable output folder, a full disk: the message names the file
+        if isinstance(e, BrokenPipeError) and stdout_closed():
+            raise  # our reader left (`| head`): not an error, cli.main ends quietly (core/pipes.py)
         print(f"tpurank {name}: error: {os_error_line(e)}", file=sys.stderr)
         return 1

@@ -29,176 +29,276 @@ from tpurank.core.errors import TpurankError
 def value(
     default: Any,
     *,
+    doc: str = "",
     min: float | None = None,  # shadows the builtin inside this function only
     max: float | None = None,
     above: float | None = None,
     below: float | None = None,
     choices: tuple[Any, ...] | None = None,
 ) -> Any:
-    """A config field with its allowed values declared beside it, e.g. `lr: float = value(1e-3, above=0)`.
+    """A config field with its reason and allowed values beside it: `lr: float = value(1e-3, doc=..., above=0)`.
 
     Every key is checked when a config is built (file, `--set` and per-collection overrides alike),
-    so a bad value is a one-line error before any stage starts.
+    so a bad value is a one-line error before any stage starts. The doc is what `config show` and the
+    key table of docs/usage.md print (`field_docs`), so it lives here once, not in a comment.
 
     Args:
-        default: the default value.
+        default: the default value; a list or dict is copied for each instance (a default_factory).
+        doc: one line saying what the key does and why it has this default.
         min, max: inclusive bounds.
         above, below: exclusive bounds.
         choices: the only values allowed.
     """
-    bounds = {"min": min, "max": max, "above": above, "below": below, "choices": choices}
-    return field(default=default, metadata={k: v for k, v in bounds.items() if v is not None})
+    allowed = {"min": min, "max": max, "above": above, "below": below, "choices": choices}
+    metadata = {"doc": doc, **{k: v for k, v in allowed.items() if v is not None}}
+    if isinstance(default, list | dict):
+        return field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 @dataclass
 class PrepareConfig:
-    # k-hop neighbourhood kept around configurable nodes (1st place used 1); -1 = the whole graph
-    # (no pruning: what Graph Segment Training, gnn.segment_nodes, is for)
-    hops: int = value(1, min=-1)
-    collapse_removed: bool = False  # replace each run of pruned nodes by one summary node
-    jobs: int = value(0, min=0)  # worker processes; 0 = one per CPU core
-    # glob patterns of train graph IDs (`collection:name`) or names left out of training, e.g.
-    # "layout:xla:*:unet*" (the 2nd place dropped layout:xla's unet graphs as corrupted); empty:
-    # no measurement here says dropping them helps (our one real layout pair is unet)
-    exclude: list[str] = field(default_factory=list)
+    hops: int = value(
+        1,
+        min=-1,
+        doc="k-hop neighbourhood kept around configurable nodes (1st place: 1); -1 = whole graphs (for gnn.segment_nodes)",
+    )
+    collapse_removed: bool = value(
+        False,
+        doc="replace each run of pruned nodes by one summary node, so paths between configurable nodes survive",
+    )
+    jobs: int = value(0, min=0, doc="worker processes; 0 = one per CPU core")
+    # the 2nd place dropped layout:xla's unet graphs as corrupted; the default drops nothing, as no
+    # measurement here says it helps (our one real layout pair is unet)
+    exclude: list[str] = value(
+        [],
+        doc='train graph IDs (`collection:name`) or names left out of training, as globs: "layout:xla:*:unet*"',
+    )
 
 
 @dataclass
 class FeaturesConfig:
-    # unique configs featurised per train graph (0 = all): bounds LightGBM's rows on the real data
-    # (random files hold up to 100k configs) at a demo cost of < 0.01 tau
-    max_configs_per_graph: int = value(1_000, min=0)
-    # share of that cap given to the graph's fastest configs, the rest drawn at random
-    fastest_share: float = value(0.25, min=0, max=1)
-    # layout: configs x nodes featurised per numpy step (bounds memory)
-    chunk_cells: int = value(2_000_000, min=1)
-    # layout: whether convolutions and dots get their operands contraction-minor and their output
-    # feature-minor, as the TPU's matrix unit reads and writes fastest (features/mxu.py)
-    mxu_columns: bool = False
+    # the cost in tau of the cap: docs/models.md, "Defaults and their evidence"
+    max_configs_per_graph: int = value(
+        1_000, min=0, doc="unique configs featurised per train graph (0 = all): random files hold up to 100k"
+    )
+    fastest_share: float = value(
+        0.25,
+        min=0,
+        max=1,
+        doc="share of that cap given to a graph's fastest configs; the rest drawn at random",
+    )
+    chunk_cells: int = value(
+        2_000_000, min=1, doc="layout: configs x nodes featurised per numpy step (bounds memory)"
+    )
+    # whether convolutions and dots get their operands contraction-minor and their output feature-minor
+    mxu_columns: bool = value(
+        False,
+        doc="layout: columns for the operand order the TPU's matrix unit (MXU) reads fastest (features/mxu.py)",
+    )
 
 
 @dataclass
 class LgbmConfig:
-    objective: str = value("lambdarank", choices=("lambdarank", "rank_xendcg"))
-    num_leaves: int = value(63, min=2)
-    learning_rate: float = value(0.05, above=0)
-    num_boost_round: int = value(1000, min=1)
-    early_stopping_rounds: int = value(50, min=1)
-    min_data_in_leaf: int = value(20, min=0)
-    feature_fraction: float = value(0.8, above=0, max=1)
-    bagging_fraction: float = value(0.8, above=0, max=1)
-    # bigger graphs become random queries of at most this (LightGBM: 10,000)
-    max_query_rows: int = value(2_000, min=1, max=10_000)
-    # runtime rank within a graph mapped to 0..levels-1 (LightGBM label limit)
-    relevance_levels: int = value(31, min=2, max=31)
-    # gain of grade i: "linear" (i, whole order matters) or "exp" (2^i - 1, top)
-    label_gain: str = value("linear", choices=("linear", "exp"))
-    truncation_level: int = value(0, min=0)  # lambdarank: pairs with one of a query's top N get gradients;
-    # 0 = 64 for tile, the whole query for layout (Kendall tau counts every pair; better valid tau on the demo data)
-    threads: int = value(0, min=0)  # 0 = all cores
+    objective: str = value(
+        "lambdarank", choices=("lambdarank", "rank_xendcg"), doc="LightGBM's ranking loss within each graph"
+    )
+    num_leaves: int = value(63, min=2, doc="leaves per tree: how much each tree can fit")
+    learning_rate: float = value(0.05, above=0, doc="shrinkage of each tree: smaller needs more rounds")
+    num_boost_round: int = value(1000, min=1, doc="most boosting rounds; early stopping usually ends sooner")
+    early_stopping_rounds: int = value(50, min=1, doc="rounds without a better valid score before stopping")
+    min_data_in_leaf: int = value(
+        20, min=0, doc="fewest rows in a leaf, so a leaf does not fit one graph's noise"
+    )
+    feature_fraction: float = value(
+        0.8, above=0, max=1, doc="share of columns each tree sees (decorrelates trees)"
+    )
+    bagging_fraction: float = value(
+        0.8, above=0, max=1, doc="share of rows each tree sees (decorrelates trees)"
+    )
+    max_query_rows: int = value(
+        2_000, min=1, max=10_000, doc="bigger graphs become random queries of at most this (LightGBM: 10,000)"
+    )
+    relevance_levels: int = value(
+        31,
+        min=2,
+        max=31,
+        doc="runtime rank within a graph mapped to 0..levels-1 (LightGBM's label limit: 31)",
+    )
+    label_gain: str = value(
+        "linear",
+        choices=("linear", "exp"),
+        doc="gain of grade i: linear (i: the whole order) or exp (2^i - 1: the top)",
+    )
+    # layout trains on every pair as Kendall tau counts every pair (better valid tau on the demo data)
+    truncation_level: int = value(
+        0,
+        min=0,
+        doc="lambdarank: only pairs with one of a query's top N train; 0 = 64 for tile, all for layout",
+    )
+    threads: int = value(0, min=0, doc="LightGBM threads; 0 = all cores")
 
 
 @dataclass
 class GnnConfig:
-    hidden: int = value(256, min=1)  # width of node embeddings (1st place: hidden_channels 256,256)
-    layers: int = value(3, min=1)  # message-passing layers (both edge directions each)
-    # neighbour aggregation, "sum" or "mean": sums keep fan-in (better layout tau on demo)
-    aggr: str = value("sum", choices=("sum", "mean"))
-    opcode_dim: int = value(16, min=1)  # opcode embedding width
-    config_dim: int = value(8, min=1)  # embedding width of each of the 18 config values
-    cross_config_attention: bool = False  # attention across the configs of one graph
-    # "hinge" (pairwise margin), "listmle", or "auto": ListMLE for layout, hinge for tile
-    loss: str = value("auto", choices=("auto", "hinge", "listmle"))
-    # (demo valid, docs/models.md: ListMLE raised tau in all 4 layout collections; hinge scored tile better)
-    margin: float = value(0.1, min=0)  # pairwise hinge margin
-    configs_per_graph: int = value(64, min=2)  # configs sampled per graph per step
-    graphs_per_batch: int = value(4, min=1)
-    lr: float = value(1e-3, above=0)
-    weight_decay: float = value(1e-4, min=0)
-    # per-(config, node) dropout masks (1st place: dropout 0.2 over ~50k steps; at the CPU presets' few hundred
-    # steps it cost 0.046 demo tau, docs/models.md: they set 0)
-    dropout: float = value(0.2, min=0, below=1)
-    # training length in optimizer steps; each collection has its own (core/collection_defaults.py: the 1st
-    # place's 11.5k-52k at 4 graphs a step), which a top-level value replaces for all five
-    max_steps: int = value(4_000, min=1)
-    # also stop after this many minutes (0 = no limit); validates before stopping
-    time_budget_min: float = value(0.0, min=0)
-    # steps between validations; 0 = about one pass over the train configs, at most 200
-    eval_every: int = value(0, min=0)
-    patience: int = value(5, min=1)  # validations without gain before stopping...
-    # ...but never before this share of the budget (steps or minutes): seeds differ by up to 0.1 tau on
-    # the xla collections, so a short run of worse scores is noise (the 1st place never stopped early)
-    min_train_share: float = value(0.5, min=0, max=1)
-    heads: int = value(4, min=1)  # cross-config attention heads (must divide hidden)
-    grad_clip: float = value(1.0, above=0)  # global gradient-norm clip
-    # configs per valid graph scored for early stopping where no official subset is cached (official: 1000)
-    eval_max_configs: int = value(1000, min=1)
-    predict_chunk: int = value(256, min=1)  # configs scored per forward pass at validation/prediction
-    bf16: bool = True  # mixed precision on CUDA: bf16 where supported, else fp16 + grad scaler; CPU: fp32
-    # nodes per training pass; bigger steps run in micro-batches (~3 GB)
-    max_batch_nodes: int = value(8_000, min=1)
-    # recompute each layer's activations in backward (layout): the same numbers; on the full-scale xla
-    # collection training peaks at 2.8 GB instead of 4.4 GB, for one more forward pass (docs/scale.md)
-    checkpoint_layers: bool = True
-    # Graph Segment Training (layout; docs/models.md, "Graph Segment Training"): cut each graph into contiguous
-    # segments of at most this many nodes; a step backpropagates through `segments_per_step` of them and
-    # takes the others' embeddings from a table of historical ones (0 = off: whole-graph training)
-    segment_nodes: int = value(0, min=0)
-    segments_per_step: int = value(1, min=1)  # segments of each graph trained (with gradients) per step
-    stale_dropout: float = value(0.5, min=0, below=1)  # chance a historical segment embedding is left out
-    finetune_steps: int = value(0, min=0)  # steps training only the prediction head on fresh embeddings
-    history_mb: int = value(1024, min=1)  # memory bound of the historical-embedding table (oldest evicted)
+    hidden: int = value(256, min=1, doc="width of node embeddings (1st place: hidden_channels 256,256)")
+    layers: int = value(3, min=1, doc="message-passing layers, each over both edge directions")
+    aggr: str = value(
+        "sum",
+        choices=("sum", "mean"),
+        doc="neighbour aggregation: sums keep fan-in, better on layout (docs/models.md)",
+    )
+    opcode_dim: int = value(16, min=1, doc="opcode embedding width")
+    config_dim: int = value(8, min=1, doc="embedding width of each of the 18 config values")
+    cross_config_attention: bool = value(
+        False, doc="attention across the configs of one graph before scoring, so each score sees the others"
+    )
+    # the evidence for auto: docs/models.md, "Defaults and their evidence"
+    loss: str = value(
+        "auto",
+        choices=("auto", "hinge", "listmle"),
+        doc="hinge (pairwise margin), listmle, or auto: ListMLE for layout, hinge for tile (each scored better)",
+    )
+    margin: float = value(0.1, min=0, doc="pairwise hinge margin")
+    configs_per_graph: int = value(64, min=2, doc="configs sampled per graph per step")
+    graphs_per_batch: int = value(4, min=1, doc="graphs per optimizer step")
+    lr: float = value(
+        1e-3, above=0, doc="peak AdamW learning rate (after the warm-up, before the cosine decay)"
+    )
+    weight_decay: float = value(1e-4, min=0, doc="AdamW weight decay")
+    # the CPU profile and the demo preset train a few hundred steps, where dropout cost tau (docs/models.md):
+    # they set 0
+    dropout: float = value(
+        0.2, min=0, below=1, doc="per-(config, node) dropout (1st place: 0.2 over ~50k steps)"
+    )
+    # the 1st place's 11.5k-52k at 4 graphs a step
+    max_steps: int = value(
+        4_000,
+        min=1,
+        doc="training length in optimizer steps; per-collection defaults differ, a top-level value sets all five",
+    )
+    time_budget_min: float = value(
+        0.0, min=0, doc="also stop after this many minutes (0 = no limit); validates before stopping"
+    )
+    eval_every: int = value(
+        0, min=0, doc="steps between validations; 0 = about one pass over the train configs, at most 200"
+    )
+    patience: int = value(5, min=1, doc="validations without a better score before stopping early")
+    # seeds differ a lot on the xla collections, so a short run of worse scores is noise (the 1st place
+    # never stopped early)
+    min_train_share: float = value(
+        0.5, min=0, max=1, doc="no early stop before this share of the budget (steps or minutes)"
+    )
+    heads: int = value(4, min=1, doc="attention heads, each an equal share of the width (must divide hidden)")
+    grad_clip: float = value(
+        1.0, above=0, doc="global gradient-norm clip, so one bad batch cannot wreck training"
+    )
+    eval_max_configs: int = value(
+        1000, min=1, doc="configs per valid graph scored where no official subset is cached (official: 1000)"
+    )
+    predict_chunk: int = value(256, min=1, doc="configs scored per forward pass in validation and prediction")
+    bf16: bool = value(
+        True, doc="mixed precision on CUDA: bf16 where supported, else fp16 with a scaler; CPU: fp32"
+    )
+    max_batch_nodes: int = value(
+        8_000, min=1, doc="nodes per training pass; bigger steps run as micro-batches (bounds memory)"
+    )
+    # the memory it saves: docs/scale.md
+    checkpoint_layers: bool = value(
+        True, doc="recompute each layer's activations in backward: the same numbers in less memory, slower"
+    )
+    # Graph Segment Training (docs/models.md, "Graph Segment Training"): cut each graph into contiguous
+    # segments; a step backpropagates through `segments_per_step` of them and takes the others'
+    # embeddings from a table of historical ones
+    segment_nodes: int = value(
+        0, min=0, doc="layout: Graph Segment Training (GST) on segments of at most this many nodes (0 = off)"
+    )
+    segments_per_step: int = value(1, min=1, doc="segments of each graph trained (with gradients) per step")
+    stale_dropout: float = value(
+        0.5, min=0, below=1, doc="chance a historical segment embedding is left out (the paper's code: 0.5)"
+    )
+    finetune_steps: int = value(
+        0, min=0, doc="steps training only the prediction head on fresh segment embeddings after GST"
+    )
+    history_mb: int = value(
+        1024, min=1, doc="memory bound of the historical-embedding table (the oldest evicted)"
+    )
     # --- the top solutions' recipe (docs/models.md, "The recipe of the top solutions")
-    # linear learning-rate warm-up, then the cosine over the rest of the budget (per collection: 5% of its
-    # steps, the 1st place's warmup_ratio)
-    warmup_steps: int = value(400, min=0)
-    # models trained with seeds seed, seed+1, ...; their predictions averaged after per-graph
-    # normalisation (ensemble.normalize); seed k > 0 lives in models/gnn/<collection>/seed-k/ (1st place: 5 seeds)
-    seeds: int = value(5, min=1)
-    standardize: bool = True  # node features standardised with train-graph statistics (in the checkpoint)
-    # layout: attention across the configs at every configurable node after every message-passing layer
-    # (on for the default collections: core/collection_defaults.py)
-    layer_attention: bool = False
-    tile_all_configs: bool = False  # tile: every config of a graph in each step (configs_per_graph ignored)
-    # layout: each config's minor dims against the TPU's (8, 128) tile and its MXU operand order at every
-    # configurable node (the 5th place's per-dimension facts with the layout applied; gnn/tile_inputs.py)
-    tile_features: bool = False
-    # node inputs: shape, window and padding sizes against the 128-lane tile (the 3rd place's mod/div 128)
-    dim_features: bool = False
+    # per collection: 5% of its steps, the 1st place's warmup_ratio
+    warmup_steps: int = value(
+        400, min=0, doc="linear learning-rate warm-up, then a cosine decay over the rest of the budget"
+    )
+    # seed k > 0 lives in models/gnn/<collection>/seed-k/
+    seeds: int = value(
+        5, min=1, doc="models trained per collection (seed, seed+1, ...), averaged (1st place: 5 seeds)"
+    )
+    standardize: bool = value(
+        True, doc="centre and scale node features with train-graph statistics (kept in the checkpoint)"
+    )
+    # on for the default collections (core/collection_defaults.py)
+    layer_attention: bool = value(
+        False, doc="layout: attention across configs at every configurable node after every layer"
+    )
+    tile_all_configs: bool = value(
+        False, doc="tile: every config of a graph in each step (configs_per_graph ignored)"
+    )
+    # the 5th place's per-dimension facts with the layout applied (gnn/tile_inputs.py)
+    tile_features: bool = value(
+        False,
+        doc="layout: each config's minor dims against the TPU's (8, 128) tile and its MXU operand order",
+    )
+    dim_features: bool = value(
+        False, doc="node inputs: shape, window and padding sizes against the 128-lane tile (3rd place)"
+    )
 
 
 @dataclass
 class BaselineConfig:
     # the official early-join GraphSAGE baseline, as small as in the paper's code
-    hidden: int = value(64, min=1)
-    layers: int = value(3, min=1)
-    margin: float = value(1.0, min=0)  # TF-Ranking's pairwise hinge, as used by the official trainer
-    configs_per_graph: int = value(16, min=2)
-    lr: float = value(1e-3, above=0)
-    max_steps: int = value(2_000, min=1)  # training length in optimizer steps
-    time_budget_min: float = value(0.0, min=0)  # also stop after this many minutes (0 = no limit)
-    # steps between validations; 0 = about one pass over the train configs, at most 200
-    eval_every: int = value(0, min=0)
-    op_dim: int = value(64, min=1)  # opcode embedding width of the official EarlyJoinSAGE
-    graphs_per_batch: int = value(8, min=1)  # the official --batch
-    clip_norm: float = value(0.01, above=0)  # the official per-tensor gradient clip (--clip_norm)
-    patience: int = value(5, min=1)  # validations without gain before stopping...
-    min_train_share: float = value(0.5, min=0, max=1)  # ...but not before this share of the budget
-    eval_max_configs: int = value(1000, min=1)
-    # configs per pass (the baseline holds C copies of every node's features)
-    predict_chunk: int = value(64, min=1)
-    bf16: bool = True  # as gnn.bf16: mixed precision on CUDA only
-    max_batch_nodes: int = value(8_000, min=1)  # nodes per training pass; bigger steps run as micro-batches
+    hidden: int = value(
+        64, min=1, doc="width of node embeddings of the official baseline (as in the paper's code)"
+    )
+    layers: int = value(3, min=1, doc="GraphSAGE layers of the official baseline")
+    margin: float = value(1.0, min=0, doc="TF-Ranking's pairwise hinge margin, as in the official trainer")
+    configs_per_graph: int = value(16, min=2, doc="configs sampled per graph per step")
+    lr: float = value(1e-3, above=0, doc="learning rate")
+    max_steps: int = value(2_000, min=1, doc="training length in optimizer steps")
+    time_budget_min: float = value(0.0, min=0, doc="also stop after this many minutes (0 = no limit)")
+    eval_every: int = value(
+        0, min=0, doc="steps between validations; 0 = about one pass over the train configs, at most 200"
+    )
+    op_dim: int = value(64, min=1, doc="opcode embedding width of the official EarlyJoinSAGE")
+    graphs_per_batch: int = value(8, min=1, doc="graphs per optimizer step (the official --batch)")
+    clip_norm: float = value(0.01, above=0, doc="the official per-tensor gradient clip (--clip_norm)")
+    patience: int = value(5, min=1, doc="validations without a better score before stopping early")
+    min_train_share: float = value(
+        0.5, min=0, max=1, doc="no early stop before this share of the budget (steps or minutes)"
+    )
+    eval_max_configs: int = value(
+        1000, min=1, doc="configs per valid graph scored where no official subset is cached (official: 1000)"
+    )
+    predict_chunk: int = value(
+        64, min=1, doc="configs scored per forward pass (the baseline holds a copy of every node per config)"
+    )
+    bf16: bool = value(True, doc="as gnn.bf16: mixed precision on CUDA only")
+    max_batch_nodes: int = value(
+        8_000, min=1, doc="nodes per training pass; bigger steps run as micro-batches (bounds memory)"
+    )
 
 
+PROFILE_NAMES = ("cpu", "kaggle-t4", "gpu")  # core/profiles.py: configs/profile-<name>.toml
 LEARNED_MODELS = ("lgbm", "gnn", "baseline")  # what an ensemble may combine, in training order
 
 
 @dataclass
 class EnsembleConfig:
-    models: list[str] = field(default_factory=lambda: ["lgbm", "gnn"])
-    # per-graph score normalisation before averaging: "rank" or "zscore"
-    normalize: str = value("rank", choices=("rank", "zscore"))
+    # the evidence for the defaults: docs/models.md, "The ensemble"
+    models: list[str] = value(["lgbm", "gnn"], doc="members averaged: distinct, among lgbm, gnn and baseline")
+    normalize: str = value(
+        "rank",
+        choices=("rank", "zscore"),
+        doc="per-graph score normalisation before averaging (tile: zscore)",
+    )
 
 
 @dataclass
@@ -207,16 +307,24 @@ class Config:
     defaults against the keys you set; `dataclasses.replace` on a section afterwards leaves the
     collections' own values (`collections`) in force wherever they exist."""
 
-    seed: int = value(0, min=0)  # every random choice derives from this
+    seed: int = value(0, min=0, doc="every random choice derives from it, so a run can be repeated")
+    # each configs/profile-<name>.toml sets this key
+    profile: str = value(
+        "gpu",
+        choices=PROFILE_NAMES,
+        doc="the profile these values started from (`--profile`, else picked by the device), saved with each model",
+    )
     prepare: PrepareConfig = field(default_factory=PrepareConfig)
     features: FeaturesConfig = field(default_factory=FeaturesConfig)
     lgbm: LgbmConfig = field(default_factory=LgbmConfig)
     gnn: GnnConfig = field(default_factory=GnnConfig)
     baseline: BaselineConfig = field(default_factory=BaselineConfig)
     ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
-    # per-collection overrides: {"layout:xla:default": {"gnn": {"cross_config_attention": True}}}; the
-    # defaults (core/collection_defaults.py) give way to a key set at top level, the user's tables do not
-    collections: dict[str, dict[str, Any]] = field(default_factory=lambda: copy.deepcopy(DEFAULT_COLLECTIONS))
+    # {"layout:xla:default": {"gnn": {"cross_config_attention": True}}}; the defaults
+    # (core/collection_defaults.py) give way to a key set at top level, the user's tables do not
+    collections: dict[str, dict[str, Any]] = value(
+        DEFAULT_COLLECTIONS, doc="per-collection values of any key, over the per-collection defaults"
+    )
 
     def for_collection(self, collection: str) -> Config:
         """This config with the collection's overrides applied (the overrides table dropped)."""
@@ -228,6 +336,24 @@ class Config:
 
 def to_dict(cfg: Any) -> dict[str, Any]:
     return dataclasses.asdict(cfg)
+
+
+def config_fields(cls: type = Config, prefix: str = "") -> dict[str, dataclasses.Field[Any]]:
+    """Every key of the config ("seed", "gnn.lr", ..., "collections") and its dataclass field, in order:
+    the field's metadata holds what `value()` declared (doc, range, choices)."""
+    out: dict[str, dataclasses.Field[Any]] = {}
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints[f.name]):
+            out.update(config_fields(hints[f.name], f"{prefix}{f.name}."))
+        else:
+            out[f"{prefix}{f.name}"] = f
+    return out
+
+
+def field_docs() -> dict[str, str]:
+    """ "section.key" (and "seed", "profile", "collections") -> its one-line doc, as `value(doc=...)` gave it."""
+    return {key: f.metadata.get("doc", "") for key, f in config_fields().items()}
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any], where: str) -> dict[str, Any]:
@@ -380,18 +506,83 @@ def read_toml(path: str | Path) -> dict[str, Any]:
         raise TpurankError(f"{path}: not valid TOML ({e})") from None
 
 
+@dataclass(frozen=True)
+class Layer:
+    """One source of config values, in the order they apply (each above the ones before it).
+
+    Args:
+        source: what `config show` names as the source of its keys: "profile cpu", "preset demo.toml",
+            "file my.toml" or "--set".
+        data: its table, as read (not yet validated).
+    """
+
+    source: str
+    data: dict[str, Any]
+
+
+def config_layers(
+    path: str | Path | None = None,
+    overrides: list[str] | None = None,
+    preset: str | Path | None = None,
+    profile: str | Path | None = None,
+) -> list[Layer]:
+    """The layers of a run's config, lowest first: profile, preset, the user's file, `--set`.
+
+    Args:
+        path: the user's TOML file (`--config`).
+        overrides: `section.key=value` strings (`--set`), applied last.
+        preset: a TOML file applied under `path` (what `all` uses on small synthetic data).
+        profile: a profile file (configs/profile-<name>.toml), right above the defaults.
+    """
+    layers = []
+    if profile is not None:
+        data = read_toml(profile)
+        layers.append(Layer(f"profile {data.get('profile', Path(profile).stem)}", data))
+    if preset is not None:
+        layers.append(Layer(f"preset {Path(preset).name}", read_toml(preset)))
+    if path is not None:
+        layers.append(Layer(f"file {path}", read_toml(path)))
+    if overrides:
+        layers.append(Layer("--set", apply_overrides({}, overrides)))
+    return layers
+
+
+def from_layers(layers: list[Layer]) -> Config:
+    """The validated config of `layers` (config_layers) merged key by key over the defaults."""
+    data: dict[str, Any] = {}
+    for layer in layers:
+        data = _merge(_without_keys_set_in(data, layer.data), layer.data, "")
+    return from_dict(data)
+
+
+def _without_keys_set_in(data: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]:
+    """`data` without the per-collection values of the keys `upper` sets at top level: a key set at top
+    level by a higher layer (`--set gnn.eval_every=0`) applies to every collection, as it does over the
+    per-collection defaults (core/collection_defaults.py)."""
+    tables = data.get("collections")
+    if not isinstance(tables, dict):
+        return data
+    out = copy.deepcopy(data)
+    for sections in out["collections"].values():
+        for section, keys in (sections if isinstance(sections, dict) else {}).items():
+            top = upper.get(section)
+            if isinstance(top, dict) and isinstance(keys, dict):
+                sections[section] = {k: v for k, v in keys.items() if k not in top}
+    return out
+
+
 def load_config(
-    path: str | Path | None = None, overrides: list[str] | None = None, preset: str | Path | None = None
+    path: str | Path | None = None,
+    overrides: list[str] | None = None,
+    preset: str | Path | None = None,
+    profile: str | Path | None = None,
 ) -> Config:
-    """Defaults, then a preset (e.g. configs/demo.toml), then the TOML file, then `--set`; validated.
+    """Defaults, then a profile, then a preset (e.g. configs/demo.toml), then the TOML file, then `--set`.
 
     Args:
         path: the user's TOML file (`--config`).
         overrides: `section.key=value` strings (`--set`), applied last.
         preset: a TOML file applied under `path`, key by key (what `all` uses on small data).
+        profile: a profile file (configs/profile-<name>.toml), right above the defaults.
     """
-    data: dict[str, Any] = read_toml(preset) if preset is not None else {}
-    if path is not None:
-        data = _merge(data, read_toml(path), "")
-    data = apply_overrides(data, overrides or [])
-    return from_dict(data)
+    return from_layers(config_layers(path, overrides, preset, profile))

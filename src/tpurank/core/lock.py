@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from tpurank.core.errors import TpurankError
+from tpurank.core.links import resolve
 
 LOCK_NAME = ".tpurank.lock"
 _held: dict[Path, list] = {}  # resolved folder -> [fd, depth]
@@ -42,7 +43,7 @@ def output_lock(folder: str | Path, stage: str) -> Iterator[Path]:
     Raises:
         TpurankError: when another process holds the folder's lock.
     """
-    folder = Path(folder).resolve()
+    folder = resolve(folder)  # a link loop: one line naming it
     if folder in _held:
         _held[folder][1] += 1
         try:
@@ -77,7 +78,7 @@ def output_lock(folder: str | Path, stage: str) -> Iterator[Path]:
 @contextlib.contextmanager
 def output_locks(folders: Iterable[str | Path], stage: str) -> Iterator[None]:
     """Hold the locks of several folders (taken in sorted order, so two runs never deadlock)."""
-    unique = sorted({Path(f).resolve() for f in folders})
+    unique = sorted({resolve(f) for f in folders})
     with contextlib.ExitStack() as stack:
         for f in unique:
             stack.enter_context(output_lock(f, stage))

@@ -3,16 +3,15 @@
 A training step or a scoring pass allocates tensors of a different size for every graph (configs x
 nodes x width). glibc serves a big block from its own pages (mmap) only until the first such block
 is freed; then it raises that threshold (up to 32 MB) and serves blocks below it from its heap,
-where the holes they leave are rarely reused, so resident memory grew from step to step. Three
-measures, full-scale nlp:default, CPU budget, 20 steps (`bench/bench_gnn_memory.py`, docs/scale.md):
+where the holes they leave are rarely reused, so resident memory grows from step to step. Three
+measures (what each saves: docs/scale.md, "Memory on the CPU"; `bench/bench_gnn_memory.py`):
 - `bound_cpu_heap` (GNN on the CPU) fixes the threshold at 4 MiB, so every bigger tensor gives its
-  pages back when freed: peak 2.05 GB -> 1.33 GB. Fresh pages cost page faults (1.6x the time with
-  4 KB pages), so it is done only where torch gets transparent huge pages:
+  pages back when freed. Fresh pages cost page faults (far slower with 4 KB pages), so it is done
+  only where torch gets transparent huge pages:
 - `ask_torch_for_huge_pages` (the CLI, before torch's first allocation) sets torch's
-  `THP_MEM_ALLOC_ENABLE`: tensors from 2 MB are madvised to huge pages. Both together: 6% more time
-  at the CPU budget; at the default config (wider, more configs) 2.70 GB -> 2.51 GB and 21% less time.
+  `THP_MEM_ALLOC_ENABLE`: tensors from 2 MB are madvised to huge pages.
 - `release_free_memory` (`malloc_trim`, after each CPU step and validation) returns what is left
-  in the heap's holes: 4.94 GB -> 2.70 GB after 30 steps of the full-scale xla collection.
+  in the heap's holes.
 Elsewhere (no glibc, or CUDA, whose caching allocator reuses its blocks) nothing is done.
 """
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from tpurank.core.collections import COLLECTIONS, SPLITS
+from tpurank.core.profiles import CHOICES as PROFILE_CHOICES
 
 
 def jobs_arg(text: str) -> int:
@@ -60,7 +61,14 @@ def add_common(p: argparse.ArgumentParser) -> None:
         "--work-dir",
         help="root for the large intermediates, features/ (default: $TPURANK_WORK, else --out-dir)",
     )
-    g.add_argument("--config", dest="config_file", help="TOML config file")
+    g.add_argument(
+        "--profile",
+        choices=PROFILE_CHOICES,
+        default=None,
+        help="training scale: auto (default, or $TPURANK_PROFILE) picks cpu without a usable GPU, kaggle-t4 "
+        "on a GPU with <= 16 GB, gpu on a larger one",
+    )
+    g.add_argument("--config", dest="config_file", help="TOML config file (above the profile)")
     g.add_argument(
         "--set",
         action="append",

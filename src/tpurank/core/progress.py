@@ -2,21 +2,21 @@
 
 In a notebook cell or a log file a redrawn bar becomes hundreds of partial lines (`\\r` updates). When
 the bar's stream is not a terminal, this tqdm prints whole lines instead: one when it starts, one
-every `TPURANK_PROGRESS_SECONDS` (default 10) and one when it ends. tqdm's own environment options
-apply as usual, e.g. `TQDM_DISABLE=1` for no bars at all. Every tpurank module imports tqdm from here.
+every `TPURANK_PROGRESS_SECONDS` (default 10; tpurank.core.env checks it) and one when it ends.
+tqdm's own environment options apply as usual, e.g. `TQDM_DISABLE=1` for no bars at all. Every
+tpurank module imports tqdm from here.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from typing import Any
 
 from tqdm import tqdm as _tqdm
 
-DEFAULT_SECONDS = 10.0
+from tpurank.core.env import PROGRESS_SECONDS
 
 
 def _is_terminal(stream: Any) -> bool:
@@ -30,12 +30,13 @@ class tqdm(_tqdm):  # noqa: N801 - a drop-in for tqdm.tqdm
     """tqdm.tqdm that prints plain lines, at most every few seconds, when its stream is not a terminal."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # until tqdm's own __init__ sets it: a bar whose settings fail (a bad $TPURANK_PROGRESS_SECONDS)
+        # is closed by __del__, which must find it disabled rather than fail a second time
+        self.disable = True
         stream = kwargs.get("file") or sys.stderr
         self._lines = not _is_terminal(stream)
         if self._lines:
-            kwargs.setdefault(
-                "mininterval", float(os.environ.get("TPURANK_PROGRESS_SECONDS", DEFAULT_SECONDS))
-            )
+            kwargs.setdefault("mininterval", PROGRESS_SECONDS.read())
             kwargs.setdefault("ascii", True)
             kwargs.setdefault("ncols", 100)
         self._last_line_t = -math.inf

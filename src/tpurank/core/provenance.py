@@ -15,7 +15,7 @@ from tpurank.core.atomic import write_json
 from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import DataError
 from tpurank.core.identity import file_identity
-from tpurank.core.paths import NPZ_SUBDIR, project_root
+from tpurank.core.paths import NPZ_SUBDIR, project_root, synthetic_scale
 
 
 def git_commit() -> str:
@@ -60,7 +60,8 @@ def data_fingerprint(data_root: Path) -> str:
 
 
 def provenance(cfg: Config | None, data_root: Path | None, **extra: Any) -> dict[str, Any]:
-    """The standard record: version, commit, time, host, seed, config, data root and fingerprint."""
+    """The standard record: version, commit, time, host, seed, config, data root and fingerprint (and
+    `data_synthetic`, the scale, when the data root is a synthetic tree)."""
     rec: dict[str, Any] = {
         "tpurank_version": __version__,
         "git_commit": git_commit(),
@@ -73,6 +74,8 @@ def provenance(cfg: Config | None, data_root: Path | None, **extra: Any) -> dict
     if data_root is not None:
         rec["data_root"] = str(data_root)
         rec["data_fingerprint"] = data_fingerprint(data_root)
+        if (scale := synthetic_scale(data_root)) is not None:  # not Kaggle data: build-models-dataset asks
+            rec["data_synthetic"] = scale
     rec.update(extra)
     return rec
 

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from tpurank.core.collections import kind_of
 from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.links import not_a_file
 from tpurank.core.options import add_jobs
+from tpurank.core.paths import DATA_FIX
 from tpurank.core.progress import tqdm
 from tpurank.core.workers import die_with_parent
 from tpurank.data.dataset import classify_path
@@ -34,8 +36,8 @@ def collect(targets: list[str]) -> list[Path]:
     for t in targets:
         p = Path(t)
         if p.is_dir():
-            files.extend(sorted(p.rglob("*.npz")))
-        elif p.exists():
+            files.extend(sorted(p.rglob("*.npz")))  # linked folders are not entered: no loop
+        elif p.exists() or p.is_symlink():  # a loop or dangling link is named by check_one
             files.append(p)
         else:
             raise TpurankError(f"{p}: no such file or folder")
@@ -64,6 +66,8 @@ def content_warnings(path: Path, split: str | None, num_configs: int, runtime_an
 
 def check_one(path: Path) -> tuple[str | None, list[str]]:
     """(None when the file is valid, else the one-line problem naming it; warning lines)."""
+    if (problem := not_a_file(path)) is not None:  # before resolving it: a link loop cannot be
+        return f"{path}: {problem}", []
     where = classify_path(path)
     kind = kind_of(where[0]) if where else None
     try:
@@ -83,10 +87,13 @@ def check_one(path: Path) -> tuple[str | None, list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.targets and not args.paths.npz.is_dir():  # the data root's tree: say how to name another
+        raise TpurankError(f"{args.paths.npz}: no dataset here; {DATA_FIX}, or name npz files or folders")
     args.targets = args.targets or [str(args.paths.npz)]
     files = collect(args.targets)
     if not files:
-        raise TpurankError(f"no .npz files under {' '.join(args.targets)}")
+        fix = f"; {DATA_FIX}" if args.targets == [str(args.paths.npz)] else ""
+        raise TpurankError(f"no .npz files under {' '.join(args.targets)}{fix}")
     jobs = args.jobs or os.cpu_count() or 1
     bar = dict(total=len(files), unit="file", disable=len(files) < 20, file=sys.stderr)
     if jobs > 1:

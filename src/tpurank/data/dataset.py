@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tpurank.core.collections import COLLECTIONS, SPLITS, check_collection, collection_dir, kind_of
 from tpurank.core.errors import TpurankError
+from tpurank.core.paths import DATA_FIX
 
 
 @dataclass(frozen=True, order=True)
@@ -98,7 +99,7 @@ def classify_path(path: Path) -> tuple[str, str] | None:
 def require_npz_root(npz_root: Path) -> Path:
     if not npz_root.is_dir():
         raise TpurankError(
-            f"{npz_root}: no dataset here (expected npz_all/npz/...). Pass --data-dir, set TPURANK_DATA, "
-            "run `python -m tpurank download` or generate one with `python -m tpurank synth`."
+            f"{npz_root}: no dataset here (expected npz_all/npz/...); {DATA_FIX}, "
+            "or run `python -m tpurank download` or generate one with `python -m tpurank synth`"
         )
     return npz_root

@@ -11,16 +11,15 @@ when the client swallowed it (its upload prints the error and returns "failed").
 from __future__ import annotations
 
 import contextlib
-import math
-import os
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
+from tpurank.core.env import NET_TIMEOUT
 from tpurank.core.errors import TpurankError
 
-TIMEOUT_ENV = "TPURANK_NET_TIMEOUT"
-DEFAULT_TIMEOUT_S = 60.0
+TIMEOUT_ENV = NET_TIMEOUT.name
+DEFAULT_TIMEOUT_S = NET_TIMEOUT.default
 
 
 class NetworkTimeout(TpurankError):
@@ -34,17 +33,8 @@ class NetworkTimeout(TpurankError):
 
 
 def timeout_seconds() -> float:
-    """The connect and read timeout: TPURANK_NET_TIMEOUT, else 60 s."""
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise TpurankError(f"{TIMEOUT_ENV}={raw!r}: expected a number of seconds > 0")
-    return value
+    """The connect and read timeout: TPURANK_NET_TIMEOUT, else 60 s (checked in tpurank.core.env)."""
+    return NET_TIMEOUT.read()
 
 
 def is_timeout(error: BaseException | None) -> bool:

@@ -1,6 +1,6 @@
 """Read, validate and write the dataset's npz files as typed records.
 
-Every rule of the format (`../shared/docs/tpugraphs.md`) is checked here; any violation raises one
+Every rule of the format (docs/data.md, "The npz format") is checked here; any violation raises one
 `DataError` naming the file and the problem. `node_config_feat` (up to 2.6 GB as float32) can be
 streamed in row chunks straight from the zip member and converted to int8 on the way, so it is
 never held whole as float32.

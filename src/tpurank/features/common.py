@@ -1,6 +1,6 @@
 """Facts about node features shared by the tile and layout feature builders.
 
-Node feature columns follow `../shared/docs/tpugraphs.md`: 21-26 shape dims, 28 element count,
+Node feature columns follow the TpuGraphs npz format (docs/data.md): 21-26 shape dims, 28 element count,
 2-20 one-hot element type. The element-type order is XLA's PrimitiveType enum (column 2 + enum
 value), inferred from the real sample (F32 dominates, TUPLE marks tuple nodes).
 """

@@ -8,13 +8,15 @@ a `model.pt` alone rebuilds the model.
 from __future__ import annotations
 
 import hashlib
+import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from tpurank.core.atomic import atomic_path
+from tpurank.core.atomic import write_model
 from tpurank.core.collections import collection_dir
 from tpurank.core.errors import TpurankError
 from tpurank.core.identity import file_identity
@@ -44,23 +46,63 @@ def prepared_fingerprint(paths: Paths, collection: str) -> str:
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    """torch.save atomically (a crash never leaves a truncated checkpoint)."""
-    with atomic_path(path, suffix=".pt") as tmp:
-        torch.save(state, tmp)
+    """torch.save atomically (a crash never leaves a truncated checkpoint); a failed write (torch
+    says "enforce fail at inline_container.cc" when the disk fills) is one line naming `path`."""
+    write_model(path, lambda tmp: torch.save(state, tmp), suffix=".pt", errors=(RuntimeError,))
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
     """Read a checkpoint written by `save_checkpoint` (weights only: never unpickles code).
 
     Raises:
-        TpurankError: when missing or unreadable.
+        TpurankError: when missing or unreadable (one line: torch's own message spans several).
     """
     if not path.exists():
         raise TpurankError(f"{path}: no trained model; run `python -m tpurank train` for this model first")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # torch raises many types for a damaged file
-        raise TpurankError(f"{path}: unreadable checkpoint ({e})") from None
+        return _torch_load(path)
+    except _Unreadable as e:
+        raise TpurankError(
+            f"{path}: unreadable checkpoint ({e}); delete it and train this model again"
+        ) from None
+
+
+def load_resume_state(path: Path) -> dict[str, Any] | None:
+    """The resume state `path` (last.pt) holds; None when absent, or unreadable (after a one-line
+    warning): it is only a shortcut, so training starts again from step 0 instead of failing."""
+    if not path.exists():
+        return None
+    try:
+        state = _torch_load(path)
+    except _Unreadable as e:
+        print(f"tpurank train: warning: {path}: unreadable resume state ({e}); training from step 0",
+              file=sys.stderr)  # fmt: skip
+        return None
+    return state
+
+
+class _Unreadable(Exception):
+    """A file torch cannot load as a checkpoint; the message says why in a few words."""
+
+
+def _torch_load(path: Path) -> dict[str, Any]:
+    """torch.load, weights only, with any failure (or a file that holds no dict) as `_Unreadable`:
+    torch's messages run to paragraphs."""
+    try:
+        with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": noise beside the one line
+            warnings.simplefilter("ignore", UserWarning)
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except OSError as e:
+        raise _Unreadable(e.strerror or str(e)) from None
+    except Exception as e:  # torch raises many types (KeyError, UnpicklingError...) for a damaged file
+        if path.stat().st_size == 0:
+            raise _Unreadable("an empty file") from None
+        if "PytorchStreamReader" in str(e):  # a zip archive cut short or damaged
+            raise _Unreadable("a truncated or damaged torch file") from None
+        raise _Unreadable("not a torch file") from None
+    if not isinstance(state, dict):  # a torch file of something else (a bare tensor)
+        raise _Unreadable(f"a {type(state).__name__}, not a checkpoint")
+    return state
 
 
 def load_model(

@@ -11,7 +11,6 @@ Under `torchrun --nproc_per_node=N` each process takes its local rank's GPU (ncc
 from __future__ import annotations
 
 import os
-import re
 import sys
 from dataclasses import dataclass
 
@@ -19,28 +18,10 @@ import torch
 import torch.distributed as dist
 
 from tpurank.core.memory import bound_cpu_heap
+from tpurank.core.profiles import cuda_arch_supported
 
 PRECISIONS = ("bf16", "fp16", "fp32")
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-def cuda_arch_supported(capability: tuple[int, int], arch_list: list[str]) -> bool:
-    """Whether a torch build compiled for `arch_list` (torch.cuda.get_arch_list()) runs on `capability`.
-
-    A cubin `sm_XY` runs on devices of the same major version X with minor >= Y; PTX `compute_XY`
-    is compiled at load time for any device of capability >= XY.
-    """
-    major, minor = capability
-    for arch in arch_list:
-        m = re.fullmatch(r"(sm|compute)_(\d+)(\d)[a-z]?", arch)
-        if not m:
-            continue
-        a_major, a_minor = int(m.group(2)), int(m.group(3))
-        if m.group(1) == "sm" and a_major == major and a_minor <= minor:
-            return True
-        if m.group(1) == "compute" and (a_major, a_minor) <= (major, minor):
-            return True
-    return False
 
 
 def usable_cuda(index: int = 0) -> tuple[bool, str]:

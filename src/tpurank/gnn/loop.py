@@ -1,7 +1,7 @@
 """The training loop shared by the GNN rankers, read top to bottom: `fit` = `build` (model,
-optimizer, schedule) -> `resume` (from `last.pt`) -> `loop` (`step_once`, then `score_valid` and
-`record` every `eval_interval` steps) -> `finetune` (GST only) -> `finish` (`model.pt` complete,
-`model.json`).
+optimizer, schedule) -> `resume` (from `last.pt`) -> `loop` (`step_once`; a training-loss row of
+`metrics.csv` every `loss_interval` steps; `score_valid` and `record` every `eval_interval` steps)
+-> `finetune` (GST only) -> `finish` (`model.pt` complete, `model.json`).
 
 Sampling, losses, AdamW/Adam, the cosine schedule, early stopping on the validation metric,
 resumable checkpoints, CUDA + mixed precision (device.py) and DDP: under `torchrun
@@ -32,13 +32,14 @@ from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import write_sidecar
 from tpurank.gnn import device as devices
-from tpurank.gnn import gst, tile_inputs
+from tpurank.gnn import gst, run_log, tile_inputs
 from tpurank.gnn.budget import budget_share, eval_interval, out_of_time, step_graphs, synced_seconds
 from tpurank.gnn.checkpoints import (
     CHECKPOINT,
     CHECKPOINT_FORMAT,
     RESUME,
     load_checkpoint,
+    load_resume_state,
     prepared_fingerprint,
     save_checkpoint,
     unwrap,
@@ -46,7 +47,6 @@ from tpurank.gnn.checkpoints import (
 from tpurank.gnn.data import GraphData, sample_rows
 from tpurank.gnn.device import Runtime
 from tpurank.gnn.recipe import ModelSpec, Recipe, check_recipe
-from tpurank.gnn.run_log import METRICS, end_line, log_scalars, tensorboard, write_metrics
 from tpurank.gnn.schedule import make_scheduler
 from tpurank.gnn.scoring import evaluate
 from tpurank.gnn.step import make_optimizer, micro_batches, train_step
@@ -64,6 +64,7 @@ class LoopState:
         best: the best validation score so far (its weights are in `model.pt`).
         bad: validations since the last gain (early stopping counts these).
         history: one record per validation.
+        curve: the rows of `metrics.csv` (training loss every `loss_interval` steps, and each validation).
         stopped: why the loop ended ("patience", "time budget"; "" while running).
     """
 
@@ -72,6 +73,7 @@ class LoopState:
     best: float = -math.inf
     bad: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
+    curve: list[dict[str, Any]] = field(default_factory=list)
     stopped: str = ""
 
 
@@ -97,6 +99,7 @@ class Run:
     progress: bool
     spent: float = 0.0  # training seconds spent, as of the last step (the same on every rank)
     board: Any = None  # a TensorBoard writer when $TPURANK_TENSORBOARD is set (gnn/run_log.py)
+    logged: int = -1  # the tenth of the budget of the last progress line (run_log.log_mark)
 
     @property
     def final(self) -> Path:
@@ -126,6 +129,7 @@ class Run:
             "best": st.best,
             "bad": st.bad,
             "history": st.history,
+            "curve": st.curve,
             "complete": complete,
             "data": self.data_key,
             "device": str(self.rt.device),
@@ -218,7 +222,7 @@ def build(
     run.sched = make_scheduler(opt, r, spent=lambda: run.spent)  # follows the time budget too
     if rt.main:
         member = run.out.name if run.out.name.startswith("seed-") else "seed-0"
-        run.board = tensorboard(spec.name, collection, member)
+        run.board = run_log.tensorboard(spec.name, collection, member)
     if rt.main and progress:
         print(f"[{spec.name}] {collection}: {devices.describe(rt.device, precision)}")
     return run
@@ -227,9 +231,9 @@ def build(
 def resume(run: Run) -> LoopState:
     """The loop state of `last.pt` when it was written with the same config, model and data (its
     weights, optimizer and schedule loaded), else a fresh one."""
-    if not run.resume_file.exists():
+    state = load_resume_state(run.resume_file)  # None: absent, or unreadable (a one-line warning)
+    if state is None:
         return LoopState()
-    state = load_checkpoint(run.resume_file)
     same = (state.get("config"), state.get("model_args"), state.get("data")) == (
         to_dict(run.cfg), run.model_args, run.data_key
     )  # fmt: skip
@@ -239,7 +243,7 @@ def resume(run: Run) -> LoopState:
     run.opt.load_state_dict(state["optimizer"])
     run.sched.load_state_dict(state["scheduler"])
     st = LoopState(step=state["step"], seconds=state["seconds"], best=state["best"], bad=state["bad"],
-                   history=state["history"])  # fmt: skip
+                   history=state["history"], curve=state.get("curve", state["history"]))  # fmt: skip
     st.stopped = "patience" if patience_ends(run.recipe, st, st.seconds) else ""
     if run.rt.main and run.progress:
         print(f"[{run.spec.name}] {run.collection}: resuming after step {st.step} from {run.resume_file}")
@@ -297,8 +301,10 @@ def score_valid(run: Run, valid: list[GraphData], losses: list[float]) -> float:
 
 def record(run: Run, st: LoopState, score: float, losses: list[float], seconds: float, configs: int,
            late: bool) -> None:  # fmt: skip
-    """Log a validation, keep the best weights (`model.pt`) and the resumable state (`last.pt`),
-    and decide whether to stop (patience, time budget)."""
+    """Keep a validation (history, `metrics.csv`), the best weights (`model.pt`) and the resumable
+    state (`last.pt`), and decide whether to stop (patience, time budget). A progress line only at
+    each tenth of the budget and at the end: the progress bar shows every step, so a run prints
+    at most a dozen lines however often it validates."""
     r, rt = run.recipe, run.rt
     improved = score > st.best
     st.best, st.bad = (score, 0) if improved else (st.best, st.bad + 1)
@@ -316,13 +322,12 @@ def record(run: Run, st: LoopState, score: float, losses: list[float], seconds: 
         if improved:
             save_checkpoint(run.final, run.checkpoint(st, complete=False))
         save_checkpoint(run.resume_file, run.checkpoint(st, complete=False, resumable=True))
-        write_metrics(run.out / METRICS, st.history)
-        log_scalars(run.board, st.history[-1])
-    h = st.history[-1]
-    run.say(
-        f"[{run.spec.name}] {run.collection} step {st.step}/{r.max_steps}: loss {h['train_loss']:.4f} "
-        f"valid {score:.4f} (best {st.best:.4f}) {h['configs_per_s']:.0f} configs/s"
-    )
+        run_log.write_metrics(run.out / run_log.METRICS, st.curve)
+        run_log.log_scalars(run.board, st.curve[-1])
+    mark = run_log.log_mark(budget_share(r, st.step, run.spent))
+    if mark > run.logged or st.stopped or st.step >= r.max_steps:  # a tenth of the budget, or the end
+        run.logged = mark
+        run.say(run_log.progress_line(f"{run.spec.name} {run.collection}", r.max_steps, st.history))
 
 
 def patience_ends(r: Recipe, st: LoopState, seconds: float) -> bool:
@@ -334,14 +339,15 @@ def patience_ends(r: Recipe, st: LoopState, seconds: float) -> bool:
 def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]) -> None:
     """Train until max_steps, the time budget or patience; validate every `eval_interval` steps."""
     r, rt = run.recipe, run.rt
-    every = eval_interval(train, r, rt.world)
+    every, loss_every = eval_interval(train, r, rt.world), run_log.loss_interval(r.max_steps)
     bar = tqdm(total=r.max_steps, initial=st.step, desc=f"{run.spec.name} {run.collection}", unit="step",
                disable=not (run.progress and rt.main), leave=False)  # fmt: skip
-    losses, configs_seen, t0, clock = [], 0, time.perf_counter(), time.perf_counter()
+    losses, window, configs_seen, t0, clock = [], [], 0, time.perf_counter(), time.perf_counter()
     run.spent = st.seconds  # a resume: the seconds spent before carry over (and so the rate)
     while st.step < r.max_steps and not st.stopped:
         loss, configs = step_once(run, st, train, every)
         losses.append(loss)
+        window.append(loss)  # the steps since the last row of the training curve
         configs_seen += configs
         bar.update()
         best = f"{st.best:.4f}" if st.best > -math.inf else "-"
@@ -349,13 +355,18 @@ def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]
         run.spent = synced_seconds(st.seconds + time.perf_counter() - clock, rt)
         late = out_of_time(r, run.spent)
         if st.step % every and st.step < r.max_steps and not late:
+            if st.step % loss_every == 0:
+                st.curve.append(run_log.curve_row(st.step, run.spent, run.opt.param_groups[0]["lr"], window))
+                run_log.log_scalars(run.board, st.curve[-1])  # None on ranks > 0
+                window = []
             continue
         seconds = time.perf_counter() - t0
         score = score_valid(run, valid, losses)
         st.seconds += time.perf_counter() - clock
         clock = time.perf_counter()
+        st.curve.append(run_log.curve_row(st.step, st.seconds, run.opt.param_groups[0]["lr"], window, score))
         record(run, st, score=score, losses=losses, seconds=seconds, configs=configs_seen, late=late)
-        losses, configs_seen, t0 = [], 0, time.perf_counter()
+        losses, window, configs_seen, t0 = [], [], 0, time.perf_counter()
     bar.close()
 
 
@@ -401,7 +412,9 @@ def finish(run: Run, st: LoopState, paths: Paths) -> dict[str, Any]:
         if run.board is not None:
             run.board.close()
         print(
-            end_line(f"{run.spec.name} {run.collection}", st.step, st.seconds, st.stopped, st.history),
+            run_log.end_line(
+                f"{run.spec.name} {run.collection}", st.step, st.seconds, st.stopped, st.history
+            ),
             file=sys.stderr,
         )
     if rt.world > 1:

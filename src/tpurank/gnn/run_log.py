@@ -1,33 +1,75 @@
-"""What a training run tells: `metrics.csv` (one row per validation), the one line it ends with,
-and, when `$TPURANK_TENSORBOARD` names a folder, the same scalars as TensorBoard events."""
+"""What a training run tells: `metrics.csv` (the training curve), the few lines it prints, the one
+line it ends with, and, when `$TPURANK_TENSORBOARD` names a folder, the same rows as TensorBoard events."""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
 
 from tpurank.core.atomic import write_text
+from tpurank.core.env import TENSORBOARD
 from tpurank.core.errors import TpurankError
 
-METRICS = "metrics.csv"  # one row per validation, beside model.pt
+METRICS = "metrics.csv"  # the training curve, beside model.pt
 METRIC_COLUMNS = ("step", "elapsed", "lr", "train_loss", "valid_score")
+# rows of training loss per run: enough for a smooth curve, few enough to rewrite the file at each validation
+LOSS_POINTS = 100
+# progress lines per run (one per tenth of the budget, plus the last): the progress bar shows every step
+LOG_LINES = 10
 # an environment variable, not a config key: logging must not change a model's identity (a retrain)
-TENSORBOARD_ENV = "TPURANK_TENSORBOARD"
+TENSORBOARD_ENV = TENSORBOARD.name
 
 
-def write_metrics(path: Path, history: list[dict[str, Any]]) -> None:
-    """metrics.csv: one row per validation (step, seconds spent, lr, train loss, valid score),
-    rewritten whole (atomically) at each, so a resumed run's file holds its whole history."""
-    rows = [",".join(METRIC_COLUMNS)]
-    for h in history:
-        if "train_loss" in h:  # GST's fine-tuning record has no training step of its own
-            rows.append(
-                ",".join(
-                    str(h["step"]) if c == "step" else repr(float(h.get(c, "nan"))) for c in METRIC_COLUMNS
-                )
-            )
-    write_text(path, "\n".join(rows) + "\n")
+def loss_interval(max_steps: int) -> int:
+    """Steps between two training-loss rows of metrics.csv: about LOSS_POINTS rows over the budget,
+    so a run validated a few times still has a training curve."""
+    return max(1, math.ceil(max_steps / LOSS_POINTS))
+
+
+def curve_row(step: int, elapsed: float, lr: float, losses: list[float], score: float | None = None) -> dict:
+    """One metrics.csv row: the mean training loss of the steps since the previous row, and the
+    validation score when this step was validated (None: not validated)."""
+    mean = sum(losses) / len(losses) if losses else math.nan
+    row = {"step": step, "elapsed": round(elapsed, 3), "lr": lr, "train_loss": mean}
+    if score is not None:
+        row["valid_score"] = score
+    return row
+
+
+def write_metrics(path: Path, rows: list[dict[str, Any]]) -> None:
+    """metrics.csv: one row every `loss_interval` steps and one at each validation (step, seconds
+    spent, lr, mean train loss since the previous row, valid score or empty), rewritten whole
+    (atomically) at each validation, so a resumed run's file holds its whole history."""
+    lines = [",".join(METRIC_COLUMNS)]
+    for h in rows:
+        if "train_loss" not in h:  # GST's fine-tuning record has no training step of its own
+            continue
+        cells = [str(int(h["step"]))]
+        cells += ["" if h.get(c) is None else repr(float(h[c])) for c in METRIC_COLUMNS[1:]]
+        lines.append(",".join(cells))
+    write_text(path, "\n".join(lines) + "\n")
+
+
+def log_mark(share: float) -> int:
+    """Which tenth of the budget `share` (0..1) falls in: a progress line is printed when it grows."""
+    return int(min(max(share, 0.0), 1.0) * LOG_LINES)
+
+
+def progress_line(name: str, max_steps: int, history: list[dict[str, Any]]) -> str:
+    """A progress line on the latest validation: step, training loss, score, the best so far and its step.
+
+    Args:
+        name: `<model> <collection>`.
+        max_steps: the step budget.
+        history: one record per validation, the latest last.
+    """
+    h, best = history[-1], max(history, key=lambda x: x["valid_score"])
+    return (
+        f"[{name}] step {h['step']}/{max_steps}: loss {h['train_loss']:.4f} valid {h['valid_score']:.4f} "
+        f"(best {best['valid_score']:.4f} at step {best['step']}) {h['configs_per_s']:.0f} configs/s"
+    )
 
 
 def end_line(name: str, steps: int, seconds: float, stopped: str, history: list[dict[str, Any]]) -> str:
@@ -53,9 +95,10 @@ def tensorboard(model: str, collection: str, member: str) -> Any | None:
         model, collection: name the run (`:` in the collection becomes `-`, as in the model folder).
         member: `seed-k` of a seed ensemble, "seed-0" for the first (or only) model.
     """
-    root = os.environ.get(TENSORBOARD_ENV, "")
-    if not root:
+    folder = TENSORBOARD.read()  # checked: a folder, or None when unset
+    if folder is None:
         return None
+    root = os.environ[TENSORBOARD_ENV]
     try:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError as e:
@@ -63,11 +106,11 @@ def tensorboard(model: str, collection: str, member: str) -> Any | None:
             f"{TENSORBOARD_ENV}={root}: TensorBoard logging needs the tensorboard package "
             "(pip install tensorboard==2.21.0, pinned in requirements.txt)"
         ) from e
-    return SummaryWriter(log_dir=str(Path(root) / model / collection.replace(":", "-") / member))
+    return SummaryWriter(log_dir=str(folder / model / collection.replace(":", "-") / member))
 
 
 def log_scalars(writer: Any | None, record: dict[str, Any]) -> None:
-    """One validation's `metrics.csv` row as TensorBoard scalars (train/loss, valid/score, lr)."""
+    """One `metrics.csv` row as TensorBoard scalars (train/loss, lr, and valid/score at a validation)."""
     if writer is None:
         return
     step = int(record["step"])

@@ -4,8 +4,8 @@ constant rate over the rest of the budget.
 The budget is steps (`max_steps`) or time (`time_budget_min`), whichever runs out first, and both
 phases follow the larger of the two shares spent: the warm-up ends at `warmup_steps / max_steps` of
 the budget and the cosine reaches a rate near 0 when it ends. Over steps alone a time-budgeted run
-would see neither: the CPU preset trains ~290 steps of its 4,000 on the full-scale data, so its
-100 warm-up steps took a third of the minutes and the rate never decayed (bench/bench_budget.py).
+would see neither: a run whose minutes end after a few hundred of its `max_steps` would spend a
+large share of them warming up, and its rate would never decay.
 A resume restores the steps and seconds spent, and with them the rate. A warm-up keeps the first
 AdamW steps small while its second-moment estimates are still noisy (the top solutions warmed up).
 """

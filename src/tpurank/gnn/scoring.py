@@ -15,10 +15,10 @@ from tpurank.gnn.device import autocast
 from tpurank.gnn.recipe import Recipe
 from tpurank.gnn.segments import split_graph
 
-# The CPU budgets, sized on the real data (bench/LOG.md): with them one graph's scoring peaks at 1.12 GB.
+# The CPU budgets keep one graph's scoring far below the 4 GB stage target (docs/scale.md, memory).
 PASS_NODE_BUDGET = 500_000  # configs x nodes per scoring pass: (C, N, 64) float32 states stay ~128 MB
 # heads x configurable nodes x C^2 attention scores per pass (`gnn.layer_attention`): ~64 MB float32.
-# torch's CPU attention materialises them: 254 configs of a 712-configurable-node nlp graph peaked at 2.5 GB
+# torch's CPU attention materialises them, so without this bound a large nlp graph's pass takes GBs
 PASS_ATTENTION_BUDGET = 16_000_000
 # On a GPU the budgets follow the device's free memory instead (the 1st place scored 128-256 configs
 # per pass): a pass may take this share of it, half for the states and half for attention scores.

@@ -1,8 +1,8 @@
 """Seed averaging (`gnn.seeds`): one model per seed, predictions averaged after per-graph normalisation.
 
-Runs with different seeds differ by up to 0.1 tau on the xla collections (bench/bench_recipe.py); the 1st place
-averaged 5-20 seeds. Member k trains with `seed + k` and `gnn.seeds = 1`, so member 0 is exactly
-the model a one-seed run trains (`models/gnn/<collection>/model.pt`, reused, not retrained) and
+Runs with different seeds differ by up to 0.1 tau on the xla collections (the competition's
+write-ups); the 1st place averaged 5-20 seeds. Member k trains with `seed + k` and
+`gnn.seeds = 1`, so member 0 is exactly the model a one-seed run trains (`models/gnn/<collection>/model.pt`, reused, not retrained) and
 member k > 0 lives in `models/gnn/<collection>/seed-k/`. Each member resumes and is skipped when
 up to date on its own. Each member's costs are normalised per graph (`ensemble.normalize`: ranks
 or z-scores, so no seed dominates by its scale) and averaged. After training, `seeds.json` beside

@@ -12,6 +12,7 @@ Files in `models/<name>/<collection>/`: `model.pt` (best weights; `complete` onc
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tpurank.core.collections import check_collection, kind_of
@@ -55,7 +56,8 @@ def train_collection(
         same_data = done.get("data") == prepared_fingerprint(paths, collection)
         if done.get("complete") and done.get("config") == to_dict(cfg) and same_data:
             if rt.main and progress:
-                print(f"[{spec.name}] {collection}: {final} is up to date (same config and data); skipping")
+                shown = replace(paths, staging=False).model_dir(spec.name, collection) / CHECKPOINT
+                print(f"[{spec.name}] {collection}: {shown} is up to date (same config and data); skipping")
             return done.get("summary", {})
 
     dims = spec.recipe(cfg, kind_of(collection)).dim_features

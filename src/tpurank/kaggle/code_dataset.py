@@ -9,7 +9,8 @@ The two notebooks are copied with their `kernel-metadata.json`, owned by the use
 `<dest>/kernels/<slug>/` (a subfolder, so never uploaded with the dataset), ready for `kaggle
 kernels push -p`; the tracked files under notebooks/ are only read (a build must not dirty the
 checkout: every later provenance would say `+dirty`). The owner: `--kaggle-user`, else
-KAGGLE_USERNAME, else a placeholder and a warning.
+KAGGLE_USERNAME, else a placeholder and a warning; a placeholder or a name Kaggle cannot hold
+(`YOUR_KAGGLE_USERNAME`, `<user>`) given as the owner is refused (`kaggle_user`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,6 +30,14 @@ from tpurank.core.paths import project_root
 
 DATASET_SLUG = "tpurank-code"
 PLACEHOLDER_USER = "YOUR_KAGGLE_USERNAME"
+# names copied from an example rather than a user's own (compared lowercased, without '-' and '_')
+PLACEHOLDERS = {
+    "yourkaggleusername", "kaggleusername", "yourusername", "username", "user", "yourname", "kaggleuser",
+    "yourkaggleuser", "yourkagglename", "kagglename", "yourkaggleid", "kaggleid", "owner", "yourusernamehere",
+}  # fmt: skip
+# Kaggle user names are letters and digits (older accounts may hold '-' or '_'): also never a '/',
+# a space or a bracket, which would break the `<user>/<slug>` ids of the metadata
+USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 # Kaggle's Python image has numpy, pandas, pyarrow, scipy, sklearn, lightgbm, torch, tqdm,
 # matplotlib, protobuf and kaggle; torch_geometric is the one runtime dependency it lacks.
 EXTRA_WHEELS = ["torch-geometric==2.8.1"]
@@ -50,16 +60,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-extra-wheels", action="store_true", help="package tpurank only (offline build)")
 
 
-def kaggle_user(given: str | None, command: str) -> str:
-    """The owner for the metadata: `given`, else $KAGGLE_USERNAME, else the placeholder with a warning."""
-    user = (given or os.environ.get("KAGGLE_USERNAME", "")).strip()
-    if user:
-        return user
+def check_user(user: str, where: str) -> str:
+    """`user`, unless it is a placeholder or no Kaggle user name (TpurankError naming `where`)."""
+    bare = re.sub(r"[-_\s]", "", user).lower()
+    if bare in PLACEHOLDERS or bare.strip("<>{}[]$") != bare:
+        raise TpurankError(
+            f"{where} {user!r} is a placeholder: pass your Kaggle user name or set KAGGLE_USERNAME"
+        )
+    if not USER_NAME.fullmatch(user):
+        raise TpurankError(f"{where} {user!r} is not a Kaggle user name (letters, digits, '-', '_')")
+    return user
+
+
+def warn_no_user(command: str) -> None:
+    """The one warning line of a build whose metadata names the placeholder owner."""
     print(
         f"tpurank {command}: warning: no Kaggle username (--kaggle-user or KAGGLE_USERNAME): the metadata says "
         f"{PLACEHOLDER_USER}; rebuild with --kaggle-user before uploading",
         file=sys.stderr,
     )
+
+
+def kaggle_user(given: str | None, command: str, warn: bool = True) -> str:
+    """The owner for the metadata: `given`, else $KAGGLE_USERNAME (either checked: `check_user`), else
+    the placeholder, with a warning now unless `warn` is False (the caller warns once it has built)."""
+    if given is not None and given.strip():
+        return check_user(given.strip(), "--kaggle-user")
+    if user := os.environ.get("KAGGLE_USERNAME", "").strip():
+        return check_user(user, "KAGGLE_USERNAME")
+    if warn:
+        warn_no_user(command)
     return PLACEHOLDER_USER
 
 

@@ -82,7 +82,12 @@ def run(args: argparse.Namespace) -> int:
     members = list(manifest["members"])
     print(
         f"[infer] models from {dataset}: ensemble of {', '.join(members)} "
-        f"(trained at commit {manifest.get('git_commit', '?')} on data {manifest.get('data_fingerprint', '?')})",
+        f"(trained at commit {manifest.get('git_commit', '?')} on data {manifest.get('data_fingerprint', '?')})"
+        + (
+            "; SYNTHETIC data: the submission is not a Kaggle result"
+            if manifest.get("data") == "synthetic"
+            else ""
+        ),
         file=sys.stderr,
     )
     # the config the models were trained with, unless the user names another; --set goes over it

@@ -4,17 +4,19 @@ Competitors train offline and run a short inference notebook on weights uploaded
 This packs what `infer` needs and nothing it does not: the ensemble's weights and its members'
 model folders (as one `models.zip`: `kaggle datasets create` uploads top-level files only), the
 node-feature rule of the prepared cache (test graphs must be prepared exactly as training saw
-them), the resolved config as `config.toml` (its prepare and features sections are checked against
-those each member was trained with), and `tpurank-models.json` (members, provenance: git
-commit, data fingerprint, seed, time, file checksums) plus `dataset-metadata.json`.
+them), the config the models were trained with as `config.toml` (from their own sidecars, not the
+current command line: tpurank.kaggle.trained), and `tpurank-models.json` (members, the data they were
+trained on: root, fingerprint, real or synthetic; git commit, seed, time, file checksums) plus
+`dataset-metadata.json`. Models trained on synthetic data are refused unless `--allow-synthetic`:
+their scores are not Kaggle scores, and a submission from them would score near random on Kaggle.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import re
+import sys
 import zipfile
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -26,10 +28,18 @@ from tpurank.core.errors import DataError, TpurankError
 from tpurank.core.paths import Paths, project_root
 from tpurank.core.provenance import provenance
 from tpurank.core.toml_write import to_toml
-from tpurank.kaggle.code_dataset import kaggle_user
+from tpurank.kaggle.code_dataset import PLACEHOLDER_USER, kaggle_user, warn_no_user
+from tpurank.kaggle.trained import (
+    read_json,
+    read_sidecars,
+    refuse_synthetic,
+    trained_config,
+    trained_data,
+)
 from tpurank.prepare.node_features import RULE_FILE
 from tpurank.rankers.registry import MODEL_NAMES
 
+COMMAND = "build-models-dataset"
 DATASET_SLUG = "tpurank-models"
 MANIFEST = "tpurank-models.json"
 ARCHIVE = "models.zip"
@@ -44,19 +54,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--dest", default="dist/kaggle-models", help="output folder (relative to the project root)"
     )
     p.add_argument("--kaggle-user", default=None, help="owner of the dataset (default: $KAGGLE_USERNAME)")
+    p.add_argument(
+        "--allow-synthetic",
+        action="store_true",
+        help="pack models trained on synthetic data (refused by default: their scores are not Kaggle scores)",
+    )
 
 
 # ------------------------------------------------------------------------------------------- reading
-
-
-def read_json(path: Path, fix: str) -> Any:
-    """A JSON file of ours, or a one-line DataError that says how to get a good one (`fix`)."""
-    try:
-        return json.loads(path.read_bytes())
-    except OSError as e:
-        raise DataError(path, f"unreadable ({e.strerror or e}); {fix}") from None
-    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
-        raise DataError(path, f"not JSON ({e}); {fix}") from None
 
 
 def _is_member_name(name: Any) -> bool:
@@ -117,59 +122,6 @@ def ensemble_members(paths: Paths) -> list[str]:
     return sorted(members)
 
 
-INFERENCE_SECTIONS = ("prepare", "features")  # what infer rebuilds on the test graphs
-
-
-def _results_part(section: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A config section without the settings that change speed only (worker counts)."""
-    return None if section is None else {k: v for k, v in section.items() if k != "jobs"}
-
-
-def _trained_config(side: Path) -> dict[str, Any] | None:
-    """The `config` a model's sidecar recorded (None when it has none), its sections checked to be objects."""
-    fix = f"retrain {side.parent.parent.name} for {side.parent.name} (or restore the file)"
-    record = read_json(side, fix)
-    if not isinstance(record, dict):
-        raise DataError(side, f"expected a JSON object, found {type(record).__name__}; {fix}")
-    trained = record.get("config")
-    if trained is None:
-        return None
-    if not isinstance(trained, dict):
-        raise DataError(side, f"'config' is not a JSON object; {fix}")
-    for section in INFERENCE_SECTIONS:
-        if trained.get(section) is not None and not isinstance(trained[section], dict):
-            raise DataError(side, f"'config': [{section}] is not a JSON object; {fix}")
-    return trained
-
-
-def training_configs(paths: Paths, cfg: Config, members: list[str]) -> dict[str, dict[str, Any]]:
-    """The config each member was trained with (from its sidecar), per `model/collection`.
-
-    Raises:
-        TpurankError: when a section infer depends on differs from `cfg` (then the test graphs
-            would be prepared differently from the training graphs).
-    """
-    out: dict[str, dict[str, Any]] = {}
-    for m in members:
-        for c in COLLECTIONS:
-            folder = paths.model_dir(m, c)
-            side = next(
-                (folder / n for n in ("provenance.json", "model.json") if (folder / n).exists()), None
-            )
-            trained = _trained_config(side) if side else None
-            if not trained:
-                continue
-            mine = to_dict(cfg.for_collection(c))
-            for section in INFERENCE_SECTIONS:
-                if _results_part(trained.get(section)) != _results_part(mine[section]):
-                    raise TpurankError(
-                        f"{side}: trained with [{section}] {trained.get(section)} but this config has "
-                        f"{mine[section]}; pass the --config/--set used for training"
-                    )
-            out[f"{m}/{c}"] = trained
-    return out
-
-
 def archive_name(paths: Paths, f: Path) -> str:
     """A file's name in the archive: the cache's files relative to the work folder (`features/...`),
     the models relative to the out folder (`models/...`), so infer puts each where its stage reads it."""
@@ -186,10 +138,19 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def build(paths: Paths, cfg: Config, dest: Path, user: str) -> dict[str, Any]:
-    """Write the models dataset into `dest`; returns its manifest."""
+def build(paths: Paths, cfg: Config, dest: Path, user: str, allow_synthetic: bool = False) -> dict[str, Any]:
+    """Write the models dataset into `dest`; returns its manifest.
+
+    Args:
+        cfg: the current config: used only for collections whose models recorded none.
+        allow_synthetic: pack models trained on synthetic data (else refused, in one line).
+    """
     members = ensemble_members(paths)
-    trained = training_configs(paths, cfg, members)
+    sidecars = read_sidecars(paths, ["ensemble", *members])
+    data = trained_data(sidecars)
+    if not allow_synthetic:
+        refuse_synthetic(data)
+    cfg, config_source = trained_config(sidecars, members, cfg)
     rule = paths.prepared / RULE_FILE
     if not rule.exists():
         raise TpurankError(
@@ -210,15 +171,23 @@ def build(paths: Paths, cfg: Config, dest: Path, user: str) -> dict[str, Any]:
     write_text(dest / CONFIG, to_toml(to_dict(cfg)))
     if load_config(dest / CONFIG) != cfg:
         raise TpurankError(f"{dest / CONFIG}: the written config does not read back to the same values")
+    main = data[0] if data else None  # the data most of the models were trained on
     manifest = provenance(
         cfg,
-        paths.data,
+        None,  # not the current data root: the data the models recorded (below)
+        data=main.kind if main else "unknown",
+        data_synthetic=main.synthetic if main else None,
+        trained_on=[d.as_json() for d in data],
+        config_source=config_source,
         members=members,
         collections=list(COLLECTIONS),
         archive=ARCHIVE,
         archive_sha256=_sha256(dest / ARCHIVE),
         files={archive_name(paths, f): _sha256(f) for f in files},
-        training_configs=trained,
+        training_configs={s.name: s.config for s in sidecars if s.model != "ensemble" and s.config},
+    )
+    manifest.update(
+        data_root=main.root if main else None, data_fingerprint=main.fingerprint if main else None
     )
     write_json(dest / MANIFEST, manifest)
     write_json(
@@ -228,13 +197,41 @@ def build(paths: Paths, cfg: Config, dest: Path, user: str) -> dict[str, Any]:
     return manifest
 
 
+def data_line(manifest: dict[str, Any]) -> str:
+    """`<root> (<real|synthetic 'scale'|unknown>, <fingerprint>)` of the data most models were trained on."""
+    kind = manifest.get("data", "unknown")
+    if kind == "synthetic":
+        kind = f"synthetic '{manifest.get('data_synthetic')}'"
+    more = len(manifest.get("trained_on", [])) - 1
+    return f"{manifest.get('data_root')} ({kind}, {manifest.get('data_fingerprint')})" + (
+        f" and {more} other data root(s): see trained_on" if more > 0 else ""
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     dest = project_root() / args.dest if not Path(args.dest).is_absolute() else Path(args.dest)
-    manifest = build(args.paths, args.cfg, dest, kaggle_user(args.kaggle_user, "build-models-dataset"))
+    user = kaggle_user(args.kaggle_user, COMMAND, warn=False)  # a placeholder is refused before packing
+    manifest = build(args.paths, args.cfg, dest, user, allow_synthetic=args.allow_synthetic)
+    if user == PLACEHOLDER_USER:
+        warn_no_user(COMMAND)
     size = (dest / ARCHIVE).stat().st_size / 1e6
     print(
         f"models dataset in {dest}: ensemble of {', '.join(manifest['members'])}, {len(manifest['files'])} files, {ARCHIVE} {size:.1f} MB"
     )
+    print(f"trained on: {data_line(manifest)}; config from {manifest['config_source']}")
+    kinds = {d["data"] for d in manifest["trained_on"]}
+    if "synthetic" in kinds:
+        print(
+            f"tpurank {COMMAND}: warning: models trained on SYNTHETIC data (--allow-synthetic): "
+            "a submission from them is not a Kaggle result",
+            file=sys.stderr,
+        )
+    if "unknown" in kinds:
+        print(
+            f"tpurank {COMMAND}: warning: some models recorded neither `data_synthetic` nor a "
+            "data root that still exists: real or synthetic data cannot be told (see trained_on)",
+            file=sys.stderr,
+        )
     print(
         f"upload: kaggle datasets create -p {dest}   (a new version: kaggle datasets version -p {dest} -m MSG)"
     )

@@ -6,11 +6,13 @@ metric on the validation graphs (Kendall tau for layout, the tile score for tile
 eval, so the kept model is the one that ranks best, not the one with the best NDCG.
 
 Files in `models/lgbm/<collection>/`: model.txt (the booster at its best iteration),
-features.json, config.json, importance.csv and provenance.json.
+features.json, config.json, importance.csv, provenance.json and metrics.csv (the validation metric
+after each boosting round: the report's training curves).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -22,7 +24,7 @@ import lightgbm as lgb
 import numpy as np
 import pandas as pd
 
-from tpurank.core.atomic import atomic_path, write_json, write_text
+from tpurank.core.atomic import write_json, write_model, write_text
 from tpurank.core.collections import kind_of
 from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import DataError, TpurankError
@@ -37,6 +39,7 @@ from tpurank.lgbm.queries import label_gain, query_labels, split_queries
 MODEL_NAME = "lgbm"
 MODEL_FILE, FEATURES_FILE, CONFIG_FILE = "model.txt", "features.json", "config.json"
 IMPORTANCE_FILE, PROVENANCE_FILE = "importance.csv", "provenance.json"
+METRICS_FILE = "metrics.csv"  # round,valid_score: the validation metric after each boosting round
 TILE_TRUNCATION = 64  # default lambdarank truncation for tile: the score looks at the top 5 only
 
 
@@ -172,6 +175,7 @@ def fit(
     valid: tuple[pd.DataFrame, dict[str, np.ndarray], dict[str, np.ndarray]] | None,
     cfg: Config,
     collection: str,
+    curve: list[float] | None = None,
 ) -> tuple[lgb.Booster, dict]:
     """Train one ranker.
 
@@ -181,6 +185,7 @@ def fit(
             competition metric), or None.
         cfg: the config with the collection's overrides applied.
         collection: the collection (decides the validation metric).
+        curve: when given, filled with the validation metric after each round (`write_curve`).
 
     Returns:
         the booster (at its best iteration) and a summary (rounds, best score, sizes, seconds).
@@ -198,7 +203,7 @@ def fit(
     callbacks, valid_sets, feval = [], [], None
     bar_cb, bar = _progress(lc.num_boost_round, f"lgbm {collection}")
     callbacks.append(bar_cb)
-    scorer = None
+    scorer, evals = None, {}  # evals: the validation metric per round (lgb.record_evaluation)
     if valid is not None and len(valid[0]) >= 2:
         valid_df, inverse, runtime = valid
         dvalid, order = _dataset(valid_df, features, cfg, reference=dtrain)
@@ -206,6 +211,7 @@ def fit(
             collection, valid_df.iloc[order].reset_index(drop=True), inverse, runtime
         )
         valid_sets, feval = [dvalid], scorer
+        callbacks.append(lgb.record_evaluation(evals))
         callbacks.append(lgb.early_stopping(lc.early_stopping_rounds, first_metric_only=True, verbose=False))
     try:
         booster = lgb.train(
@@ -221,10 +227,13 @@ def fit(
         raise TpurankError(f"lgbm {collection}: LightGBM failed ({e})") from None
     finally:
         bar.close()
+    scores = evals.get("valid", {}).get(scorer.name, []) if scorer is not None else []
+    if curve is not None:
+        curve[:] = scores
     best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
     info = {
         "collection": collection,
-        "rounds": booster.current_iteration(),
+        "rounds": len(scores) or booster.current_iteration(),  # run (the booster keeps best_iteration)
         "best_iteration": best,
         "valid_metric": scorer.name if scorer else None,
         "valid_score": booster.best_score.get("valid", {}).get(scorer.name) if scorer else None,
@@ -241,8 +250,8 @@ def save(paths: Paths, cfg: Config, collection: str, booster: lgb.Booster, info:
     """Write the model, feature list, config, importance table and provenance sidecar."""
     out = paths.model_dir(MODEL_NAME, collection)
     best = info["best_iteration"]
-    with atomic_path(out / MODEL_FILE, suffix=".txt") as tmp:
-        booster.save_model(str(tmp), num_iteration=best)
+    save = functools.partial(booster.save_model, num_iteration=best)  # "Cannot write binary data": disk full
+    write_model(out / MODEL_FILE, save, suffix=".txt", errors=(lgb.basic.LightGBMError,))
     features = booster.feature_name()
     write_json(out / FEATURES_FILE, features)
     write_json(out / CONFIG_FILE, to_dict(cfg))
@@ -298,9 +307,18 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
             tab_io.read_table(paths, collection, "valid"),
             *(tab_io.read_per_graph(paths, collection, "valid", what) for what in tab_io.PER_GRAPH),
         )
-    booster, info = fit(train_df, valid, cfg, collection)
+    curve: list[float] = []
+    booster, info = fit(train_df, valid, cfg, collection, curve=curve)
     save(paths, cfg, collection, booster, info)
+    write_curve(paths.model_dir(MODEL_NAME, collection) / METRICS_FILE, curve)
     print(end_line(collection, info, cfg.lgbm.num_boost_round))
+
+
+def write_curve(path: Path, curve: list[float]) -> None:
+    """metrics.csv (atomically): `round,valid_score`, one row per boosting round (1-based); only the
+    header without a valid split, so a retrain never leaves an older run's curve behind."""
+    rows = ["round,valid_score", *(f"{i},{float(v)!r}" for i, v in enumerate(curve, start=1))]
+    write_text(path, "\n".join(rows) + "\n")
 
 
 def end_line(collection: str, info: dict, rounds_allowed: int) -> str:

@@ -1,7 +1,8 @@
 """Which discovered files `prepare` can build: one line for each it cannot, the rest go on.
 
-A dangling symbolic link is named and skipped; a graph with 0 configs (featurize-pb writes one
-for a pb without runs) is skipped with a warning in train and valid, and is a failure in test.
+A dangling symbolic link (or a link loop) is named and skipped; a graph with 0 configs
+(featurize-pb writes one for a pb without runs) is skipped with a warning in train and valid, and
+is a failure in test.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
+from tpurank.core.links import not_a_file
 from tpurank.data.dataset import GraphFile, dangling
 from tpurank.data.npz import read_header
 
@@ -20,13 +22,7 @@ def broken_links(
     npz_root: Path, collections: Iterable[str] | None, splits: Iterable[str] | None
 ) -> list[str]:
     """One error line per `*.npz` name that is not a regular file (discover leaves them out)."""
-    return [f"{gf.path}: {_what(gf.path)}: skipped" for gf in dangling(npz_root, collections, splits)]
-
-
-def _what(path: Path) -> str:
-    if path.is_symlink() and not path.exists():
-        return "a symbolic link to a missing file"
-    return "a folder" if path.is_dir() else "not a regular file (a FIFO, socket or device)"
+    return [f"{gf.path}: {not_a_file(gf.path)}: skipped" for gf in dangling(npz_root, collections, splits)]
 
 
 def without_configs(files: list[GraphFile]) -> tuple[list[GraphFile], list[str], list[str]]:

@@ -21,7 +21,7 @@ from tpurank.core.collections import COLLECTIONS, SPLITS, collection_dir
 from tpurank.core.config import Config
 from tpurank.core.errors import DiskFullError, TpurankError
 from tpurank.core.options import add_collections, add_jobs, add_splits
-from tpurank.core.paths import Paths
+from tpurank.core.paths import DATA_FIX, Paths
 from tpurank.core.provenance import write_sidecar
 from tpurank.data.dataset import GraphFile, discover, require_npz_root
 from tpurank.data.npz import read_node_feat
@@ -252,7 +252,8 @@ def prepare_dataset(
     files = discover(npz_root, collections, splits)
     if not files:
         raise TpurankError(
-            f"{npz_root}: no npz files for collections {collections or 'all'} and splits {splits or 'all'}"
+            f"{npz_root}: no npz files for collections {collections or 'all'} and splits {splits or 'all'}; "
+            f"{DATA_FIX}"
         )
     out.mkdir(parents=True, exist_ok=True)
     rule, failed = ensure_rule(out, npz_root, jobs, progress, cfg, keep=keep_rule)

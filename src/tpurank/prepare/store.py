@@ -2,8 +2,8 @@
 
 Layout configs compress extremely well once transposed: a (config, node, slot) tensor holds few
 distinct column sequences (the compiler ties many tensors to one decision), so each chunk of rows
-is stored column-major as (nodes, 18, rows) and zstd finds the repeats: the whole cache of the real
-sample files is 0.18x their npz (`bench/bench_scale.py`, docs/scale.md).
+is stored column-major as (nodes, 18, rows) and zstd finds the repeats: the cache is a small
+fraction of the npz's size (figures: docs/scale.md).
 
 Members (stored, not deflated: the blobs are compressed already):
 - `meta.json`: everything small, plus the dtype and shape of every array.
@@ -15,7 +15,6 @@ Chunks hold about CHUNK_BYTES raw bytes, so a training batch decompresses a few 
 from __future__ import annotations
 
 import json
-import os
 import threading
 import zipfile
 from collections import OrderedDict
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from tpurank.core.env import CHUNK_CACHE_MB
 from tpurank.core.errors import DataError
 from tpurank.core.identity import zip_identity
 
@@ -34,7 +34,7 @@ ARRAYS_MEMBER = "arrays.zst"
 CHUNK_MEMBER = "configs/{:05d}.zst"
 CHUNK_BYTES = 4 << 20  # raw bytes per config chunk: small enough to decode per batch, big enough to compress
 ZSTD_LEVEL = 3  # zstd's default: ~5x faster than deflate at a better ratio on these tensors
-CACHE_BYTES = int(os.environ.get("TPURANK_CHUNK_CACHE_MB", "256")) << 20  # decoded chunks kept (LRU)
+CACHE_BYTES = int(CHUNK_CACHE_MB.read()) << 20  # decoded chunks kept (LRU)
 
 _CODEC = pa.Codec("zstd", compression_level=ZSTD_LEVEL)
 

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tpurank.core.errors import TpurankError
 from tpurank.core.paths import STAGING_PREFIX, Paths
 
 OLD_PREFIX = ".old-"  # the finished folder, for the instant between the two renames of a swap
@@ -59,12 +60,35 @@ def publish(staging: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def _nothing_new(staging: Path, final: Path) -> bool:
+    """Every file of the staging folder is still a link to the finished folder's file of that name:
+    a retrain that failed before writing anything (a damaged model.pt it could not read)."""
+    for f in staging.rglob("*"):
+        twin = final / f.relative_to(staging)
+        if f.is_file() and not (twin.is_file() and os.path.samefile(f, twin)):
+            return False
+    return True
+
+
+def _named_as_published(e: TpurankError, staging: Path, final: Path) -> None:
+    """Name the files of an error by the finished folder the user knows, not the hidden staging
+    folder: until a retrain writes them, its files are that folder's files (hard links)."""
+    e.args = tuple(a.replace(str(staging), str(final)) if isinstance(a, str) else a for a in e.args)
+
+
 @contextmanager
 def staged(paths: Paths, model: str, collection: str) -> Iterator[Paths]:
     """Paths whose model folder for (`model`, `collection`) is its staging folder; published when
-    the block ends without an exception, kept for a resume when it does not."""
+    the block ends without an exception, kept for a resume when it does not (dropped when it holds
+    nothing of its own, so a rerun links the finished folder afresh, as the user left it)."""
     final = paths.model_dir(model, collection)
     recover(final)
     staging = _staging_folder(final)
-    yield dataclasses.replace(paths, staging=True)
+    try:
+        yield dataclasses.replace(paths, staging=True)
+    except TpurankError as e:
+        if _nothing_new(staging, final):
+            shutil.rmtree(staging, ignore_errors=True)
+        _named_as_published(e, staging, final)
+        raise
     publish(staging, final)

@@ -1,9 +1,11 @@
 """`tpurank compare-synth --real SAMPLE_ROOT`: the synthetic data beside real files.
 
 Prints the statistics of a synthetic tree and a real sample side by side (tpurank.synth.compare),
-then how hard each is to rank: the real train/valid pairs and synthetic counterparts of the same
-sizes, ranked by the random, heuristic and LightGBM rankers (report/synth_difficulty.py). It lives
-on the report side because it trains a model; the generator itself stands below every model.
+then their runtimes and rankings with a distance per statistic (tpurank.synth.realism), then how
+hard each is to rank: the real train/valid pairs and synthetic counterparts of the same sizes,
+ranked by the random, heuristic and LightGBM rankers (report/synth_difficulty.py), and a last
+summary line. It lives on the report side because it trains a model; the generator itself stands
+below every model.
 """
 
 from __future__ import annotations
@@ -43,8 +45,10 @@ def run(args: argparse.Namespace) -> int:
         raise TpurankError(f"--difficulty-seeds must be 0 or more, got {args.difficulty_seeds}")
     seed = args.cfg.seed if args.seed is None else args.seed
     real = Path(args.real)
-    print(compare(real, Path(args.synthetic) if args.synthetic else None, args.scale, seed))
+    tables = [compare(real, Path(args.synthetic) if args.synthetic else None, args.scale, seed)]
     if args.difficulty_seeds:
-        print()
-        print(difficulty_table(difficulty_rows(real, args.difficulty_seeds)))
+        tables.append(difficulty_table(difficulty_rows(real, args.difficulty_seeds)))
+    print("\n\n".join(tables))
+    # each table ends with its own summary line; together they say how far the generator sits
+    print("\nsummary: " + "; ".join(t.splitlines()[-1] for t in tables))
     return 0

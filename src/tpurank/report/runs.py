@@ -1,9 +1,11 @@
-"""`tpurank runs [OUT ...]`: runs side by side, one column per out folder (default: --out-dir).
+"""`tpurank runs [OUT ...]`: runs side by side (default: --out-dir), newest first.
 
-What differs in their configs, each model's validation score per collection, each trained model's
-minutes, and the commit and data they came from, all read from the files the runs left: the
-provenance sidecars (`submissions/valid_<model>.json`, `models/*/*/model.json` and
-`provenance.json`). Only the config keys that differ between the runs are listed.
+First a pivot: one row per run and model, its validation score per collection and overall, the
+model's training time (m:ss, seed members and every collection summed), the run's dataset
+(synthetic or real, and the data root's folder name) and profile. Then the config keys that differ
+between the runs and the commit and data each came from. Everything is read from the files the
+runs left: the provenance sidecars (`submissions/valid_<model>.json`, `models/<model>/<collection>/
+model.json` or `provenance.json`, seed members' in `seed-k/`, and `reports/validation.json`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from typing import Any
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.errors import TpurankError
 from tpurank.report.config_show import flat
+
+COLUMNS = (*COLLECTIONS, "overall")
+SIDECARS = ("model.json", "provenance.json")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,37 +35,55 @@ def _json(f: Path) -> dict[str, Any]:
     return rec if isinstance(rec, dict) else {}
 
 
+def dataset(data_root: str | None, report: dict[str, Any]) -> str:
+    """`synthetic <scale>: <folder>` or `real: <folder>`: what the validation report recorded, else
+    what the data root holds now (a synth.json), `?` when neither tells."""
+    if not data_root:
+        return "?"
+    name = Path(data_root).name or str(data_root)
+    if "synthetic_scale" in report:
+        scale = report["synthetic_scale"]
+        return f"synthetic {scale}: {name}" if scale else f"real: {name}"
+    from tpurank.synth.tree import synthetic_scale
+
+    if not Path(data_root).is_dir():
+        return f"?: {name}"
+    scale = synthetic_scale(Path(data_root))
+    return f"synthetic {scale}: {name}" if scale else f"real: {name}"
+
+
 def read_run(out: Path) -> dict[str, Any]:
-    """What one out folder tells: config (flat), scores, training minutes, commit, data.
+    """What one out folder tells: config (flat), scores per model, training seconds per model, when
+    it was written (newest sidecar), profile, dataset, commit and data fingerprint.
 
     Raises:
         TpurankError: when the folder holds no validation results or trained models.
     """
     sides = sorted((out / "submissions").glob("valid_*.json"))
-    models = sorted(
-        f for f in (out / "models").glob("*/*/*.json") if f.name in ("model.json", "provenance.json")
-    )
+    models = sorted(f for f in (out / "models").glob("*/*/**/*.json") if f.name in SIDECARS)
+    models = [f for f in models if not any(p.startswith(".") for p in f.relative_to(out / "models").parts)]
     if not sides and not models:
         raise TpurankError(f"{out}: no run here (no submissions/valid_*.json, no trained model)")
-    run: dict[str, Any] = {"config": {}, "scores": {}, "minutes": {}, "commit": "?", "data": "?"}
+    report = _json(out / "reports" / "validation.json")
+    run: dict[str, Any] = {"config": {}, "scores": {}, "seconds": {}, "created": "", "profile": "-",
+                           "commit": "?", "data": "?", "dataset": "?"}  # fmt: skip
     for f in [*sides, *models]:
         rec = _json(f)
-        if rec.get("config") and not run["config"]:
-            run.update(
-                config=flat(rec["config"]),
-                commit=rec.get("git_commit", "?"),
-                data=rec.get("data_fingerprint", "?"),
-            )
+        run["created"] = max(run["created"], str(rec.get("created_utc", "")))
+        if isinstance(rec.get("config"), dict) and not run["config"]:
+            run.update(config=flat(rec["config"]), profile=str(rec["config"].get("profile", "-")),
+                       commit=rec.get("git_commit", "?"), data=rec.get("data_fingerprint", "?"),
+                       dataset=dataset(rec.get("data_root"), report))  # fmt: skip
     for f in sides:
         scores = _json(f).get("scores") or {}
-        model = f.stem.removeprefix("valid_")
-        for c in [*COLLECTIONS, "overall"]:
-            if isinstance(scores.get(c), int | float):
-                run["scores"][f"{model} {c.removeprefix('layout:')}"] = scores[c]
+        run["scores"][f.stem.removeprefix("valid_")] = {
+            c: float(v) for c, v in scores.items() if c in COLUMNS and isinstance(v, int | float)
+        }
     for f in models:
-        rec = _json(f)
-        if isinstance(rec.get("seconds"), int | float):
-            run["minutes"][f"{f.parent.parent.name} {f.parent.name}"] = rec["seconds"] / 60
+        seconds = _json(f).get("seconds")
+        if isinstance(seconds, int | float):
+            model = f.relative_to(out / "models").parts[0]
+            run["seconds"][model] = run["seconds"].get(model, 0.0) + float(seconds)
     return run
 
 
@@ -68,8 +91,16 @@ def _fmt(v: Any) -> str:
     return f"{v:.4f}" if isinstance(v, float) else str(v)
 
 
+def minutes(seconds: float | None) -> str:
+    """Seconds as `m:ss` (`-` for none)."""
+    if seconds is None:
+        return "-"
+    total = round(seconds)
+    return f"{total // 60}:{total % 60:02d}"
+
+
 def labels(outs: list[Path]) -> list[str]:
-    """Column names: each run folder's name, or as many of its last path parts as tell the runs apart
+    """Run names: each run folder's name, or as many of its last path parts as tell the runs apart
     (`early-stop/seed-0` beside `features/seed-0`)."""
     parts = [Path(o).resolve().parts for o in outs]
     for n in range(1, max(len(p) for p in parts) + 1):
@@ -79,29 +110,56 @@ def labels(outs: list[Path]) -> list[str]:
     return [str(o) for o in outs]  # the same folder twice
 
 
+def newest_first(names: list[str], runs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """The runs by the time of their newest sidecar, newest first (a stable sort: ties keep the order
+    given on the command line)."""
+    return sorted(zip(names, runs, strict=True), key=lambda nr: nr[1]["created"], reverse=True)
+
+
+def model_order(models: set[str]) -> list[str]:
+    """The registry's order (baselines first, the ensemble last), then any other name."""
+    from tpurank.rankers.registry import MODEL_NAMES
+
+    return [m for m in MODEL_NAMES if m in models] + sorted(models - set(MODEL_NAMES))
+
+
+def pivot(ordered: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """One line per run and model (runs as ordered, models in registry order): scores per collection
+    and overall, training m:ss, data, profile, and when the run wrote its newest file."""
+    models = [model_order(set(r["scores"]) | set(r["seconds"])) for _, r in ordered]
+    name_w = max([3, *(len(n) for n, _ in ordered)])
+    model_w = max([5, *(len(m) for ms in models for m in ms)])
+    heads = [c.removeprefix("layout:") for c in COLUMNS]
+    head = f"{'run':<{name_w}}  {'model':<{model_w}}" + "".join(f"{h:>13}" for h in heads)
+    lines = [head + f"{'train':>8}  {'data':<24} {'profile':<10} created (UTC)"]
+    for (name, r), ms in zip(ordered, models, strict=True):
+        for m in ms:
+            vals = [r["scores"].get(m, {}).get(c) for c in COLUMNS]
+            cells = "".join(f"{'-' if v is None else f'{v:.4f}':>13}" for v in vals)
+            lines.append(
+                f"{name:<{name_w}}  {m:<{model_w}}{cells}{minutes(r['seconds'].get(m)):>8}  "
+                f"{r['dataset']:<24} {r['profile']:<10} {r['created'][:16].replace('T', ' ') or '?'}"
+            )
+    return lines
+
+
 def table(outs: list[Path], runs: list[dict[str, Any]]) -> str:
-    """The side-by-side table (one column per run)."""
-    names = labels(outs)
+    """The pivot, then what differs in the configs and the sources (one column per run, newest first)."""
+    ordered = newest_first(labels(outs), runs)
+    lines = ["-- validation score per model and collection (runs newest first)", *pivot(ordered)]
+    names = [n for n, _ in ordered]
     width = max(14, *(len(n) for n in names))
-    lines = [f"{'':<34}" + "".join(f"{n:>{width + 2}}" for n in names)]
+    header = f"{'':<34}" + "".join(f"{n:>{width + 2}}" for n in names)
 
     def section(title: str, keys: list[str], get: Any) -> None:
         if keys:
-            lines.append(f"-- {title}")
+            lines.extend(["", f"-- {title}", header])
             for k in keys:
-                lines.append(f"{k:<34}" + "".join(f"{_fmt(get(r, k)):>{width + 2}}" for r in runs))
+                lines.append(f"{k:<34}" + "".join(f"{_fmt(get(r, k)):>{width + 2}}" for _, r in ordered))
 
-    keys = sorted({k for r in runs for k in r["config"]})
-    differ = [k for k in keys if len({json.dumps(r["config"].get(k), default=str) for r in runs}) > 1]
+    keys = sorted({k for _, r in ordered for k in r["config"]})
+    differ = [k for k in keys if len({json.dumps(r["config"].get(k), default=str) for _, r in ordered}) > 1]
     section("config (keys that differ)", differ, lambda r, k: r["config"].get(k, "-"))
-    section(
-        "valid score", sorted({k for r in runs for k in r["scores"]}), lambda r, k: r["scores"].get(k, "-")
-    )
-    section(
-        "training minutes",
-        sorted({k for r in runs for k in r["minutes"]}),
-        lambda r, k: r["minutes"].get(k, "-"),
-    )
     section("source", ["commit", "data"], lambda r, k: str(r[k])[:12])
     return "\n".join(lines)
 

@@ -164,18 +164,36 @@ def _means(rows: list[dict]) -> dict[str, float]:
 
 
 def difficulty_table(rows: list[dict]) -> str:
-    """Markdown table of `difficulty_rows`, with a line per tau more than MAX_GAP from the real one."""
+    """Markdown table of `difficulty_rows`: real and synthetic rows, a distance row per task
+    (ratio for runtime spread (max/min - 1) and CV, difference for the rest), and a summary line
+    counting the taus within MAX_GAP of the real ones."""
     head = "| task | data | valid graphs | runtime max/min | CV | distinct runtimes | tau random | tau heuristic | tau lgbm |"
     lines = [head, "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        cells = [f"{r[c]:.3f}" + (f" ± {r[c + '_sd']:.3f}" if c + "_sd" in r else "") for c in COLUMNS]
-        lines.append(f"| {r['task']} | {r['side']} | {r['graphs']} | " + " | ".join(cells) + " |")
-    gaps = []
+    gaps: list[tuple[float, str]] = []
     for real, syn in zip(rows[::2], rows[1::2], strict=True):
-        for c in COLUMNS[3:]:
-            gap = syn[c] - real[c]
-            if abs(gap) > MAX_GAP:
-                gaps.append(f"{real['task']}: {c} differs by {gap:+.3f} (more than {MAX_GAP})")
-    lines.append("")
-    lines.append("; ".join(gaps) if gaps else f"every synthetic tau is within {MAX_GAP} of the real one")
+        for r in (real, syn):
+            cells = [f"{r[c]:.3f}" + (f" ± {r[c + '_sd']:.3f}" if c + "_sd" in r else "") for c in COLUMNS]
+            lines.append(f"| {r['task']} | {r['side']} | {r['graphs']} | " + " | ".join(cells) + " |")
+        lines.append(
+            f"| {real['task']} | distance | | " + " | ".join(_distance(syn, real, c) for c in COLUMNS) + " |"
+        )
+        gaps += [(syn[c] - real[c], f"{real['task']} {c}") for c in COLUMNS[3:]]
+    within = sum(abs(g) <= MAX_GAP for g, _ in gaps)
+    worst_gap, worst = max(gaps, key=lambda g: abs(g[0]) if np.isfinite(g[0]) else -1.0)
+    lines += [
+        "",
+        f"difficulty: {within} of {len(gaps)} synthetic taus within {MAX_GAP} of the real ones; farthest: {worst} {worst_gap:+.3f}",
+    ]
     return "\n".join(lines)
+
+
+def _distance(syn: dict, real: dict, column: str) -> str:
+    """Synthetic against real for one column: x ratio of the spread's excess (max/min - 1) and of
+    CV, a difference for shares and taus."""
+    s, r = syn[column], real[column]
+    if not (np.isfinite(s) and np.isfinite(r)):
+        return "-"
+    if column in ("spread", "cv"):
+        s, r = (s - 1.0, r - 1.0) if column == "spread" else (s, r)
+        return f"x{s / r:.3g}" if r > 0 and s > 0 else "-"
+    return f"{s - r:+.3f}"

@@ -1,11 +1,13 @@
 """`tpurank validate`: `reports/validation.md`, every model's validation scores side by side.
 
-Every `submissions/valid_<model>.csv` is checked and scored (baselines included), next to the best
-public validation scores from the spec as reference lines. Also written: per-graph scores
-(`reports/validation_graphs.csv`), PNG plots in `reports/plots/`, and a provenance sidecar
-(`reports/validation.json`, holding the score table too). Where an ensemble was fitted, a section
-says that its weights were fitted on this validation split (its score is in-sample) and gives the
-cross-fitted estimate saved by `train --model ensemble` (tpurank.rankers.ensemble.cross_fit).
+Every `submissions/valid_<model>.csv` is checked and scored (baselines included): a model x
+collection table, where a fitted ensemble has two rows, its in-sample score (its weights were
+fitted on these graphs) and the cross-fitted estimate saved by `train --model ensemble`
+(tpurank.rankers.ensemble.cross_fit). Apart from it, a Reference block gives Kaggle leaderboard
+scores on the real data (tpurank.report.reference), never mixed into our rows. Also written:
+per-graph scores (`reports/validation_graphs.csv`), PNG plots in `reports/plots/` (training
+curves from each model's metrics.csv: tpurank.report.curves), and a provenance sidecar
+(`reports/validation.json`, holding the score tables too).
 """
 
 from __future__ import annotations
@@ -28,22 +30,17 @@ from tpurank.core.paths import Paths
 from tpurank.core.provenance import write_sidecar
 from tpurank.data.dataset import discover
 from tpurank.data.subsets import load_subsets
-from tpurank.rankers.ensemble import report_lines
+from tpurank.rankers.ensemble import WEIGHTS_FILE, read_weights, report_lines
 from tpurank.rankers.registry import MODEL_NAMES
-from tpurank.report import plots
+from tpurank.report import plots, reference
+from tpurank.report.curves import read_curves
 from tpurank.submission.format import check_csv
 from tpurank.submission.score import expected_for_csv, load_runtimes, score_parsed, scores_json
 
-# Best validation score per collection seen in the public write-ups (../shared/docs/tpugraphs.md).
-BEST_PUBLIC: dict[str, float] = {
-    "tile:xla": 0.975,
-    "layout:xla:default": 0.46,
-    "layout:xla:random": 0.71,
-    "layout:nlp:default": 0.55,
-    "layout:nlp:random": 0.96,
-}
 RANK_PLOT_GRAPHS = 4  # graphs in the predicted-vs-true rank figure
 COLUMNS = (*COLLECTIONS, "overall")
+IN_SAMPLE = "ensemble (in-sample)"  # the table's label of the ensemble row: weights fitted on these graphs
+CROSS_FITTED = "ensemble, cross-fitted"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -91,21 +88,33 @@ def score_models(
 CURVES_PNG = "training_curves.png"
 
 
-def training_curves(paths: Paths) -> dict[str, dict[str, list[float]]]:
-    """Every trained model's metrics.csv (seed members' too): name -> step, valid score, lr."""
-    out: dict[str, dict[str, list[float]]] = {}
-    for f in sorted(paths.models.glob("*/*/**/metrics.csv")) if paths.models.is_dir() else []:
-        rel = f.relative_to(paths.models).parts
-        if any(p.startswith(".") for p in rel):
-            continue  # a retrain in progress (its staging folder)
-        try:
-            df = pd.read_csv(f)
-            curve = {k: df[k].astype(float).tolist() for k in ("step", "valid_score", "lr")}
-        except (OSError, ValueError, KeyError, pd.errors.ParserError):
-            print(f"validate: {f}: unreadable, left out of the training curves", file=sys.stderr)
-            continue
-        out[" ".join(rel[:-1])] = curve
+def cross_fitted(paths: Paths) -> dict[str, float | None]:
+    """The fitted ensemble's cross-fitted score per collection (weights.json), and `overall`: their
+    mean when every collection with a fitted ensemble has one, else None. Empty without an ensemble."""
+    out: dict[str, float | None] = {}
+    for c in COLLECTIONS:
+        wfile = paths.model_dir("ensemble", c) / WEIGHTS_FILE
+        if wfile.exists():
+            score = (read_weights(wfile).get("cross_fit") or {}).get("score")
+            out[c] = float(score) if isinstance(score, int | float) else None
+    if out:
+        known = [v for v in out.values() if v is not None]
+        out["overall"] = float(np.mean(known)) if known and len(known) == len(out) else None
     return out
+
+
+def score_rows(
+    table: dict[str, dict[str, float | None]], crossed: dict[str, float | None]
+) -> dict[str, dict[str, float | None]]:
+    """The rows of the report's table: each model as scored; the ensemble, when fitted, labelled
+    in-sample with its cross-fitted estimate right below it."""
+    rows: dict[str, dict[str, float | None]] = {}
+    for m, vals in table.items():
+        if m == "ensemble" and crossed:
+            rows[IN_SAMPLE], rows[CROSS_FITTED] = vals, crossed
+        else:
+            rows[m] = vals
+    return rows
 
 
 def markdown(
@@ -118,54 +127,64 @@ def markdown(
     rank_model: str = "",
     ensemble: list[str] | None = None,
 ) -> str:
-    """The report text (`synthetic`: the synthetic scale, None for real data; `ensemble`: the
-    lines of `ensemble.report_lines`, its weights fitted on validation and the cross-fitted score)."""
-    head = "| model | " + " | ".join(c.replace("layout:", "") for c in COLUMNS) + " |"
-    title = "# Validation report" + (f": SYNTHETIC data ('{synthetic}' scale)" if synthetic else "")
-    warning = (
-        [
-            f"**SYNTHETIC DATA**: `{data_root}` was generated by `tpurank synth` ({synthetic} scale). These "
-            "scores measure the pipeline; they are not Kaggle scores and not comparable to the real-data "
-            "reference row.",
-            "",
-        ]
+    """The report text.
+
+    Args:
+        table: row label -> {column: score}, as `score_rows` makes it (the ensemble's in-sample and
+            cross-fitted rows included).
+        summaries: model -> collection -> diagnostics (`summarize`).
+        skipped: model -> why its CSV was left out.
+        subsets_dir, data_root: what was scored.
+        synthetic: the synthetic scale, None for real data.
+        rank_model: the model of the rank figure.
+        ensemble: the lines of `ensemble.report_lines` (its weights, both scores per collection).
+    """
+    title = "# Validation report: " + (f"SYNTHETIC data ('{synthetic}' scale)" if synthetic else "REAL data")
+    data = (
+        f"**SYNTHETIC DATA**: `{data_root}` was generated by `tpurank synth` ({synthetic} scale). These "
+        "scores measure the pipeline; they are not Kaggle scores and cannot be compared with the "
+        "leaderboard scores of the Reference section."
         if synthetic
-        else []
+        else f"**REAL DATA**: the TpuGraphs files under `{data_root}` (it holds no `synth.json`). These are "
+        "validation-split scores, not leaderboard scores."
     )
     lines = [
         title,
         "",
-        *warning,
-        f"Data: `{data_root}`. Score: Kendall tau (layout), 2 - slowdown@5 (tile); overall = mean of the "
-        "collections present. "
+        data,
+        "",
+        "## Our scores: validation split",
+        "",
+        "Score: Kendall tau (layout), 2 - slowdown@5 (tile); overall = mean of the collections present. "
         + (
             "Layout graphs scored on the official subsets."
             if subsets_dir
             else "All configs of every graph scored."
         ),
         "",
-        head,
+        "| model | " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * (len(COLUMNS) + 1),
     ]
     for m, vals in table.items():
         lines.append(f"| {m} | " + " | ".join(_fmt(vals.get(c)) for c in COLUMNS) + " |")
-    ref = dict(BEST_PUBLIC, overall=float(np.mean(list(BEST_PUBLIC.values()))))
-    lines.append("| *best public (spec, real data)* | " + " | ".join(_fmt(ref[c]) for c in COLUMNS) + " |")
-    lines += ["", "## Diagnostics per collection", ""]
-    lines.append("| model | collection | graphs | undefined | score | pair acc | slowdown@1 | slowdown@5 |")
-    lines.append("|---|---|---|---|---|---|---|---|")
-    for m, summary in summaries.items():
-        for c, s in summary.items():
-            lines.append(
-                f"| {m} | {c} | {int(s['graphs'])} | {int(s['undefined'])} | {_fmt(s['score'])} | "
-                f"{_fmt(s.get('pair_accuracy'))} | {_fmt(s['slowdown@1'])} | {_fmt(s['slowdown@5'])} |"
-            )
+    if CROSS_FITTED in table:
+        lines += [
+            "",
+            f"`{IN_SAMPLE}`: its weights were chosen on these same graphs, so it is optimistic. "
+            f"`{CROSS_FITTED}`: weights fitted on one half of each collection's graphs score the other half, "
+            "and the reverse (the ensemble section below): compare this row with the members.",
+        ]
+    lines += ["", *reference.markdown(bool(synthetic)), "", *diagnostics(summaries)]
     if ensemble:
         lines += ["", *ensemble]
     if skipped:
         lines += ["", "## Skipped (invalid CSV)", ""] + [f"- {m}: {why}" for m, why in skipped.items()]
-    lines += [
-        "",
+    return "\n".join([*lines, *([""] if lines[-1] else []), *plots_section(rank_model)])
+
+
+def plots_section(rank_model: str) -> list[str]:
+    """The report's last section: every figure of `write_plots`, and where the per-graph scores are."""
+    return [
         "## Plots",
         "",
         "![scores per collection](plots/collection_scores.png)",
@@ -177,7 +196,23 @@ def markdown(
         "Per-graph scores: `validation_graphs.csv`.",
         "",
     ]
-    return "\n".join(lines)
+
+
+def diagnostics(summaries: dict[str, dict[str, dict[str, float]]]) -> list[str]:
+    """The section that explains each score: graphs, undefined ones, pair accuracy, slowdowns."""
+    lines = [
+        "## Diagnostics per collection",
+        "",
+        "| model | collection | graphs | undefined | score | pair acc | slowdown@1 | slowdown@5 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for m, summary in summaries.items():
+        for c, s in summary.items():
+            lines.append(
+                f"| {m} | {c} | {int(s['graphs'])} | {int(s['undefined'])} | {_fmt(s['score'])} | "
+                f"{_fmt(s.get('pair_accuracy'))} | {_fmt(s['slowdown@1'])} | {_fmt(s['slowdown@5'])} |"
+            )
+    return lines
 
 
 def rank_examples(
@@ -194,9 +229,44 @@ def rank_examples(
     for r in picked[:RANK_PLOT_GRAPHS]:
         f = files[r["id"]]
         runtime = load_runtimes(f.path, f.collection)
-        title = f"{f.collection.replace('layout:', '')}\n{f.stem[:28]} tau={r['score']:.2f}"
+        title = f"{f.collection}\n{f.stem[:28]} tau={r['score']:.2f}"
         out.append((title, rank_from_order(np.asarray(orders[r["id"]])), rankdata(runtime) - 1))
     return out
+
+
+def write_plots(
+    paths: Paths,
+    rows: dict[str, list[dict[str, Any]]],
+    orders: dict[str, dict[str, list[int]]],
+    table: dict[str, dict[str, float | None]],
+    tag: str,
+) -> str:
+    """Every PNG of the report (`reports/plots/`); returns the model of the rank figure (the best overall).
+
+    Args:
+        rows: per-graph scores per model; orders: their submitted orders.
+        table: the report's rows (`score_rows`).
+        tag: the data's tag for every title ("" on real data).
+    """
+    plot_dir = paths.reports / "plots"
+    ref = {r.who: r.overall for r in reference.REFERENCES if r.overall is not None}
+    plots.collection_scores(table, COLUMNS, plot_dir / "collection_scores.png", tag, reference=ref)
+    taus = {
+        c: {m: [r["score"] for r in rs if r["collection"] == c] for m, rs in rows.items()}
+        for c in COLLECTIONS
+        if kind_of(c) == "layout" and any(r["collection"] == c for rs in rows.values() for r in rs)
+    }
+    plots.tau_distribution(taus, plot_dir / "tau_distribution.png", tag)
+    named = {"ensemble" if m == IN_SAMPLE else m: vals for m, vals in table.items()}
+    overall = {m: vals for m, vals in named.items() if m in rows}  # the ensemble as fitted, not cross-fitted
+    best = max(overall, key=lambda m: -math.inf if overall[m]["overall"] is None else overall[m]["overall"])
+    plots.rank_scatter(
+        rank_examples(paths, orders[best], rows[best]), plot_dir / "rank_scatter.png", best, tag
+    )
+    slow = {m: [r["slowdown@5"] for r in rs if r["collection"] == "tile:xla"] for m, rs in rows.items()}
+    plots.tile_slowdown(slow, plot_dir / "tile_slowdown.png", tag)
+    plots.training_curves(read_curves(paths.models), plot_dir / CURVES_PNG, tag)  # a note without one
+    return best
 
 
 def output_folders(args: argparse.Namespace) -> list[Path]:
@@ -215,45 +285,32 @@ def run(args: argparse.Namespace) -> int:
     for m, why in skipped.items():
         print(f"validate: skipped {m}: {why}", file=sys.stderr)
     if not rows:
-        raise TpurankError("no valid_<model>.csv passed its check; see the lines above")
+        raise TpurankError(
+            f"no valid_<model>.csv passed its check against the valid files under {paths.npz} (see the "
+            "lines above); if they rank other data, pass --data-dir DIR or set $TPURANK_DATA"
+        )
     summaries = {m: summarize(r) for m, r in rows.items()}
     table = {m: scores_json(s) for m, s in summaries.items()}
     from tpurank.synth.tree import synthetic_scale
 
     synthetic = synthetic_scale(paths.data)
     tag = f"SYNTHETIC data ({synthetic}): not Kaggle scores" if synthetic else ""
+    crossed = cross_fitted(paths) if "ensemble" in rows else {}
+    best = write_plots(paths, rows, orders, score_rows(table, crossed), tag)
     reports = paths.reports
-    plot_dir = reports / "plots"
-    plots.collection_scores(
-        table, dict(BEST_PUBLIC), COLUMNS, out=plot_dir / "collection_scores.png", tag=tag
-    )
-    taus = {
-        c: {m: [r["score"] for r in rs if r["collection"] == c] for m, rs in rows.items()}
-        for c in COLLECTIONS
-        if kind_of(c) == "layout" and any(r["collection"] == c for rs in rows.values() for r in rs)
-    }
-    plots.tau_distribution(taus, plot_dir / "tau_distribution.png", tag)
-    best = max(table, key=lambda m: -math.inf if table[m]["overall"] is None else table[m]["overall"])
-    plots.rank_scatter(
-        rank_examples(paths, orders[best], rows[best]), plot_dir / "rank_scatter.png", best, tag
-    )
-    slow = {m: [r["slowdown@5"] for r in rs if r["collection"] == "tile:xla"] for m, rs in rows.items()}
-    plots.tile_slowdown(slow, plot_dir / "tile_slowdown.png", tag)
-    plots.training_curves(training_curves(paths), plot_dir / CURVES_PNG, tag)  # empty without one
-    ensemble_lines = report_lines(paths) if "ensemble" in rows else []
     per_graph = pd.DataFrame([{"model": m, **r} for m, rs in rows.items() for r in rs])
     write_text(reports / "validation_graphs.csv", per_graph.to_csv(index=False))
     write_text(
         reports / "validation.md",
         markdown(
-            table,
+            score_rows(table, crossed),
             summaries,
             skipped,
             subsets_dir=args.official_subsets,
             data_root=paths.data,
             synthetic=synthetic,
             rank_model=best,
-            ensemble=ensemble_lines,
+            ensemble=report_lines(paths) if "ensemble" in rows else [],
         ),
     )
     write_sidecar(
@@ -261,10 +318,12 @@ def run(args: argparse.Namespace) -> int:
         args.cfg,
         paths.data,
         scores=table,
+        ensemble_cross_fitted=crossed or None,
         skipped=skipped,
         official_subsets=args.official_subsets,
         rank_plot_model=best,
         synthetic_scale=synthetic,
+        data="synthetic" if synthetic else "real",
     )
     print(f"wrote {reports / 'validation.md'} ({len(rows)} models; best overall: {best})", file=sys.stderr)
     return 0

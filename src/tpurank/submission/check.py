@@ -12,8 +12,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from tpurank.core.options import add_collections
 from tpurank.core.paths import Paths
 from tpurank.submission.format import (
+    ExpectedGraph,
     check_csv,
     expected_for_split,
     missing_files,
@@ -30,8 +32,26 @@ def reference_name(paths: Paths, split: str) -> str:
     return f"the {split} files under {paths.npz}"
 
 
+def expected_rows(
+    paths: Paths, split: str, partial: bool, collections: list[str] | None
+) -> tuple[list[ExpectedGraph], set[str]]:
+    """(the rows a CSV must hold, the reference IDs it may leave out): `partial` leaves out the
+    sample IDs without a test file, `collections` (a run of `all --collections ...`) every other
+    collection's IDs."""
+    expected = expected_for_split(paths, split, partial=partial)
+    absent = sample_ids_without_file(paths) if partial and split == "test" else set()
+    if collections:
+        absent |= {e.id for e in expected if e.collection not in collections}
+        expected = [e for e in expected if e.collection in collections]
+    return expected, absent
+
+
 def check_submission_file(
-    csv: str | Path, paths: Paths, split: str = "test", partial: bool = False
+    csv: str | Path,
+    paths: Paths,
+    split: str = "test",
+    partial: bool = False,
+    collections: list[str] | None = None,
 ) -> list[str]:
     """Every problem of a submission CSV, one line each (empty when it is valid).
 
@@ -40,9 +60,9 @@ def check_submission_file(
         paths: resolved paths (sample_submission.csv and the split's files).
         split: which split it ranks (test: the sample's IDs and order).
         partial: test only: expect only the sample IDs whose test file exists.
+        collections: the collections the CSV ranks (default: all five).
     """
-    expected = expected_for_split(paths, split, partial=partial)
-    absent = sample_ids_without_file(paths) if partial and split == "test" else set()
+    expected, absent = expected_rows(paths, split, partial, collections)
     return check_csv(csv, expected, reference_name(paths, split), absent)[0]
 
 
@@ -59,12 +79,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="expect only the sample IDs whose test file exists under the data root (partial data)",
     )
+    add_collections(p, all_by_default=False, help="the collections the CSV ranks (default: all five)")
 
 
 def run(args: argparse.Namespace) -> int:
     paths = args.paths
-    expected = expected_for_split(paths, args.split, partial=args.partial)
-    absent = sample_ids_without_file(paths) if args.partial and args.split == "test" else set()
+    expected, absent = expected_rows(paths, args.split, args.partial, args.collections)
     problems, parsed = check_csv(args.csv, expected, reference_name(paths, args.split), absent)
     for line in problems:
         print(line)

@@ -30,7 +30,7 @@ from tpurank.core.collections import COLLECTIONS, collection_dir, kind_of
 from tpurank.core.config import Config
 from tpurank.core.errors import DataError, TpurankError
 from tpurank.core.metrics import TILE_TOP_K, order_from_costs
-from tpurank.core.paths import Paths
+from tpurank.core.paths import DATA_FIX, Paths
 from tpurank.core.provenance import write_sidecar
 from tpurank.data.dataset import discover
 from tpurank.data.npz import read_header
@@ -105,11 +105,12 @@ def expected_for_split(paths: Paths, split: str, partial: bool = False) -> list[
             elif not partial:
                 out.append(ExpectedGraph(graph_id, collection, None))
         if not out:
-            raise TpurankError(f"no test files of {paths.sample_submission} under {paths.npz}")
+            raise TpurankError(f"no test files of {paths.sample_submission} under {paths.npz}; {DATA_FIX}")
         return out
     files = discover(paths.npz, splits=[split]) if paths.npz.is_dir() else []
     if not files:
-        raise TpurankError(f"{paths.npz}: no {split} files (and no sample_submission.csv to go by)")
+        sample = f" (and no {paths.sample_submission} to go by)" if split == "test" else ""
+        raise TpurankError(f"{paths.npz}: no {split} files{sample}; {DATA_FIX}")
     out = [ExpectedGraph(f.id, f.collection, _num_configs(f.path)) for f in files]
     # a valid/train graph without configs has nothing to rank or score (check warns, prepare skips it)
     return [e for e in out if e.num_configs or split == "test"]

@@ -22,6 +22,7 @@ import numpy as np
 from tpurank.core.atomic import write_json
 from tpurank.core.collections import COLLECTIONS, kind_of
 from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.links import resolve
 from tpurank.core.metrics import graph_metrics, normalized_runtime, overall_score, summarize
 from tpurank.core.paths import Paths
 from tpurank.data.dataset import discover
@@ -184,7 +185,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.json and Path(args.json).resolve() == Path(args.submission).resolve():
+    if args.json and resolve(args.json) == resolve(args.submission):
         raise TpurankError(f"{args.json}: --json would overwrite the CSV being scored; name another file")
     _, left_out = expected_for_csv(args.paths, args.split, args.submission)
     if left_out:

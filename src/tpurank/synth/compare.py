@@ -18,8 +18,10 @@ from tpurank.core.progress import tqdm
 from tpurank.data.dataset import discover, require_npz_root
 from tpurank.data.npz import load_graph
 from tpurank.synth.hlo import OP
+from tpurank.synth.realism import layout_runtime_stats, pb_tile_stats, realism_table, tile_runtime_stats
 
 VALUES = range(-1, 6)
+TILE_PB = Path("pb") / "op_tuning_data.pb"  # the real sample's measured tile kernels
 
 
 def file_stats(path: Path, collection: str, split: str) -> dict:
@@ -31,6 +33,8 @@ def file_stats(path: Path, collection: str, split: str) -> dict:
     if g.kind == "tile":
         rt = g.config_runtime / g.config_runtime_normalizers
         rec["spread"] = float(rt.max() / rt.min()) if has_rt else np.nan
+        if has_rt:
+            rec["runtime"] = tile_runtime_stats(g.config_feat, g.config_runtime, g.config_runtime_normalizers)
         return rec
     ops = g.node_opcode[g.node_config_ids]
     rec["configurable"] = len(g.node_config_ids)
@@ -43,9 +47,11 @@ def file_stats(path: Path, collection: str, split: str) -> dict:
     tensors = feat.reshape(g.num_configs, -1, 3, 6)
     rec["tensor_default"] = float((tensors == -1).all(axis=3).mean()) if feat.size else np.nan
     rows = np.ascontiguousarray(feat.reshape(g.num_configs, -1))
-    unique = (
-        len(np.unique(rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))))) if g.num_configs else 0
+    _, inverse = np.unique(
+        rows.view(np.dtype((np.void, max(1, rows.shape[1]) * rows.itemsize))), return_inverse=True
     )
+    inverse = inverse.reshape(-1)
+    unique = int(inverse.max()) + 1 if g.num_configs else 0
     rec["dup_share"] = 1.0 - unique / max(1, g.num_configs)
     rec["npz_bytes_per_value"] = path.stat().st_size / max(1, feat.size)  # compressibility, as shipped
     if feat.size:  # tensors tied to one decision: distinct column sequences / tensor columns
@@ -53,6 +59,9 @@ def file_stats(path: Path, collection: str, split: str) -> dict:
         rec["distinct_columns"] = len(np.unique(codes.T, axis=0)) / codes.shape[1]
     rt = g.config_runtime.astype(np.float64)
     rec["spread"] = float(rt.max() / rt.min()) if has_rt else np.nan
+    if has_rt:
+        ids = g.node_config_ids
+        rec["runtime"] = layout_runtime_stats(feat, rt, g.node_feat[ids], g.node_opcode[ids], inverse)
     return rec
 
 
@@ -63,6 +72,17 @@ def tree_stats(root: Path, progress: bool = True) -> list[dict]:
         file_stats(f.path, f.collection, f.split)
         for f in tqdm(files, desc=f"stats {root.name}", disable=not progress)
     ]
+
+
+def runtime_records(recs: list[dict], pb: Path | None = None) -> list[dict]:
+    """Per-file runtime statistics (`realism`) of a tree, plus the kernels of a tile protobuf
+    (the real sample's `pb/op_tuning_data.pb`: 15 measured kernels) where given and present."""
+    out = [
+        {"collection": r["collection"], "split": r["split"], **r["runtime"]} for r in recs if "runtime" in r
+    ]
+    if pb is not None and pb.is_file():
+        out += pb_tile_stats(pb)
+    return out
 
 
 def _med(values: list[float], fmt: str = "{:.0f}") -> str:
@@ -127,24 +147,29 @@ def summary_rows(recs: list[dict]) -> list[tuple[str, str]]:
 
 
 def compare(sample_root: Path, synth_root: Path | None, scale: str = "tiny", seed: int = 0) -> str:
-    """A Markdown table of synthetic vs real statistics (medians, with ranges in brackets).
+    """Markdown tables of synthetic vs real statistics (medians, with ranges in brackets): the
+    files' structure, then their runtimes and rankings with a distance per statistic
+    (`realism.realism_table`) and a summary line.
 
     Args:
         sample_root: the real sample (holds npz_all/npz).
         synth_root: a synthetic tree; None (or an empty folder) generates `scale` into a temp folder.
         scale, seed: what to generate when no synthetic tree is given.
     """
-    real = summary_rows(tree_stats(sample_root))
+    real_recs = tree_stats(sample_root)
+    real_rt = runtime_records(real_recs, sample_root / TILE_PB)
     if synth_root is not None and (synth_root / NPZ_SUBDIR).is_dir():
-        synth = summary_rows(tree_stats(synth_root))
+        synth_recs = tree_stats(synth_root)
         label = str(synth_root)
     else:
         from tpurank.synth.tree import generate
 
         with tempfile.TemporaryDirectory(prefix="tpurank-synth-") as tmp:
             generate(Path(tmp), scale, seed, progress=True)
-            synth = summary_rows(tree_stats(Path(tmp)))
+            synth_recs = tree_stats(Path(tmp))
         label = f"{scale} seed {seed}"
+    synth, real = summary_rows(synth_recs), summary_rows(real_recs)
     lines = [f"| statistic | synthetic ({label}) | real ({sample_root.name}) |", "|---|---|---|"]
     lines += [f"| {name} | {s} | {r} |" for (name, s), (_, r) in zip(synth, real, strict=True)]
+    lines += ["", realism_table(runtime_records(synth_recs), real_rt)]
     return "\n".join(lines)

@@ -29,6 +29,7 @@ import numpy as np
 
 from tpurank.synth.cost_model import LayoutCostModel
 from tpurank.synth.hlo import ConfigurableNode, HloGraph
+from tpurank.synth.physics import Physics
 
 SLOTS = 6
 P_DEFAULT_RANDOM = 0.2  # share of tensors left at the compiler default in random configs
@@ -53,6 +54,7 @@ PARENTS = 256  # default search after the warm-up: parents drawn from this many 
 WARMUP_SHARE = 0.15  # warm-up children change more groups (bigger steps)
 WARMUP_KIDS = 256  # children per warm-up round (big rounds: fewer, vectorised steps)
 MAX_RESERVOIR = 256  # earlier rows kept for re-emitting duplicates (bounded memory)
+PROBE_MAX_SLOWDOWN = 4.0  # default search: probes slower than this x the best are not recorded
 
 
 def layout_candidates(rank: int) -> np.ndarray:
@@ -209,7 +211,12 @@ def _skewed(rng: np.random.Generator, k: int) -> np.ndarray:
 
 
 def random_configs(
-    graph: HloGraph, rng: np.random.Generator, total: int, unique_share: float, chunk: int = 1024
+    graph: HloGraph,
+    rng: np.random.Generator,
+    total: int,
+    unique_share: float,
+    chunk: int = 1024,
+    physics: Physics | None = None,
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Yield (configs int8 (k, n, 18), noise-free cost (k,)) chunks for a `random` collection.
 
@@ -219,8 +226,9 @@ def random_configs(
         total: rows in all.
         unique_share: fraction of rows that are new configs; the rest repeat earlier rows.
         chunk: rows per yielded block (bounds memory).
+        physics: the dataset's physics (default: the reference physics).
     """
-    space, model = LayoutSpace(graph.configurable, rng), LayoutCostModel(graph)
+    space, model = LayoutSpace(graph.configurable, rng), LayoutCostModel(graph, physics)
     reservoir = _Reservoir(rng)
     done = 0
     while done < total:
@@ -233,14 +241,22 @@ def random_configs(
 
 
 def default_search_configs(
-    graph: HloGraph, rng: np.random.Generator, total: int, unique_share: float, chunk: int = 1024
+    graph: HloGraph,
+    rng: np.random.Generator,
+    total: int,
+    unique_share: float,
+    chunk: int = 1024,
+    physics: Physics | None = None,
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Yield (configs, noise-free cost) chunks of a search around the compiler default.
 
     The first row is the compiler's default config. Like the real files, most tensors name their
     layout explicitly (the default one where the search did not change it): see `spell_out`.
+    Arguments as `random_configs`.
     """
-    space, model = LayoutSpace(graph.configurable, rng), LayoutCostModel(graph)
+    space, model = LayoutSpace(graph.configurable, rng), LayoutCostModel(graph, physics)
+    # half the searches record probes (real: one of the two xla default files has 3x outliers)
+    probe_share = model.ph.search_probe if rng.random() < 0.5 else 0.0
     spell = rng.random((space.n, 3)) < rng.uniform(*SPELL_OUT)
     elite_cfg = np.full((1, space.n, 3 * SLOTS), -1, dtype=np.int8)
     elite_cost = model.cost(elite_cfg)
@@ -268,11 +284,15 @@ def default_search_configs(
             # the kept configs follow exp(-slowdown against the best / T) around the good region,
             # not a descent, so late rows are no faster than early ones (as in the real files)
             keep = rng.random(len(kids)) < np.exp(-(cost - elite_cost[pick]) / best / SEARCH_TEMPERATURE)
-            keep = _novel(kids, keep, seen)
-            if keep.any():
-                pending_cfg.append(kids[keep])
-                pending_cost.append(cost[keep])
-                have += int(keep.sum())
+            # probes: a few children are recorded whatever they cost (the real unet3d default
+            # file has 1% of its configs 3x slower than the rest), but never become parents
+            probe = ~keep & (rng.random(len(kids)) < probe_share) & (cost < PROBE_MAX_SLOWDOWN * best)
+            record = _novel(kids, keep | probe, seen, cost)
+            keep &= record
+            if record.any():
+                pending_cfg.append(kids[record])
+                pending_cost.append(cost[record])
+                have += int(record.sum())
             best = min(best, float(cost.min()))
             # kept children join the parents (a random subset of PARENTS stays)
             elite_cfg = np.concatenate([elite_cfg, kids[keep]])
@@ -294,17 +314,28 @@ def _row_key(row: np.ndarray) -> bytes:
     return hashlib.blake2b(row.tobytes(), digest_size=8).digest()
 
 
-def _novel(kids: np.ndarray, keep: np.ndarray, seen: set[bytes]) -> np.ndarray:
-    """`keep` restricted to configs not recorded before (recording them), unless none is new: in
-    a small space the search may only revisit, and a revisit is then kept as before."""
-    idx = np.flatnonzero(keep)
+def _novel(
+    kids: np.ndarray, keep: np.ndarray, seen: set[bytes], cost: np.ndarray | None = None
+) -> np.ndarray:
+    """`keep` restricted to configs not recorded before (recording them). When none of them is new,
+    the cheapest child not recorded before is taken instead (real default files hold 60-75%
+    distinct configs: a search widens its step rather than re-measure); in a small space where
+    every child was seen, a revisit is kept as before."""
     new = np.zeros(len(keep), dtype=bool)
-    for i in idx:
+    for i in np.flatnonzero(keep):
         key = _row_key(kids[i])
         if key not in seen:
             seen.add(key)
             new[i] = True
-    return new if new.any() else keep
+    if new.any() or cost is None:
+        return new if new.any() else keep
+    for i in np.argsort(cost, kind="stable"):
+        key = _row_key(kids[i])
+        if key not in seen:
+            seen.add(key)
+            new[i] = True
+            return new
+    return keep
 
 
 class _Reservoir:

@@ -16,8 +16,10 @@ import numpy as np
 from tpurank.core.paths import NPZ_SUBDIR
 from tpurank.data.npz import TileGraph, load_graph, member_shapes, save_graph
 from tpurank.synth import configs as cfgs
-from tpurank.synth.cost_model import measure, tile_cost
 from tpurank.synth.hlo import layout_graph, tile_graph
+from tpurank.synth.noise import measure
+from tpurank.synth.physics import Physics, draw_physics
+from tpurank.synth.tile_cost import tile_cost
 from tpurank.synth.tree import write_layout_file
 
 # default collections: the search revisits configs by itself (tree.layout_config_stream keeps
@@ -60,16 +62,27 @@ def layout_counterpart(
     search = collection.split(":")[2]
     path = out / NPZ_SUBDIR / "layout" / family / search / split / real.name
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_layout_file(path, graph, collection, split=split, total=configs, rng=rng, dup_share=(dup, dup))
+    write_layout_file(
+        path,
+        graph,
+        collection,
+        split=split,
+        total=configs,
+        rng=rng,
+        dup_share=(dup, dup),
+        physics=draw_physics(seed),
+    )
     return path
 
 
-def tile_counterpart(nodes: int, configs: int, path: Path, seed: int) -> Path:
-    """Write a synthetic tile kernel of `nodes` nodes measured under `configs` tile sizes."""
+def tile_counterpart(nodes: int, configs: int, path: Path, seed: int, physics: Physics | None = None) -> Path:
+    """Write a synthetic tile kernel of `nodes` nodes measured under `configs` tile sizes (under
+    `physics`; default: the physics drawn from `seed`)."""
+    physics = physics or draw_physics(seed)
     rng = np.random.default_rng([seed, nodes, configs, 7])
     graph = tile_graph(rng, nodes)
     tiles = cfgs.sample_tiles(graph.root_shape, rng, max(2, configs), graph.root_etype_bytes)
-    runtime = measure(tile_cost(graph, tiles), rng)
+    runtime = measure(tile_cost(graph, tiles, physics), rng, physics=physics)
     path.parent.mkdir(parents=True, exist_ok=True)
     save_graph(
         path,
@@ -112,7 +125,8 @@ def real_tile_root(pb: Path, out: Path) -> list[tuple[str, int, int]]:
 
 
 def synthetic_tile_root(sizes: list[tuple[str, int, int]], out: Path, seed: int) -> None:
-    """Synthetic kernels of the given (split, nodes, configs) under `out`."""
+    """Synthetic kernels of the given (split, nodes, configs) under `out`, one physics (of `seed`)."""
+    physics = draw_physics(seed)
     for i, (split, nodes, configs) in enumerate(sizes):
         path = out / NPZ_SUBDIR / "tile" / "xla" / split / f"kernel{i:02d}.npz"
-        tile_counterpart(nodes, configs, path, seed * 1000 + i)
+        tile_counterpart(nodes, configs, path, seed * 1000 + i, physics)
