@@ -15,8 +15,8 @@ with it: with the paired nlp:default runs, the preset as shipped), and LightGBM 
 MXU columns (`lgbm`, `lgbm+mxu`). A row without a commit runs at the checkout's HEAD
 when the bench starts (all are pinned now).
 
-Each run trains the model of one row, collection and seed with configs/cpu-budget.toml (the row's own
-copy), predicts the valid split and keeps its score (`submissions/valid_<model>.json`) and how the GNN
+Each run trains the model of one row, collection and seed with the CPU preset of the row's own tree
+(configs/profile-cpu.toml, called configs/cpu-budget.toml at older commits), predicts the valid split and keeps its score (`submissions/valid_<model>.json`) and how the GNN
 trained (`model.json`: steps, minutes, why it stopped). A row at a commit runs from a git worktree of
 that commit, so editing the checkout during a bench changes nothing; each run is saved to the
 results as soon as it ends, so a killed bench resumes at the run it was in. Nothing else may run
@@ -176,7 +176,9 @@ def run_one(row: str, commit: str, collection: str, seed: int, a: argparse.Names
               "--work-dir", str(work)]  # fmt: skip
     tpurank(tree, ["prepare", *common], log)
     sets = [x for s in [*ROWS[row][1], *a.extra, f"seed={seed}"] for x in ("--set", s)]
-    preset = ["--config", str(tree / "configs" / "cpu-budget.toml"), *sets]
+    cpu = tree / "configs" / "profile-cpu.toml"
+    cpu = cpu if cpu.exists() else tree / "configs" / "cpu-budget.toml"  # its name at older commits
+    preset = ["--config", str(cpu), *sets]
     m = model_of(row)
     if m == "lgbm":  # its feature tables under the run's own folder, beside a link to the shared cache
         link = out / "features" / "prepared"

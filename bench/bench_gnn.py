@@ -171,7 +171,7 @@ def ensure_big_prepared() -> Path:
 def demo_config(extra: list[str]):
     """The config `./run.sh all` trains with on demo here (this machine's profile, configs/demo.toml
     above it), plus `extra`."""
-    from tpurank.core.config import load_config
+    from tpurank.core.config_files import load_config
     from tpurank.core.paths import preset_file
     from tpurank.core.profiles import resolve_profile
     from tpurank.stages import DEMO_PRESET

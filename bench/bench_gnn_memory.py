@@ -40,7 +40,7 @@ from tpurank.core import memory  # noqa: E402
 if not {"--old-heap", "--no-huge-pages"} & set(sys.argv):
     memory.ask_torch_for_huge_pages()  # before torch's first allocation, as the CLI does
 
-from tpurank.core.config import load_config  # noqa: E402
+from tpurank.core.config_files import load_config  # noqa: E402
 from tpurank.core.memory import peak_rss_gb, reset_peak_rss  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
 from tpurank.gnn import device as devices  # noqa: E402

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from tpurank.budget import make_plan  # noqa: E402
 from tpurank.core.collections import COLLECTIONS, kind_of  # noqa: E402
-from tpurank.core.config import load_config  # noqa: E402
+from tpurank.core.config_files import load_config  # noqa: E402
 from tpurank.core.errors import TpurankError  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
 from tpurank.core.profiles import DEFAULT_BUDGET, PROFILES, Profile, parse_duration  # noqa: E402

@@ -83,7 +83,7 @@ def child(args: argparse.Namespace) -> None:
     """One mode in this process: prints a JSON line."""
     import torch
 
-    from tpurank.core.config import load_config
+    from tpurank.core.config_files import load_config
     from tpurank.core.memory import release_free_memory
     from tpurank.core.paths import Paths
     from tpurank.gnn import gst

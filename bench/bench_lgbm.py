@@ -29,7 +29,7 @@ def _peak_mb() -> float:
 
 def _step(step: str, data: str, out: str, overrides: list[str], collection: str, queue: mp.Queue) -> None:
     """One measured step in a fresh process; puts (seconds, peak MB, result) on the queue."""
-    from tpurank.core.config import load_config
+    from tpurank.core.config_files import load_config
     from tpurank.core.paths import Paths
 
     paths, cfg = Paths.resolve(data, out), load_config(None, overrides)
@@ -96,7 +96,7 @@ def main() -> int:
     args.out_dir = args.out_dir or tempfile.mkdtemp(prefix="bench-lgbm-")
 
     from tpurank.core.collections import COLLECTIONS
-    from tpurank.core.config import load_config
+    from tpurank.core.config_files import load_config
     from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
     from tpurank.core.paths import Paths
     from tpurank.data.dataset import discover

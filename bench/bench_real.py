@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import real_data as rd  # noqa: E402
 
-from tpurank.core.config import load_config  # noqa: E402
+from tpurank.core.config_files import load_config  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
 from tpurank.data.subsets import load_subsets  # noqa: E402
 from tpurank.rankers.ensemble import combine, weight_grid  # noqa: E402

@@ -39,7 +39,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from tpurank import cli  # noqa: E402
 from tpurank.core.collections import COLLECTIONS, collection_dir  # noqa: E402
-from tpurank.core.config import Config, load_config  # noqa: E402
+from tpurank.core.config import Config  # noqa: E402
+from tpurank.core.config_files import load_config  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
 from tpurank.data.dataset import discover  # noqa: E402
 from tpurank.pipeline import plan  # noqa: E402

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tpurank.core.config import load_config
+from tpurank.core.config_files import load_config
 from tpurank.core.metrics import graph_metrics, order_from_costs
 from tpurank.core.paths import NPZ_SUBDIR
 from tpurank.data.dataset import discover

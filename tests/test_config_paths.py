@@ -9,7 +9,8 @@ import pytest
 from tpurank.core import paths as paths_mod
 from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS
 from tpurank.core.collections import COLLECTIONS
-from tpurank.core.config import Config, load_config
+from tpurank.core.config import Config
+from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.data.dataset import GraphFile, classify_path, discover
 
@@ -78,7 +79,7 @@ def test_the_presets_stay_lean_under_the_gpu_defaults(profile: str, preset: str 
     cfg = load_config(None, [], preset=demo, profile=paths_mod.preset_file(profile))
     for c in COLLECTIONS:
         g = cfg.for_collection(c).gnn
-        assert g.hidden <= 64 and g.configs_per_graph <= 64 and g.seeds == 1 and g.dropout == 0.0
+        assert g.hidden <= 64 and g.configs_per_graph <= 64 and g.seeds <= 3 and g.dropout == 0.0
         assert g.max_steps <= 4_000 and g.warmup_steps <= 100 and g.eval_every <= 200, (preset, c)
 
 

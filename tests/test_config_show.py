@@ -13,7 +13,8 @@ import pytest
 
 from tpurank.cli import main
 from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS
-from tpurank.core.config import Config, Layer, field_docs, from_layers, load_config, to_dict
+from tpurank.core.config import Config, field_docs, to_dict
+from tpurank.core.config_files import Layer, from_layers, load_config
 from tpurank.core.errors import TpurankError
 from tpurank.report.config_show import (
     REGENERATE,
@@ -129,7 +130,7 @@ def test_config_show_names_the_profile_and_the_set_layers(capsys) -> None:
     keys = _key_lines(capsys.readouterr().out.splitlines())
     assert keys["profile"][0].split()[:5] == ["profile", "*'cpu'", "'gpu'", "profile", "cpu"]
     assert keys["gnn.lr"][0].split()[3] == "--set"
-    assert keys["gnn.seeds"][0].split()[:5] == ["gnn.seeds", "*1", "5", "profile", "cpu"]
+    assert keys["gnn.seeds"][0].split()[:5] == ["gnn.seeds", "*3", "5", "profile", "cpu"]
 
 
 def test_table_cuts_descriptions_to_the_width() -> None:

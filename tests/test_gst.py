@@ -7,7 +7,7 @@ import pytest
 import torch
 from test_gnn import FEAT, prepared_graph, small_cfg
 
-from tpurank.core.config import load_config
+from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.gnn import gst

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tpurank.core.config import load_config
+from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.core.toml_write import to_toml

@@ -132,6 +132,7 @@ def test_commands_by_hand_find_the_synthetic_data_all_used(
         ["check-submission", "submissions/submission.csv"],
         ["score", "--submission", "submissions/valid_ensemble.csv"],
         ["validate"],
+        ["config", "show"],
     ):
         r = subprocess.run(
             [sys.executable, "-m", "tpurank", *cmd], capture_output=True, text=True, env=env, cwd=home
@@ -141,6 +142,11 @@ def test_commands_by_hand_find_the_synthetic_data_all_used(
             line + "--data-dir DIR to use another)"
         ], r.stderr[-2000:]
     assert f"`{home / 'data' / 'synthetic-tiny'}`" in (home / "reports" / "validation.md").read_text()
+    # config show read the same data, so it shows the demo preset that `all` trained with
+    steps = next(x for x in r.stdout.splitlines() if x.startswith("gnn.max_steps "))
+    assert "preset demo.toml" in steps
+    runs = subprocess.run([sys.executable, "-m", "tpurank", "runs"], capture_output=True, text=True, env=env)
+    assert runs.returncode == 0 and "synthetic" in runs.stdout, runs.stderr[-2000:]
 
 
 def _table(out: Path) -> str:

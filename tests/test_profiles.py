@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tpurank import budget
 from tpurank.budget import MARGIN, apply_plan, make_plan
 from tpurank.core import profiles
 from tpurank.core.collections import COLLECTIONS
-from tpurank.core.config import config_layers, from_layers, load_config
+from tpurank.core.config_files import config_layers, from_layers, load_config
 from tpurank.core.errors import TpurankError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +78,7 @@ def test_the_profile_sits_under_the_preset_the_file_and_set(tmp_path: Path) -> N
     assert [x.source.split()[0] for x in layers] == ["profile", "preset", "file", "--set"]
     cfg = from_layers(layers)
     assert (cfg.profile, cfg.gnn.hidden, cfg.gnn.lr, cfg.gnn.max_steps) == ("cpu", 48, 0.005, 240)
-    assert cfg.gnn.time_budget_min == 10.0  # from the profile: the demo preset does not set it
+    assert cfg.gnn.time_budget_min == 3.5  # from the profile: the demo preset does not set it
     # the cpu profile has no MXU columns anywhere (lower on every real seed) and the tile-aware GNN
     # inputs on every layout collection (higher on every real seed)
     for c in COLLECTIONS:
@@ -121,10 +122,23 @@ def _tree(root: Path, sizes: dict[str, int]) -> Path:
     return root
 
 
-def test_the_plan_splits_by_need_and_seeds(tmp_path: Path) -> None:
+def test_graph_size_reads_the_pruned_size_from_the_headers(sample_root: Path) -> None:
+    """The typical train graph of a collection, from array headers: layout keeps the configurable
+    nodes and their neighbours (never more than the graph), tile the whole kernel."""
+    from tpurank.data.npz import load_graph
+
+    g = load_graph(sample_root / "npz_all/npz/layout/xla/default/train/unet3d.npz", config_dtype=None)
+    want = min(len(g.node_opcode), budget.NEIGHBOURHOOD * len(g.node_config_ids))
+    assert budget.graph_size(sample_root, "layout:xla:default") == want
+    t = load_graph(sample_root / "npz_all/npz/tile/xla/train/retinanet.2x2.fp32_-342c949e14733d96.npz")
+    assert budget.graph_size(sample_root, "tile:xla") == len(t.node_opcode)
+
+
+def test_the_plan_splits_by_need_and_seeds(tmp_path: Path, monkeypatch) -> None:
     cfg = load_config(overrides=['collections."layout:nlp:default".gnn.seeds=2'])
     sizes = {"tile:xla": 1000, "layout:xla:default": 50_000, "layout:nlp:default": 50_000}
     root = _tree(tmp_path, sizes)
+    monkeypatch.setattr(budget, "graph_size", lambda root, c: sizes[c] / 10)
     plan = make_plan(3600, cfg, root, list(sizes), ["lgbm", "gnn"])
     by = {s.collection: s for s in plan.shares}
     assert set(by) == set(sizes) and all(s.model == "gnn" for s in plan.shares)
@@ -147,7 +161,7 @@ def test_the_plan_splits_by_need_and_seeds(tmp_path: Path) -> None:
 
 
 def test_a_baseline_takes_a_fifth_of_the_neural_time(tmp_path: Path) -> None:
-    root = _tree(tmp_path, {"layout:xla:default": 10_000})
+    root = _tree(tmp_path, {"layout:xla:default": 10_000})  # sizes do not matter with one collection
     plan = make_plan(1800, load_config(), root, ["layout:xla:default"], ["gnn", "baseline"])
     minutes = {s.model: s.minutes * s.seeds for s in plan.shares}
     assert minutes["baseline"] / (minutes["gnn"] + minutes["baseline"]) == pytest.approx(0.2, rel=0.01)
@@ -161,7 +175,7 @@ def test_config_show_names_the_profile_as_the_source(tmp_path: Path, monkeypatch
     assert cpu.returncode == gpu.returncode == 0, cpu.stderr + gpu.stderr
     row = {r.split()[0]: r for r in cpu.stdout.splitlines() if r.strip()}
     assert "32" in row["gnn.hidden"] and "profile cpu" in row["gnn.hidden"]
-    assert "10.0" in row["gnn.time_budget_min"] and "profile cpu" in row["gnn.time_budget_min"]
+    assert "3.5" in row["gnn.time_budget_min"] and "profile cpu" in row["gnn.time_budget_min"]
     row = {r.split()[0]: r for r in gpu.stdout.splitlines() if r.strip()}
     assert "256" in row["gnn.hidden"] and "profile" not in row["gnn.hidden"].split("256", 1)[1].split()[0:1]
 
@@ -170,7 +184,8 @@ def test_all_within_a_tiny_budget_stops_training_on_time(tiny_root: Path, tmp_pa
     """`all --budget 90s` on one tiny collection: the plan printed, the GNN stopped by its share of
     time (its step cap is out of reach), a checked submission, and the run within the budget."""
     out = tmp_path / "run"
-    sets = ["gnn.max_steps=100000", "gnn.hidden=16", "gnn.eval_every=20", "lgbm.num_boost_round=20"]
+    sets = ["gnn.max_steps=100000", "gnn.hidden=16", "gnn.eval_every=20", "gnn.min_train_share=1"]
+    sets += ["lgbm.num_boost_round=20"]
     cmd = [sys.executable, "-m", "tpurank", "all", "--data-dir", str(tiny_root), "--out-dir", str(out)]
     cmd += ["--collections", "layout:xla:default", "--budget", "90s", "--profile", "cpu"]
     cmd += [x for s in sets for x in ("--set", s)]
@@ -179,11 +194,17 @@ def test_all_within_a_tiny_budget_stops_training_on_time(tiny_root: Path, tmp_pa
     assert "[all] profile cpu: chosen with --profile" in r.stderr
     assert "[all] budget 1m30s:" in r.stderr and "step 1/" in r.stderr
     planned = [line for line in r.stderr.splitlines() if line.startswith("[all]   gnn")]
-    assert len(planned) == 1 and "layout:xla:default" in planned[0]
+    assert len(planned) == 2 and all("layout:xla:default" in x for x in planned)  # first plan, second look
+    assert "[all] the plan again" in r.stderr and (out / "reports" / "budget-plan.json").exists()
     model = json.loads((out / "models" / "gnn" / "layout-xla-default" / "model.json").read_text())
     assert model["stopped_by"] == "time budget"
-    share = model["config"]["collections"]["layout:xla:default"]["gnn"]["time_budget_min"]
+    share = model["config"]["gnn"]["time_budget_min"]  # the collection's config, the plan applied
     assert 0.1 <= share < 1.5 and model["seconds"] < share * 60 + 15
     assert (out / "submissions" / "submission.csv").exists()
     closing = [line for line in r.stdout.splitlines() if "the budget of 1m30s" in line]
     assert closing and "under" in closing[0]
+    # a rerun takes the saved plan, not a new one on another clock: every step is up to date
+    again = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    assert again.returncode == 0 and "[all] the plan this run made before:" in again.stderr
+    steps = [x for x in again.stderr.splitlines() if x.startswith("[all] step ")]
+    assert steps and all(x.endswith("up to date, skipped") for x in steps), steps

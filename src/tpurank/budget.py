@@ -6,31 +6,42 @@ learning-rate schedule follows the time as well as the steps, so a short share s
 the plan sets aside an estimate of everything else, keeps a safety margin, and splits the rest.
 
 - Over collections by need: the 1st place's relative step counts (each collection's default
-  `gnn.max_steps`) times the configs a step sees times the mean size of the collection's train files
-  (a graph's size and config count are what a step costs). Tile graphs are small, so tile gets little.
+  `gnn.max_steps`) times the configs a step sees times the nodes a pruned train graph keeps (read
+  from a few files' array headers): what a step costs. Tile graphs are small, so tile gets little.
 - Over seeds: equal shares of their collection's time.
 - The official baseline, when trained, gets a fifth of the neural training time.
 
-The plan is a function of the budget, the config, the collections and the files' sizes, never of a
-clock: a rerun makes the same plan, so `all` still skips the steps that are up to date. Each
-training measures its own step rate in its first steps and fits its schedule to its share.
+`all` prints a first plan at the start, from estimates. Just before the first neural training it
+plans again with the time the run has really spent (data, prepare, features, LightGBM) and the
+predictions still to come (their estimate scaled by how far off the done stages' estimates were),
+and saves that plan beside the report: a rerun with the same budget, config and data takes it
+again, so its steps are up to date, whatever the clock says. Each training measures its own step
+rate and fits its learning-rate schedule to its share.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from tpurank.core.atomic import write_json
 from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS
 from tpurank.core.collections import collection_dir
-from tpurank.core.config import Config, Layer
+from tpurank.core.config import Config, to_dict
+from tpurank.core.config_files import Layer
+from tpurank.core.errors import DataError
 from tpurank.core.profiles import format_duration
+from tpurank.data.npz import member_shapes
 
 MARGIN = 0.08  # of the budget, kept free: validations after the last step, noise in the estimates
 BASELINE_SHARE = 0.2  # of the neural training time, when the official baseline is trained too
-MIN_SHARE_MIN = 0.1  # minutes: below this a model trains a handful of steps
+MIN_SHARE_MIN = 1.0  # minutes: the least a model trains (tile needs little, but a few steps are no model)
+SIZE_FILES = 16  # train files read per collection for its typical graph size (headers only)
+NEIGHBOURHOOD = 4  # nodes kept per configurable node by the 1-hop pruning, roughly
 # seconds per GB of npz for everything but neural training (prepare, features, LightGBM, predictions,
 # ensemble, report), from the full-scale synthetic all-five run on 2 cores (docs/scale.md: 166 s
 # prepare, 155 s features + LightGBM, 780 s predictions of 11.3 GB); the GNN's predictions run on the GPU
@@ -78,41 +89,65 @@ class Plan:
         return "\n".join(lines)
 
 
-def train_bytes(data_root: Path, collection: str) -> tuple[float, float]:
-    """(total bytes of the collection's npz files, mean bytes of its train files): stat only."""
+def data_bytes(data_root: Path, collection: str) -> float:
+    """Bytes of the collection's npz files (stat only): what the fixed stages' time grows with."""
     folder = data_root / "npz_all" / "npz" / collection_dir(collection)
-    sizes = {
-        split: [f.stat().st_size for f in (folder / split).glob("*.npz")]
-        for split in ("train", "valid", "test")
-    }
-    train = sizes["train"] or [1]
-    return float(sum(sum(v) for v in sizes.values())), sum(train) / len(train)
+    return float(sum(f.stat().st_size for f in folder.glob("*/*.npz")))
 
 
-def need(cfg: Config, collection: str, mean_bytes: float) -> float:
-    """A collection's relative training need: the 1st place's steps x configs a step x graph size."""
+def graph_size(data_root: Path, collection: str) -> float:
+    """The typical nodes a training step sees per graph and config: the mean over up to SIZE_FILES
+    train files (the files there are, without train files) of the nodes pruning keeps, read from the
+    arrays' headers. Layout keeps the configurable nodes and their neighbours, about
+    NEIGHBOURHOOD times as many, never more than the graph."""
+    folder = data_root / "npz_all" / "npz" / collection_dir(collection)
+    files = sorted(folder.glob("train/*.npz")) or sorted(folder.glob("*/*.npz"))
+    picked = files[:: max(1, len(files) // SIZE_FILES)][:SIZE_FILES]
+    sizes = []
+    for f in picked:
+        try:
+            shapes = member_shapes(f)
+        except (DataError, OSError):  # `check` reports bad files; the plan only needs a typical size
+            continue
+        nodes = shapes["node_opcode"][0][0] if "node_opcode" in shapes else 1
+        if "node_config_ids" in shapes:
+            nodes = min(nodes, NEIGHBOURHOOD * shapes["node_config_ids"][0][0])
+        sizes.append(float(nodes))
+    return sum(sizes) / len(sizes) if sizes else 1.0
+
+
+def need(cfg: Config, collection: str, nodes: float) -> float:
+    """A collection's relative training need: the 1st place's steps x configs a step x nodes a graph."""
     steps = DEFAULT_COLLECTIONS.get(collection, {}).get("gnn", {}).get("max_steps", 1)
     configs = cfg.for_collection(collection).gnn.configs_per_graph
-    return steps * configs * mean_bytes
+    return steps * configs * nodes
 
 
 def split_minutes(total: float, weights: dict[str, float], seeds: dict[str, int]) -> dict[str, float]:
     """Minutes per seed of each collection: `total` in proportion to `weights`, each at least
-    MIN_SHARE_MIN, the floors paid for by the others (so the shares still add up to `total`)."""
+    MIN_SHARE_MIN (less when `total` cannot pay every floor), the floors paid for by the others (so
+    the shares still add up to `total`)."""
+    floor = min(MIN_SHARE_MIN, total / max(1, sum(seeds.values())))
     floored: set[str] = set()
     while True:
-        free = total - sum(MIN_SHARE_MIN * seeds[c] for c in floored)
+        free = total - sum(floor * seeds[c] for c in floored)
         rest = {c: w for c, w in weights.items() if c not in floored}
         norm = sum(rest.values()) or 1.0
         out = {c: free * w / norm / seeds[c] for c, w in rest.items()}
-        low = {c for c, m in out.items() if m < MIN_SHARE_MIN}
+        low = {c for c, m in out.items() if m < floor}
         if not low:
-            return {**{c: MIN_SHARE_MIN for c in floored}, **{c: round(m, 2) for c, m in out.items()}}
+            return {**{c: round(floor, 2) for c in floored}, **{c: round(m, 2) for c, m in out.items()}}
         floored |= low
 
 
 def make_plan(
-    budget_s: float, cfg: Config, data_root: Path, collections: list[str], models: list[str]
+    budget_s: float,
+    cfg: Config,
+    data_root: Path,
+    collections: list[str],
+    models: list[str],
+    spent_s: float = 0.0,
+    fixed_left_s: float | None = None,
 ) -> Plan:
     """Split `budget_s` seconds of a whole `all` run (see the module docstring).
 
@@ -122,15 +157,18 @@ def make_plan(
         data_root: the dataset (its files' sizes).
         collections: the collections the run trains.
         models: the learned models it trains (lgbm, gnn, baseline).
+        spent_s: seconds the run has already spent (`replan`: just before the training starts).
+        fixed_left_s: seconds the stages other than neural training still need (default: all of
+            the estimate).
     """
-    sizes = {c: train_bytes(data_root, c) for c in collections}
-    total_gb = sum(t for t, _ in sizes.values()) / 1e9
+    total_gb = sum(data_bytes(data_root, c) for c in collections) / 1e9
     fixed = FIXED_S_MIN + total_gb * FIXED_S_PER_GB.get(cfg.profile, FIXED_S_PER_GB["cpu"])
+    fixed_left = fixed if fixed_left_s is None else fixed_left_s
     neural = [m for m in ("gnn", "baseline") if m in models]
-    left = max(0.0, budget_s * (1 - MARGIN) - fixed)
+    left = max(0.0, budget_s * (1 - MARGIN) - spent_s - fixed_left)
     shares: list[Share] = []
     if neural:
-        weights = {c: need(cfg, c, sizes[c][1]) for c in collections}
+        weights = {c: need(cfg, c, graph_size(data_root, c)) for c in collections}
         model_share = {"gnn": 1.0 - BASELINE_SHARE, "baseline": BASELINE_SHARE}
         if len(neural) == 1:
             model_share = {neural[0]: 1.0}
@@ -139,7 +177,41 @@ def make_plan(
             minutes = split_minutes(left * model_share[m] / 60, weights, seeds)
             shares += [Share(m, c, seeds[c], minutes[c]) for c in collections]
     lgbm = cfg.lgbm.num_boost_round if "lgbm" in models else None
-    return Plan(budget_s=budget_s, fixed_s=fixed, shares=shares, lgbm_rounds=lgbm)
+    return Plan(budget_s=budget_s, fixed_s=spent_s + fixed_left, shares=shares, lgbm_rounds=lgbm)
+
+
+def plan_key(budget_s: float, cfg: Config, data_root: Path, collections: list[str], models: list[str]) -> str:
+    """What a saved plan was made for: the budget, the config, the models, and the data's files."""
+    files = [
+        (str(f.relative_to(data_root)), f.stat().st_size)
+        for f in sorted(data_root.glob("npz_all/npz/**/*.npz"))
+    ]
+    what = {
+        "budget": budget_s,
+        "config": to_dict(cfg),
+        "collections": collections,
+        "models": models,
+        "files": files,
+    }
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def save_plan(path: Path, key: str, plan: Plan) -> None:
+    """The plan a run made just before training, so that a rerun trains to the same config (and
+    finds its steps up to date) instead of planning again on another clock."""
+    write_json(path, {"key": key, "plan": dataclasses.asdict(plan)})
+
+
+def saved_plan(path: Path, key: str) -> Plan | None:
+    """The plan saved for `key`, None when there is none (or it was made for something else)."""
+    try:
+        rec = json.loads(path.read_text())
+        if rec.get("key") != key:
+            return None
+        p = rec["plan"]
+        return Plan(p["budget_s"], p["fixed_s"], [Share(**x) for x in p["shares"]], p["lgbm_rounds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def user_set_time(layers: list[Layer], model: str, collection: str) -> bool:

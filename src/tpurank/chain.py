@@ -166,8 +166,11 @@ def record_path(args: argparse.Namespace) -> Path:
 
 def config_key(cfg: Config, sections: tuple[str, ...]) -> str:
     d = to_dict(cfg)
-    # a model without a section of its own (the random and heuristic rankers) reads none
-    parts = {"seed": cfg.seed, "config": {s: d.get(s) for s in sections}, "overrides": d["collections"]}
+    # a model without a section of its own (the random and heuristic rankers) reads none; of the
+    # per-collection tables only the sections it reads count (a new GNN time budget, as `all --budget`
+    # plans it, does not make the prepared cache stale)
+    over = {c: {s: v for s, v in t.items() if s in sections} for c, t in d["collections"].items()}
+    parts = {"seed": cfg.seed, "config": {s: d.get(s) for s in sections}, "overrides": over}
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

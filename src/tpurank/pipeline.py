@@ -15,13 +15,15 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tpurank.budget import Plan, apply_plan, make_plan
+from tpurank.budget import Plan, apply_plan, make_plan, plan_key, save_plan, saved_plan
 from tpurank.chain import Step as ChainStep
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import LEARNED_MODELS, Config
+from tpurank.core.config_files import Layer
 from tpurank.core.errors import TpurankError
 from tpurank.core.options import add_collections, add_jobs
 from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR, Paths, remember_data_root
@@ -34,10 +36,11 @@ from tpurank.synth.tree import synthetic_scale
 
 DEMO_SCALE = "demo"  # the synthetic fallback: finishes within 15 minutes on 2 cores
 BASELINE_RANKERS = ("random", "heuristic")  # no training; always in the report
+PLAN_FILE = "budget-plan.json"  # in reports/: the plan the last run trained with (tpurank.budget)
 # rough weights of the steps that are not neural training, for the time-left estimate (their sum is the
 # plan's estimate of those stages): the GNN's valid predictions score every config of every valid graph
 STEP_WEIGHTS = {"prepare": 3.0, "features": 2.0, "train lgbm": 1.5, "predict gnn valid": 5.0}
-STEP_WEIGHTS |= {"predict gnn test": 1.0, "predict baseline valid": 2.0, "predict baseline test": 0.5}
+STEP_WEIGHTS |= {"predict gnn test": 3.0, "predict baseline valid": 2.0, "predict baseline test": 1.0}
 
 BANNER = """
 ==============================================================================
@@ -76,7 +79,8 @@ class Step:
     argv: list[str]
     seconds: float = 0.0
     skipped: bool = False
-    estimate: float = 0.0  # seconds the plan expects (the time-left estimate)
+    estimate: float = 0.0  # seconds the plan expects still (the time-left estimate; 0 once run)
+    planned: float = 0.0  # seconds the first plan expected
 
 
 def resolve_data(paths: Paths, seed: int) -> tuple[Path, str | None]:
@@ -155,15 +159,61 @@ def models_to_train(ensemble_models: list[str], extra: list[str]) -> list[str]:
     return [m for m in LEARNED_MODELS if m in wanted]
 
 
+NEURAL_TRAINING = ("train gnn", "train baseline")  # the steps whose time the budget's plan sets
+
+
 def estimate_steps(steps: list[Step], plan: Plan) -> None:
     """Each step's expected seconds: its model's training shares, or its part of the fixed estimate."""
-    weights = {s.name: STEP_WEIGHTS.get(s.name, 0.3) for s in steps if not s.name.startswith("train ")}
-    weights["train lgbm"] = STEP_WEIGHTS["train lgbm"]
+    weights = {s.name: STEP_WEIGHTS.get(s.name, 0.3) for s in steps if s.name not in NEURAL_TRAINING}
     total = sum(weights.values()) or 1.0
     for s in steps:
         model = s.name.removeprefix("train ")
         trained = [x.minutes * 60 * x.seeds for x in plan.shares if x.model == model]
-        s.estimate = sum(trained) if trained else plan.fixed_s * weights.get(s.name, 0.3) / total
+        s.estimate = sum(trained) if s.name in NEURAL_TRAINING else plan.fixed_s * weights[s.name] / total
+        s.planned = s.estimate
+
+
+@dataclass
+class RunBudget:
+    """The budget as `all` spends it: the plan, and the second look just before neural training.
+
+    Args:
+        seconds: the whole run's budget.
+        plan: the current plan.
+        base: the run's config without any plan.
+        layers: the config's layers (a user's own time budget wins over the plan's).
+        remake: (seconds spent, seconds the other stages still need) -> a new plan.
+        save: keeps a plan for reruns (budget.save_plan).
+        final: the plan is the one to train with (a saved plan, or the second look taken).
+    """
+
+    seconds: float
+    plan: Plan
+    base: Config
+    layers: list[Layer]
+    remake: Callable[[float, float], Plan]
+    save: Callable[[Plan], None]
+    final: bool = False
+
+    def config(self) -> Config:
+        return apply_plan(self.base, self.plan, self.layers)
+
+    def second_look(self, steps: list[Step], k: int, elapsed: float) -> Config:
+        """Plan again before step k (the first neural training) with the time really spent, and the
+        other stages' remaining estimate scaled by how far off their done part was."""
+        done = [s for s in steps[: k - 1] if s.seconds > 0]
+        off = max(1.0, sum(s.seconds for s in done) / max(1e-9, sum(s.planned for s in done)))
+        later = sum(s.planned for s in steps[k - 1 :] if s.name not in NEURAL_TRAINING)
+        self.plan, self.final = self.remake(elapsed, later * off), True
+        self.save(self.plan)
+        print(
+            f"[all] the plan again, {format_duration(elapsed)} spent:\n{self.plan.describe()}",
+            file=sys.stderr,
+        )
+        estimate_steps(steps[k - 1 :], self.plan)
+        for s in steps[k - 1 :]:
+            s.estimate = s.estimate if s.name in NEURAL_TRAINING else s.estimate * off
+        return self.config()
 
 
 def progress_line(k: int, steps: list[Step], step: Step, elapsed: float, budget_s: float) -> str:
@@ -175,15 +225,19 @@ def progress_line(k: int, steps: list[Step], step: Step, elapsed: float, budget_
     )
 
 
-def run_steps(steps: list[Step], paths: Paths, cfg: Config, force: bool, t0: float, budget_s: float) -> None:
-    """Run the steps in order, skipping those whose record still matches (tpurank.chain)."""
+def run_steps(steps: list[Step], paths: Paths, budget: RunBudget, force: bool, t0: float) -> Config:
+    """Run the steps in order, skipping those whose record still matches (tpurank.chain); the config
+    they ran with (the budget's plan applied) is returned."""
+    cfg = budget.config()
     for k, step in enumerate(steps, 1):
+        if step.name in NEURAL_TRAINING and not budget.final:
+            cfg = budget.second_look(steps, k, time.perf_counter() - t0)
         module, args = stage_args(step.argv[0], step.argv[1:], paths, cfg)
         if not force and ChainStep(args).up_to_date():
             step.skipped, step.estimate = True, 0.0
             print(f"[all] step {k}/{len(steps)} {step.name}: up to date, skipped", file=sys.stderr)
             continue
-        print(progress_line(k, steps, step, time.perf_counter() - t0, budget_s), file=sys.stderr)
+        print(progress_line(k, steps, step, time.perf_counter() - t0, budget.seconds), file=sys.stderr)
         print(f"[all] tpurank {' '.join(step.argv)}", file=sys.stderr)
         t = time.perf_counter()
         rc = guarded(step.argv[0], lambda module=module, args=args: execute(module, args))
@@ -193,6 +247,7 @@ def run_steps(steps: list[Step], paths: Paths, cfg: Config, force: bool, t0: flo
             raise TpurankError(
                 f"step '{step.name}' failed (exit {rc}); fix it and rerun: finished steps are kept"
             )
+    return cfg
 
 
 def budget_line(seconds: float, budget_s: float) -> str:
@@ -239,18 +294,15 @@ def run(args: argparse.Namespace) -> int:
         f"[all] models: {' '.join(models)} (ensemble: {' '.join(args.cfg.ensemble.models)})", file=sys.stderr
     )
     subset = [c for c in COLLECTIONS if c in args.collections]
-    budget_s = budget_s or parse_duration(DEFAULT_BUDGET[args.cfg.profile])
-    budget = make_plan(budget_s, args.cfg, data_root, subset, models)
-    print(budget.describe(), file=sys.stderr)
-    cfg = apply_plan(args.cfg, budget, args.layers)
+    budget = run_budget(args, paths, budget_s, subset, models)
     partial = incomplete_test_set(paths) or subset != list(COLLECTIONS)
-    steps = plan(paths, models, args.jobs or cfg.prepare.jobs, subset)
+    steps = plan(paths, models, args.jobs or args.cfg.prepare.jobs, subset)
     if partial:
         for step in steps:
             if step.argv[:1] == ["predict"] and "test" in step.argv:
                 step.argv.append("--partial")
-    estimate_steps(steps, budget)
-    run_steps(steps, paths, cfg, args.force, t0, budget_s)
+    estimate_steps(steps, budget.plan)
+    cfg = run_steps(steps, paths, budget, args.force, t0)
     submission = publish_submission(paths)
     check = ["--partial"] if partial else []
     if subset != list(COLLECTIONS):
@@ -258,5 +310,32 @@ def run(args: argparse.Namespace) -> int:
     if run_command(["check-submission", str(submission), *check], paths, cfg):
         raise TpurankError(f"{submission}: failed its check")
     seconds = time.perf_counter() - t0
-    print_summary(paths, models, steps, scale=scale, seconds=seconds, budget_s=budget_s)
+    print_summary(paths, models, steps, scale=scale, seconds=seconds, budget_s=budget.seconds)
     return 0
+
+
+def run_budget(
+    args: argparse.Namespace, paths: Paths, budget_s: float | None, subset: list[str], models: list[str]
+) -> RunBudget:
+    """The run's budget (`--budget`, else the profile's) and its first plan, printed: the plan saved
+    by the last run for the same budget, config and data, else one from estimates."""
+    budget_s = budget_s or parse_duration(DEFAULT_BUDGET[args.cfg.profile])
+    key = plan_key(budget_s, args.cfg, paths.data, subset, models)
+    where = paths.reports / PLAN_FILE
+    saved = saved_plan(where, key)
+    first = saved or make_plan(budget_s, args.cfg, paths.data, subset, models)
+    how = (
+        "the plan this run made before"
+        if saved
+        else "a first plan from estimates, made again before training"
+    )
+    print(f"[all] {how}:\n{first.describe()}", file=sys.stderr)
+    return RunBudget(
+        seconds=budget_s,
+        plan=first,
+        base=args.cfg,
+        layers=args.layers,
+        remake=lambda spent, left: make_plan(budget_s, args.cfg, paths.data, subset, models, spent, left),
+        save=lambda p: save_plan(where, key, p),
+        final=saved is not None,
+    )

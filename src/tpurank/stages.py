@@ -17,7 +17,8 @@ from pathlib import Path
 from types import ModuleType
 
 from tpurank.chain import Step
-from tpurank.core.config import Config, config_layers, from_layers
+from tpurank.core.config import Config
+from tpurank.core.config_files import config_layers, from_layers
 from tpurank.core.errors import TpurankError
 from tpurank.core.lock import output_locks
 from tpurank.core.options import add_common

@@ -12,13 +12,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-import re
-import tomllib
 import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS, collection_defaults
@@ -330,7 +327,7 @@ class Config:
         """This config with the collection's overrides applied (the overrides table dropped)."""
         base = to_dict(self)
         base.pop("collections")
-        merged = _merge(base, self.collections.get(collection, {}), f"collections.{collection}")
+        merged = merge_tables(base, self.collections.get(collection, {}), f"collections.{collection}")
         return _build(Config, {**merged, "collections": {}}, "")  # applied: no defaults re-added
 
 
@@ -356,11 +353,11 @@ def field_docs() -> dict[str, str]:
     return {key: f.metadata.get("doc", "") for key, f in config_fields().items()}
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any], where: str) -> dict[str, Any]:
+def merge_tables(base: dict[str, Any], over: dict[str, Any], where: str) -> dict[str, Any]:
     out = dict(base)
     for k, v in over.items():
         if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = _merge(out[k], v, f"{where}.{k}")
+            out[k] = merge_tables(out[k], v, f"{where}.{k}")
         else:
             out[k] = v
     return out
@@ -433,7 +430,7 @@ def from_dict(data: dict[str, Any]) -> Config:
     over = data.get("collections", {})
     if not isinstance(over, dict):
         raise TpurankError("config: collections must be a table")
-    data = {**data, "collections": _merge(collection_defaults(data), over, "collections")}
+    data = {**data, "collections": merge_tables(collection_defaults(data), over, "collections")}
     cfg = _build(Config, data, "")
     check_pairs(cfg, "")
     for collection, over in cfg.collections.items():
@@ -443,7 +440,7 @@ def from_dict(data: dict[str, Any]) -> Config:
         base = to_dict(Config())
         base.pop("collections")
         where = f"collections.{collection}"
-        check_pairs(_build(Config, _merge(base, over, where), where), where)
+        check_pairs(_build(Config, merge_tables(base, over, where), where), where)
     return cfg
 
 
@@ -464,125 +461,3 @@ def check_pairs(cfg: Config, where: str) -> None:
             f"config: {at}ensemble.models must list distinct models among {', '.join(LEARNED_MODELS)}"
             f" (the ensemble cannot be its own member), got {models!r}"
         )
-
-
-def _parse_value(text: str) -> Any:
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text  # a bare string
-
-
-def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Apply `section.key=value` strings (TOML values; bare words are strings)."""
-    for item in overrides:
-        if "=" not in item:
-            raise TpurankError(f"config: override {item!r} must look like section.key=value")
-        dotted, text = item.split("=", 1)
-        keys = [k.strip('"') for k in re.findall(r'"[^"]*"|[^.]+', dotted.strip())]
-        node = data
-        for k in keys[:-1]:
-            node = node.setdefault(k, {})
-            if not isinstance(node, dict):
-                raise TpurankError(f"config: {dotted} does not name a key inside a table")
-        node[keys[-1]] = _parse_value(text.strip())
-    return data
-
-
-def read_toml(path: str | Path) -> dict[str, Any]:
-    """A TOML config file as a table; every way it can fail is a one-line error naming the file."""
-    path = Path(path)
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TpurankError(f"{path}: config file not found") from None
-    except IsADirectoryError:
-        raise TpurankError(f"{path}: is a folder, not a TOML config file") from None
-    except OSError as e:
-        raise TpurankError(f"{path}: cannot read the config file ({e.strerror or e})") from None
-    except UnicodeDecodeError as e:
-        raise TpurankError(f"{path}: not UTF-8 text at byte {e.start} (a TOML file is UTF-8)") from None
-    except tomllib.TOMLDecodeError as e:
-        raise TpurankError(f"{path}: not valid TOML ({e})") from None
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One source of config values, in the order they apply (each above the ones before it).
-
-    Args:
-        source: what `config show` names as the source of its keys: "profile cpu", "preset demo.toml",
-            "file my.toml" or "--set".
-        data: its table, as read (not yet validated).
-    """
-
-    source: str
-    data: dict[str, Any]
-
-
-def config_layers(
-    path: str | Path | None = None,
-    overrides: list[str] | None = None,
-    preset: str | Path | None = None,
-    profile: str | Path | None = None,
-) -> list[Layer]:
-    """The layers of a run's config, lowest first: profile, preset, the user's file, `--set`.
-
-    Args:
-        path: the user's TOML file (`--config`).
-        overrides: `section.key=value` strings (`--set`), applied last.
-        preset: a TOML file applied under `path` (what `all` uses on small synthetic data).
-        profile: a profile file (configs/profile-<name>.toml), right above the defaults.
-    """
-    layers = []
-    if profile is not None:
-        data = read_toml(profile)
-        layers.append(Layer(f"profile {data.get('profile', Path(profile).stem)}", data))
-    if preset is not None:
-        layers.append(Layer(f"preset {Path(preset).name}", read_toml(preset)))
-    if path is not None:
-        layers.append(Layer(f"file {path}", read_toml(path)))
-    if overrides:
-        layers.append(Layer("--set", apply_overrides({}, overrides)))
-    return layers
-
-
-def from_layers(layers: list[Layer]) -> Config:
-    """The validated config of `layers` (config_layers) merged key by key over the defaults."""
-    data: dict[str, Any] = {}
-    for layer in layers:
-        data = _merge(_without_keys_set_in(data, layer.data), layer.data, "")
-    return from_dict(data)
-
-
-def _without_keys_set_in(data: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]:
-    """`data` without the per-collection values of the keys `upper` sets at top level: a key set at top
-    level by a higher layer (`--set gnn.eval_every=0`) applies to every collection, as it does over the
-    per-collection defaults (core/collection_defaults.py)."""
-    tables = data.get("collections")
-    if not isinstance(tables, dict):
-        return data
-    out = copy.deepcopy(data)
-    for sections in out["collections"].values():
-        for section, keys in (sections if isinstance(sections, dict) else {}).items():
-            top = upper.get(section)
-            if isinstance(top, dict) and isinstance(keys, dict):
-                sections[section] = {k: v for k, v in keys.items() if k not in top}
-    return out
-
-
-def load_config(
-    path: str | Path | None = None,
-    overrides: list[str] | None = None,
-    preset: str | Path | None = None,
-    profile: str | Path | None = None,
-) -> Config:
-    """Defaults, then a profile, then a preset (e.g. configs/demo.toml), then the TOML file, then `--set`.
-
-    Args:
-        path: the user's TOML file (`--config`).
-        overrides: `section.key=value` strings (`--set`), applied last.
-        preset: a TOML file applied under `path`, key by key (what `all` uses on small data).
-        profile: a profile file (configs/profile-<name>.toml), right above the defaults.
-    """
-    return from_layers(config_layers(path, overrides, preset, profile))

@@ -16,7 +16,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from tpurank.core.config import load_config
+from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.kaggle.models_dataset import ARCHIVE, CONFIG, MANIFEST, read_manifest, unpacked_path

@@ -23,7 +23,8 @@ from typing import Any
 
 from tpurank.core.atomic import atomic_path, write_json, write_text
 from tpurank.core.collections import COLLECTIONS
-from tpurank.core.config import Config, load_config, to_dict
+from tpurank.core.config import Config, to_dict
+from tpurank.core.config_files import load_config
 from tpurank.core.errors import DataError, TpurankError
 from tpurank.core.paths import Paths, project_root
 from tpurank.core.provenance import provenance

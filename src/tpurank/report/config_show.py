@@ -20,7 +20,8 @@ from typing import Any
 
 from tpurank.core.atomic import write_text
 from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS
-from tpurank.core.config import Config, Layer, config_fields, to_dict
+from tpurank.core.config import Config, config_fields, to_dict
+from tpurank.core.config_files import Layer
 from tpurank.core.errors import TpurankError
 from tpurank.core.toml_write import to_toml as write_toml
 

@@ -1,4 +1,5 @@
-"""Configuration sampling: random layouts, a search around the compiler default, and tile sizes.
+"""Layout configuration sampling: random layouts and a search around the compiler default (tile
+sizes: `tile_configs.py`, re-exported here).
 
 A layout config row is (configurable nodes, 18): output, input and kernel layouts, 6 slots each.
 Tensors of rank <= 3 get a full minor-to-major permutation; higher ranks (convolutions) name only
@@ -16,6 +17,9 @@ slots are all -1 keeps the compiler's default.
   index vs runtime -0.002 and 0.056 on the two xla default files), while a recorded descent made
   "fewer changes than the default" a strong (wrong) signal, and the heuristic ranker's tau -0.4. Most tensors then spell out the layout the compiler
   would pick (as in the real default files, where few tensors are all -1).
+  The search also records a few children whatever they cost (probes, in half the files; never
+  parents) and, when every kept child was seen before, the cheapest unseen one: real default
+  files hold 60-75% distinct configs and one of the two xla ones has 1% of its configs 3x slower.
 - Duplicates: rows are re-emitted from earlier ones, to be measured again with fresh noise.
 """
 
@@ -30,6 +34,19 @@ import numpy as np
 from tpurank.synth.cost_model import LayoutCostModel
 from tpurank.synth.hlo import ConfigurableNode, HloGraph
 from tpurank.synth.physics import Physics
+from tpurank.synth.tile_configs import default_tile, sample_tiles, tile_choices, tile_config_feat
+
+__all__ = [
+    "LayoutSpace",
+    "default_search_configs",
+    "default_tile",
+    "layout_candidates",
+    "random_configs",
+    "sample_tiles",
+    "spell_out",
+    "tile_choices",
+    "tile_config_feat",
+]
 
 SLOTS = 6
 P_DEFAULT_RANDOM = 0.2  # share of tensors left at the compiler default in random configs
@@ -55,6 +72,7 @@ WARMUP_SHARE = 0.15  # warm-up children change more groups (bigger steps)
 WARMUP_KIDS = 256  # children per warm-up round (big rounds: fewer, vectorised steps)
 MAX_RESERVOIR = 256  # earlier rows kept for re-emitting duplicates (bounded memory)
 PROBE_MAX_SLOWDOWN = 4.0  # default search: probes slower than this x the best are not recorded
+NOVEL_MAX_SLOWDOWN = 1.1  # ... nor new configs taken in place of a revisit (`_novel`)
 
 
 def layout_candidates(rank: int) -> np.ndarray:
@@ -287,7 +305,7 @@ def default_search_configs(
             # probes: a few children are recorded whatever they cost (the real unet3d default
             # file has 1% of its configs 3x slower than the rest), but never become parents
             probe = ~keep & (rng.random(len(kids)) < probe_share) & (cost < PROBE_MAX_SLOWDOWN * best)
-            record = _novel(kids, keep | probe, seen, cost)
+            record = _novel(kids, keep | probe, seen, cost, NOVEL_MAX_SLOWDOWN * best)
             keep &= record
             if record.any():
                 pending_cfg.append(kids[record])
@@ -315,12 +333,12 @@ def _row_key(row: np.ndarray) -> bytes:
 
 
 def _novel(
-    kids: np.ndarray, keep: np.ndarray, seen: set[bytes], cost: np.ndarray | None = None
+    kids: np.ndarray, keep: np.ndarray, seen: set[bytes], cost: np.ndarray | None = None, limit: float = 0.0
 ) -> np.ndarray:
     """`keep` restricted to configs not recorded before (recording them). When none of them is new,
-    the cheapest child not recorded before is taken instead (real default files hold 60-75%
-    distinct configs: a search widens its step rather than re-measure); in a small space where
-    every child was seen, a revisit is kept as before."""
+    the cheapest child not recorded before is taken instead if it costs less than `limit` (real
+    default files hold 60-75% distinct configs: a search widens its step rather than re-measure);
+    in a small space where no such child is left, a revisit is kept as before."""
     new = np.zeros(len(keep), dtype=bool)
     for i in np.flatnonzero(keep):
         key = _row_key(kids[i])
@@ -330,6 +348,8 @@ def _novel(
     if new.any() or cost is None:
         return new if new.any() else keep
     for i in np.argsort(cost, kind="stable"):
+        if cost[i] >= limit:
+            break
         key = _row_key(kids[i])
         if key not in seen:
             seen.add(key)
@@ -365,72 +385,3 @@ class _Reservoir:
         keep = self.rng.permutation(len(pool_cfg))[:MAX_RESERVOIR]
         self.cfg, self.cost = pool_cfg[keep], pool_cost[keep]
         return cfg, cost
-
-
-# ----------------------------------------------------------------------------- tile configs
-
-TILE_CONFIG_DIM = 24
-
-
-DEFAULT_TILE_BYTES = 512 << 10  # the default heuristic grows tiles up to this many output bytes
-
-
-def tile_choices(size: int, default: int) -> np.ndarray:
-    """Tile sizes the autotuner tries along one dimension: the default scaled by 1/4..4 in powers
-    of two, a few odd sizes in that range, and the full size (all within 1..size)."""
-    lo, hi = max(1, default // 4), min(size, default * 4)
-    pw = {min(size, max(1, default * 2**k)) for k in range(-2, 3)}
-    odd = {d for d in (3, 6, 12, 24, 48, 96, 192, 384) if lo <= d <= hi}
-    return np.array(sorted(pw | odd | {size}), dtype=np.int64)
-
-
-def default_tile(shape: tuple[int, ...], itemsize: int = 4) -> np.ndarray:
-    """The compiler's heuristic tile: start at (8, 128) on the two minor dims and double the
-    second-minor, then the minor one, while the tile stays under DEFAULT_TILE_BYTES. Good, but it
-    ignores the kernel's arithmetic and padding, so a search can often beat it."""
-    shape = shape or (1,)
-    t = np.ones(len(shape), dtype=np.int64)
-    t[-1] = min(shape[-1], 128)
-    if len(shape) > 1:
-        t[-2] = min(shape[-2], 8)
-        while t[-2] < shape[-2] and 2 * t[-2] * t[-1] * itemsize <= DEFAULT_TILE_BYTES:
-            t[-2] = min(shape[-2], 2 * t[-2])
-    while t[-1] < shape[-1] and 2 * np.prod(t) * itemsize <= DEFAULT_TILE_BYTES:
-        t[-1] = min(shape[-1], 2 * t[-1])
-    return t
-
-
-def sample_tiles(
-    shape: tuple[int, ...], rng: np.random.Generator, count: int, itemsize: int = 4
-) -> np.ndarray:
-    """(count, rank) distinct-where-possible tile choices; row 0 is the default tile."""
-    shape = shape or (1,)
-    d = default_tile(shape, itemsize)
-    choices = [tile_choices(int(s), int(di)) for s, di in zip(shape, d, strict=True)]
-    rows = np.stack([c[rng.integers(len(c), size=count * 2)] for c in choices], axis=1)
-    rows = np.unique(rows, axis=0)
-    rows = rows[rng.permutation(len(rows))]
-    rows = rows[~(rows == d).all(axis=1)][: count - 1]
-    out = np.concatenate([d[None, :], rows])
-    if len(out) < count:  # tiny shapes have few distinct tiles: repeat some (re-measured)
-        out = np.concatenate([out, out[rng.integers(len(out), size=count - len(out))]])
-    return out
-
-
-def tile_config_feat(tiles: np.ndarray) -> np.ndarray:
-    """(c, 24) config_feat: kernel bounds (unused: 0), output bounds (the tile), input bounds (0).
-
-    Output bounds are right-aligned in 6 slots (leading 1s for missing dims, as in the real files),
-    followed by their sum and product.
-    """
-    c, rank = tiles.shape
-    feat = np.zeros((c, TILE_CONFIG_DIM), dtype=np.float32)
-    rank = min(rank, 6)
-    block = np.zeros((c, 6), dtype=np.float32)
-    lead = max(0, 4 - rank)
-    block[:, :lead] = 1.0
-    block[:, lead : lead + rank] = tiles[:, -rank:]
-    feat[:, 8:14] = block
-    feat[:, 14] = block.sum(axis=1)
-    feat[:, 15] = np.prod(np.where(block > 0, block, 1.0), axis=1)
-    return feat

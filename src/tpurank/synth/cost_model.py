@@ -151,7 +151,17 @@ class LayoutCostModel:
         self.merge_a, self.merge_b = merges[:, 0].astype(np.int64), merges[:, 1].astype(np.int64)
         self.merge_bytes = merges[:, 2]
         self._flat = {t: v.reshape(-1) for t, v in self.tables.items()}
+        self._powed = {
+            "in": self._flat["in"] ** ph.compute_pad_exp,
+            "k": self._flat["k"] ** ph.compute_pad_exp,
+            "out": self._flat["out"] ** ph.chain_pad_exp,
+        }
         self._row = np.arange(self.n) * (NONE + 1) ** 2
+        self._per_opcode(nodes)
+
+    def _per_opcode(self, nodes: list) -> None:
+        """Per-node views of the per-opcode and neighbour tables (off under REFERENCE)."""
+        ph = self.ph
         self.kind = np.array([KIND[c.kind] for c in nodes], dtype=np.int64)
         self.kind_eff = np.append(self.kind_eff, 0.0)[self.kind]  # reshapes do no MXU work
         self.role_cost = np.asarray(ph.role_cost, dtype=np.float64)
@@ -174,7 +184,7 @@ class LayoutCostModel:
         self.kind_eff = self.kind_eff * dev[1:3]
         self.neighbour_scale = float(dev[3] ** 2)
         if ph.affinity_sigma > 0 and self.n:
-            self.affinity = np.exp(rng.normal(0.0, ph.affinity_sigma, (self.n, NONE + 1)))
+            self.affinity = np.exp(rng.normal(0.0, ph.affinity_sigma, self.n * (NONE + 1)))  # flat (n, 7)
 
     def _pad(self, t: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return self._flat[t][self._row + a * (NONE + 1) + b]
@@ -233,42 +243,21 @@ class LayoutCostModel:
         src_a, src_b, in_set, k_set = e["src_a"], e["src_b"], e["in_set"], e["k_set"]
         copy_in = in_set & ((in_a != src_a) | (in_b != src_b))
         copy_k = self.has_k_src & k_set & ((k_a != e["ks_a"]) | (k_b != e["ks_b"]))
-        p_out, p_in, p_k = (
-            self._pad("out", out_a, out_b),
-            self._pad("in", in_a, in_b),
-            self._pad("k", k_a, k_b),
+        i_out, i_in, i_k = (
+            self._row + a * (NONE + 1) + b for a, b in ((out_a, out_b), (in_a, in_b), (k_a, k_b))
         )
+        p_out, p_in, p_k = self._flat["out"][i_out], self._flat["in"][i_in], self._flat["k"][i_k]
         p_src = self._pad("in", src_a, src_b)
         bo, bi, bk = self.bytes["out"], self.bytes["in"], self.bytes["k"]
 
         ph, bw = self.ph, self.bw
-        orient = np.where(in_a == self.contract_in, 1.0, ph.mxu_input_penalty)
-        orient *= np.where((k_a == self.contract_k) | (bk == 0), 1.0, ph.mxu_kernel_penalty)
-        compute = self.flops / PEAK_FLOPS_PER_NS * (p_in * p_k) ** ph.compute_pad_exp * orient * self.kind_eff
-        traffic = bi * p_in + bk * p_k + bo * p_out  # padded bytes the op moves
-        memory = traffic / bw
-        # the MXU writes results feature-minor when it streams the input contraction-minor (and
-        # the other way round); an output layout against that order costs an on-chip transpose
-        natural = (in_a == self.contract_in) == (out_a == self.out_feature)
-        memory += np.where(self.is_mxu & ~natural, ph.result_transpose * bo * p_out / bw, 0.0)
-        role = self._role(out_a)
-        mem_mult = self.role_cost[self.kind, role] if self.hidden else 1.0
-        mem_mult = mem_mult * np.where(traffic > ph.cache_bytes, ph.cache_cliff, 1.0)
-        memory = memory * mem_mult
-        op = np.maximum(compute, memory) + ph.overlap * np.minimum(compute, memory)
-        d_out, d_in = self.defaults["out"], self.defaults["in"]
-        row_major = (
-            (out_a == d_out[:, 0]) & (out_b == d_out[:, 1]) & (in_a == d_in[:, 0]) & (in_b == d_in[:, 1])
-        )
-        reshape = np.where(row_major, 0.0, (bi * p_in + bo * p_out) / bw * mem_mult)
-        op = np.where(self.is_reshape, reshape, op)
-        if self.affinity is not None:
-            op = op * self.affinity[np.arange(self.n), np.minimum(out_a, NONE)]
+        op, role = self._op_time(e, i_in, i_k, (p_out, p_in, p_k))
+        d_out = self.defaults["out"]
 
         # a producer's elementwise chain fuses into a consumer that reads its layout as written
         # (no copy between them): its traffic then mostly disappears; a forced copy breaks fusion
         fused = self._fused(~copy_in, ~copy_k)
-        chain = self.chain * 2.0 * bo * p_out**ph.chain_pad_exp / bw
+        chain = self.chain * 2.0 * bo * self._powed["out"][i_out] / bw
         t = op + chain * np.where(fused, ph.fused_share, 1.0)
         cw = ph.copy_weight / bw  # forced copies: a pass over the tensor in both layouts
         t += copy_in * bi * (p_in + p_src) * cw
@@ -292,6 +281,47 @@ class LayoutCostModel:
             pb = self._flat["out"][self._row[mb] + out_a[:, mb] * (NONE + 1) + out_b[:, mb]]
             total += (differ * self.merge_bytes * (pa + pb) * cw).sum(axis=1)
         return total
+
+    def _op_time(
+        self, e: dict, i_in: np.ndarray, i_k: np.ndarray, pads: tuple
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(configs, n) time of each conv/dot/reshape itself, and its output's minor role.
+
+        Args:
+            e: `effective` layouts.
+            i_in, i_k: flat indices of the input and kernel layouts into the padding tables.
+            pads: the output's, input's and kernel's padding factors.
+        """
+        ph, bw = self.ph, self.bw
+        p_out, p_in, p_k = pads
+        out_a, out_b, in_a, in_b, k_a = e["out_a"], e["out_b"], e["in_a"], e["in_b"], e["k_a"]
+        bo, bi, bk = self.bytes["out"], self.bytes["in"], self.bytes["k"]
+        orient = np.where(in_a == self.contract_in, 1.0, ph.mxu_input_penalty)
+        orient *= np.where((k_a == self.contract_k) | (bk == 0), 1.0, ph.mxu_kernel_penalty)
+        # padding to a power, read from tables raised once (a power per config is the slow part)
+        compute = self.flops / PEAK_FLOPS_PER_NS * self._powed["in"][i_in] * self._powed["k"][i_k]
+        compute *= orient * self.kind_eff
+        traffic = bi * p_in + bk * p_k + bo * p_out  # padded bytes the op moves
+        memory = traffic / bw
+        # the MXU writes results feature-minor when it streams the input contraction-minor (and
+        # the other way round); an output layout against that order costs an on-chip transpose
+        natural = (in_a == self.contract_in) == (out_a == self.out_feature)
+        memory += np.where(self.is_mxu & ~natural, ph.result_transpose * bo * p_out / bw, 0.0)
+        role = self._role(out_a)
+        mem_mult = self.role_cost[self.kind, role] if self.hidden else 1.0
+        if np.isfinite(ph.cache_bytes) and ph.cache_cliff != 1.0:
+            mem_mult = mem_mult * np.where(traffic > ph.cache_bytes, ph.cache_cliff, 1.0)
+        memory = memory * mem_mult
+        op = np.maximum(compute, memory) + ph.overlap * np.minimum(compute, memory)
+        d_out, d_in = self.defaults["out"], self.defaults["in"]
+        row_major = (
+            (out_a == d_out[:, 0]) & (out_b == d_out[:, 1]) & (in_a == d_in[:, 0]) & (in_b == d_in[:, 1])
+        )
+        reshape = np.where(row_major, 0.0, (bi * p_in + bo * p_out) / bw * mem_mult)
+        op = np.where(self.is_reshape, reshape, op)
+        if self.affinity is not None:
+            op = op * self.affinity[self._row // (NONE + 1) + np.minimum(out_a, NONE)]
+        return op, role
 
     def _role(self, out_a: np.ndarray) -> np.ndarray:
         """(configs, n) the output's minor role: 0 its last dimension, 1 second-to-last, 2 other."""

@@ -351,12 +351,8 @@ def generate(
     for s in splits:
         if s not in SPLITS:
             raise TpurankError(f"unknown split {s!r}; expected one of {', '.join(SPLITS)}")
-    record = {
-        "scale": sc.name,
-        "synth_seed": seed,
-        "generator": GENERATOR_VERSION,
-        "physics": draw_physics(seed).as_dict(),
-    }
+    record = {"scale": sc.name, "synth_seed": seed, "generator": GENERATOR_VERSION}
+    record["physics"] = draw_physics(seed).as_dict()  # the hidden cost model's constants
     _check_plan(out, record)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / PLAN_FILE, record)
