@@ -210,9 +210,9 @@ class RunBudget:
             f"[all] the plan again, {format_duration(elapsed)} spent:\n{self.plan.describe()}",
             file=sys.stderr,
         )
-        estimate_steps(steps[k - 1 :], self.plan)
         for s in steps[k - 1 :]:
-            s.estimate = s.estimate if s.name in NEURAL_TRAINING else s.estimate * off
+            trained = [x.minutes * 60 * x.seeds for x in self.plan.shares if f"train {x.model}" == s.name]
+            s.estimate = sum(trained) if s.name in NEURAL_TRAINING else s.planned * off
         return self.config()
 
 
