@@ -206,5 +206,4 @@ def test_all_within_a_tiny_budget_stops_training_on_time(tiny_root: Path, tmp_pa
     # a rerun takes the saved plan, not a new one on another clock: every step is up to date
     again = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     assert again.returncode == 0 and "[all] the plan this run made before:" in again.stderr
-    steps = [x for x in again.stderr.splitlines() if x.startswith("[all] step ")]
-    assert steps and all(x.endswith("up to date, skipped") for x in steps), steps
+    assert again.stderr.count("up to date, skipped") == 14 and ": tpurank " not in again.stderr

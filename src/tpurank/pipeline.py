@@ -235,10 +235,10 @@ def run_steps(steps: list[Step], paths: Paths, budget: RunBudget, force: bool, t
         module, args = stage_args(step.argv[0], step.argv[1:], paths, cfg)
         if not force and ChainStep(args).up_to_date():
             step.skipped, step.estimate = True, 0.0
-            print(f"[all] step {k}/{len(steps)} {step.name}: up to date, skipped", file=sys.stderr)
+            print(f"[all] {step.name}: up to date, skipped (step {k}/{len(steps)})", file=sys.stderr)
             continue
         print(progress_line(k, steps, step, time.perf_counter() - t0, budget.seconds), file=sys.stderr)
-        print(f"[all] tpurank {' '.join(step.argv)}", file=sys.stderr)
+        print(f"[all] {step.name}: tpurank {' '.join(step.argv)}", file=sys.stderr)
         t = time.perf_counter()
         rc = guarded(step.argv[0], lambda module=module, args=args: execute(module, args))
         step.seconds = time.perf_counter() - t
