@@ -30,17 +30,18 @@ def fake_cuda(
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i=0: capability)
     monkeypatch.setattr(torch.cuda, "get_arch_list", lambda: list(archs))
-    props = types.SimpleNamespace(name=name, total_memory=int(gb * 1e9))
+    props = types.SimpleNamespace(name=name, total_memory=int(gb * 2**30))  # torch reports bytes
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i=0: props)
 
 
 @pytest.mark.parametrize(
     ("name", "gb", "capability", "archs", "want"),
     [
-        ("Tesla T4", 15.8, (7, 5), ("sm_75", "sm_80"), "kaggle-t4"),
-        ("Tesla P100-PCIE-16GB", 17.1, (6, 0), ("sm_60",), "gpu"),
-        ("NVIDIA H100 80GB HBM3", 85.0, (9, 0), ("sm_80", "sm_90"), "gpu"),
-        ("Tesla P100-PCIE-16GB", 16.0, (6, 0), ("sm_75", "sm_80"), "cpu"),  # torch has no kernels for sm_60
+        ("Tesla T4", 14.7, (7, 5), ("sm_75", "sm_80"), "kaggle-t4"),
+        ("Tesla P100-PCIE-16GB", 15.9, (6, 0), ("sm_60",), "kaggle-t4"),
+        ("NVIDIA A10G", 22.0, (8, 6), ("sm_80", "sm_86"), "gpu"),
+        ("NVIDIA H100 80GB HBM3", 79.1, (9, 0), ("sm_80", "sm_90"), "gpu"),
+        ("Tesla P100-PCIE-16GB", 15.9, (6, 0), ("sm_75", "sm_80"), "cpu"),  # torch has no kernels for sm_60
     ],
 )
 def test_auto_picks_the_profile_the_device_fits(monkeypatch, name, gb, capability, archs, want) -> None:
@@ -49,6 +50,17 @@ def test_auto_picks_the_profile_the_device_fits(monkeypatch, name, gb, capabilit
     p = profiles.resolve_profile("auto")
     assert p.name == want
     assert (name in p.reason) == (want != "cpu")
+
+
+def test_a_device_that_errors_is_no_gpu(monkeypatch) -> None:
+    torch = pytest.importorskip("torch")
+    fake_cuda(monkeypatch, "busy", 15.0)
+
+    def busy(i=0):
+        raise RuntimeError("CUDA error: all CUDA-capable devices are busy or unavailable")
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", busy)
+    assert profiles.resolve_profile("auto").name == "cpu"
 
 
 def test_no_gpu_is_the_cpu_profile_and_names_win(monkeypatch) -> None:
@@ -106,7 +118,7 @@ def test_durations(text: str, seconds: float) -> None:
     assert profiles.parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "2 hours", "0", "-5", "h"])
+@pytest.mark.parametrize("text", ["", "2 hours", "0", "-5", "h", "inf", "nan", "1e400"])
 def test_bad_durations_are_one_line(text: str) -> None:
     with pytest.raises(TpurankError, match="--budget"):
         profiles.parse_duration(text)
@@ -160,6 +172,32 @@ def test_the_plan_splits_by_need_and_seeds(tmp_path: Path, monkeypatch) -> None:
     assert {mine.for_collection(c).gnn.time_budget_min for c in sizes} == {3.0}
 
 
+def test_a_spent_budget_still_ends_every_training(tmp_path: Path) -> None:
+    """A time budget of 0 means none: when nothing is left, every share is still a few seconds."""
+    root = _tree(tmp_path, {"layout:xla:default": 10_000, "tile:xla": 100})
+    cfg = load_config()
+    plan = make_plan(60, cfg, root, ["tile:xla", "layout:xla:default"], ["gnn"], spent_s=600)
+    assert plan.shares and all(s.minutes == budget.LEAST_MIN for s in plan.shares)
+    assert all(
+        apply_plan(cfg, plan, []).for_collection(s.collection).gnn.time_budget_min > 0 for s in plan.shares
+    )
+
+
+def test_the_plan_file_keeps_one_plan_per_run(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "data", {"tile:xla": 100, "layout:xla:default": 100})
+    cfg, f = load_config(), tmp_path / "budget-plan.json"
+    keys = {}
+    for subset in (["tile:xla"], ["tile:xla", "layout:xla:default"]):
+        keys[len(subset)] = budget.plan_key(600, cfg, root, subset, ["gnn"])
+        budget.save_plan(f, keys[len(subset)], make_plan(600, cfg, root, subset, ["gnn"]))
+    assert len(budget.saved_plan(f, keys[1]).shares) == 1 and len(budget.saved_plan(f, keys[2]).shares) == 2
+    # a change the split does not read keeps the key; one it reads changes it
+    other = load_config(overrides=["lgbm.num_boost_round=7"])
+    assert budget.plan_key(600, other, root, ["tile:xla"], ["gnn"]) == keys[1]
+    wider = load_config(overrides=["gnn.seeds=2"])
+    assert budget.plan_key(600, wider, root, ["tile:xla"], ["gnn"]) != keys[1]
+
+
 def test_a_baseline_takes_a_fifth_of_the_neural_time(tmp_path: Path) -> None:
     root = _tree(tmp_path, {"layout:xla:default": 10_000})  # sizes do not matter with one collection
     plan = make_plan(1800, load_config(), root, ["layout:xla:default"], ["gnn", "baseline"])
@@ -205,5 +243,7 @@ def test_all_within_a_tiny_budget_stops_training_on_time(tiny_root: Path, tmp_pa
     assert closing and "under" in closing[0]
     # a rerun takes the saved plan, not a new one on another clock: every step is up to date
     again = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-    assert again.returncode == 0 and "[all] the plan this run made before:" in again.stderr
+    assert (
+        again.returncode == 0 and "[all] the plan the last run with this budget trained with" in again.stderr
+    )
     assert again.stderr.count("up to date, skipped") == 14 and ": tpurank " not in again.stderr

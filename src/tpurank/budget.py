@@ -40,6 +40,9 @@ from tpurank.data.npz import member_shapes
 MARGIN = 0.08  # of the budget, kept free: validations after the last step, noise in the estimates
 BASELINE_SHARE = 0.2  # of the neural training time, when the official baseline is trained too
 MIN_SHARE_MIN = 1.0  # minutes: the least a model trains (tile needs little, but a few steps are no model)
+# minutes: the least of all, when the budget cannot pay even MIN_SHARE_MIN (a time budget of 0 means
+# none, so a spent budget must still end every training)
+LEAST_MIN = 0.1
 SIZE_FILES = 16  # train files read per collection for its typical graph size (headers only)
 NEIGHBOURHOOD = 4  # nodes kept per configurable node by the 1-hop pruning, roughly
 # seconds per GB of npz for everything but neural training (prepare, features, LightGBM, predictions,
@@ -86,6 +89,10 @@ class Plan:
             lines.append(
                 f"[all]   {s.model:<8} {s.collection:<20} {s.seeds} x {format_duration(s.minutes * 60)}"
             )
+        if self.shares:
+            lines.append(
+                "[all]   (each share is a limit: a training that reaches its gnn.max_steps ends sooner)"
+            )
         return "\n".join(lines)
 
 
@@ -106,12 +113,17 @@ def graph_size(data_root: Path, collection: str) -> float:
     sizes = []
     for f in picked:
         try:
-            shapes = member_shapes(f)
-        except (DataError, OSError):  # `check` reports bad files; the plan only needs a typical size
+            shapes = {k: v[0] for k, v in member_shapes(f).items()}
+            nodes = shapes["node_opcode"][0]
+            if "node_config_ids" in shapes:
+                nodes = min(nodes, NEIGHBOURHOOD * shapes["node_config_ids"][0])
+        except (
+            DataError,
+            OSError,
+            KeyError,
+            IndexError,
+        ):  # `check` reports bad files; a typical size will do
             continue
-        nodes = shapes["node_opcode"][0][0] if "node_opcode" in shapes else 1
-        if "node_config_ids" in shapes:
-            nodes = min(nodes, NEIGHBOURHOOD * shapes["node_config_ids"][0][0])
         sizes.append(float(nodes))
     return sum(sizes) / len(sizes) if sizes else 1.0
 
@@ -127,7 +139,7 @@ def split_minutes(total: float, weights: dict[str, float], seeds: dict[str, int]
     """Minutes per seed of each collection: `total` in proportion to `weights`, each at least
     MIN_SHARE_MIN (less when `total` cannot pay every floor), the floors paid for by the others (so
     the shares still add up to `total`)."""
-    floor = min(MIN_SHARE_MIN, total / max(1, sum(seeds.values())))
+    floor = max(LEAST_MIN, min(MIN_SHARE_MIN, total / max(1, sum(seeds.values()))))
     floored: set[str] = set()
     while True:
         free = total - sum(floor * seeds[c] for c in floored)
@@ -181,37 +193,47 @@ def make_plan(
 
 
 def plan_key(budget_s: float, cfg: Config, data_root: Path, collections: list[str], models: list[str]) -> str:
-    """What a saved plan was made for: the budget, the config, the models, and the data's files."""
+    """What a plan was made for: the budget, what the split reads of the config (the neural models'
+    sections, per collection too, and the profile), the models, and the data's files."""
+    d = to_dict(cfg)
+    neural = {k: d[k] for k in ("gnn", "baseline", "profile")}
+    tables = {c: {k: t.get(k) for k in ("gnn", "baseline")} for c, t in d["collections"].items()}
     files = [
         (str(f.relative_to(data_root)), f.stat().st_size)
         for f in sorted(data_root.glob("npz_all/npz/**/*.npz"))
     ]
-    what = {
-        "budget": budget_s,
-        "config": to_dict(cfg),
-        "collections": collections,
-        "models": models,
-        "files": files,
-    }
+    what = {"budget": budget_s, "config": neural, "tables": tables, "collections": collections}
+    what |= {"models": models, "files": files}
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+KEPT_PLANS = 8  # plans kept in the file: a run of a few collections does not lose the full run's
+
+
 def save_plan(path: Path, key: str, plan: Plan) -> None:
-    """The plan a run made just before training, so that a rerun trains to the same config (and
-    finds its steps up to date) instead of planning again on another clock."""
-    write_json(path, {"key": key, "plan": dataclasses.asdict(plan)})
+    """Keep the plan a run made just before training, so that a rerun with nothing to redo before
+    it trains to the same config (and finds its steps up to date) instead of planning again."""
+    plans = _read_plans(path)
+    plans.pop(key, None)
+    plans[key] = dataclasses.asdict(plan)
+    write_json(path, {"plans": dict(list(plans.items())[-KEPT_PLANS:])})
 
 
 def saved_plan(path: Path, key: str) -> Plan | None:
-    """The plan saved for `key`, None when there is none (or it was made for something else)."""
+    """The plan saved for `key`, None when there is none."""
+    p = _read_plans(path).get(key)
     try:
-        rec = json.loads(path.read_text())
-        if rec.get("key") != key:
-            return None
-        p = rec["plan"]
         return Plan(p["budget_s"], p["fixed_s"], [Share(**x) for x in p["shares"]], p["lgbm_rounds"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError):
         return None
+
+
+def _read_plans(path: Path) -> dict:
+    try:
+        plans = json.loads(path.read_text()).get("plans", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return plans if isinstance(plans, dict) else {}
 
 
 def user_set_time(layers: list[Layer], model: str, collection: str) -> bool:

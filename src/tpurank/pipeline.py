@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tpurank.budget import Plan, apply_plan, make_plan, plan_key, save_plan, saved_plan
+from tpurank.budget import LEAST_MIN, Plan, apply_plan, make_plan, plan_key, save_plan, saved_plan
 from tpurank.chain import Step as ChainStep
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import LEARNED_MODELS, Config
@@ -184,7 +184,8 @@ class RunBudget:
         layers: the config's layers (a user's own time budget wins over the plan's).
         remake: (seconds spent, seconds the other stages still need) -> a new plan.
         save: keeps a plan for reruns (budget.save_plan).
-        final: the plan is the one to train with (a saved plan, or the second look taken).
+        saved: the plan a run with the same budget, config and data trained with, if any.
+        final: the plan is the one to train with (the second look taken).
     """
 
     seconds: float
@@ -193,23 +194,35 @@ class RunBudget:
     layers: list[Layer]
     remake: Callable[[float, float], Plan]
     save: Callable[[Plan], None]
+    saved: Plan | None = None
     final: bool = False
 
     def config(self) -> Config:
         return apply_plan(self.base, self.plan, self.layers)
 
     def second_look(self, steps: list[Step], k: int, elapsed: float) -> Config:
-        """Plan again before step k (the first neural training) with the time really spent, and the
-        other stages' remaining estimate scaled by how far off their done part was."""
-        done = [s for s in steps[: k - 1] if s.seconds > 0]
+        """The plan to train with, before step k (the first neural training). The saved one when every
+        step before it was up to date (a rerun: the same config, so finished models are kept); else
+        a new plan with the time really spent, and the other stages' remaining estimate scaled by
+        how far off their done part was."""
+        self.final = True
+        if self.saved is not None and all(s.skipped for s in steps[: k - 1]):
+            self.plan = self.saved
+            print("[all] the plan the last run with this budget trained with", file=sys.stderr)
+            return self.config()
+        done = [s for s in steps[: k - 1] if not s.skipped]
         off = max(1.0, sum(s.seconds for s in done) / max(1e-9, sum(s.planned for s in done)))
         later = sum(s.planned for s in steps[k - 1 :] if s.name not in NEURAL_TRAINING)
-        self.plan, self.final = self.remake(elapsed, later * off), True
+        self.plan = self.remake(elapsed, later * off)
         self.save(self.plan)
         print(
             f"[all] the plan again, {format_duration(elapsed)} spent:\n{self.plan.describe()}",
             file=sys.stderr,
         )
+        if any(s.minutes <= LEAST_MIN for s in self.plan.shares):
+            print(
+                "[all] warning: the budget is nearly spent: each model trains a few seconds", file=sys.stderr
+            )
         for s in steps[k - 1 :]:
             trained = [x.minutes * 60 * x.seeds for x in self.plan.shares if f"train {x.model}" == s.name]
             s.estimate = sum(trained) if s.name in NEURAL_TRAINING else s.planned * off
@@ -322,14 +335,11 @@ def run_budget(
     budget_s = budget_s or parse_duration(DEFAULT_BUDGET[args.cfg.profile])
     key = plan_key(budget_s, args.cfg, paths.data, subset, models)
     where = paths.reports / PLAN_FILE
-    saved = saved_plan(where, key)
+    saved = None if args.force else saved_plan(where, key)
     first = saved or make_plan(budget_s, args.cfg, paths.data, subset, models)
-    how = (
-        "the plan this run made before"
-        if saved
-        else "a first plan from estimates, made again before training"
-    )
-    print(f"[all] {how}:\n{first.describe()}", file=sys.stderr)
+    how = "the plan of the last run with this budget" if saved else "a first plan from estimates"
+    print(f"[all] {how} (made again before training unless nothing before it changed):", file=sys.stderr)
+    print(first.describe(), file=sys.stderr)
     return RunBudget(
         seconds=budget_s,
         plan=first,
@@ -337,5 +347,5 @@ def run_budget(
         layers=args.layers,
         remake=lambda spent, left: make_plan(budget_s, args.cfg, paths.data, subset, models, spent, left),
         save=lambda p: save_plan(where, key, p),
-        final=saved is not None,
+        saved=saved,
     )

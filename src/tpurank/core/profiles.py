@@ -14,6 +14,7 @@ the demo preset (on small synthetic data), the user's `--config` and `--set` all
 from __future__ import annotations
 
 import glob
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -25,8 +26,8 @@ from tpurank.core.paths import preset_file
 PROFILES = ("cpu", "kaggle-t4", "gpu")
 CHOICES = ("auto", *PROFILES)
 ENV = "TPURANK_PROFILE"
-# Kaggle's GPUs: a T4 reports 15.6 GB (14.7 GiB), a P100 16 GB; anything bigger trains the full scale
-SMALL_GPU_GB = 16.5
+# Kaggle's GPUs: a T4 reports 14.7 GiB, a P100 or V100 of "16 GB" 15.9 GiB; anything bigger trains the full scale
+SMALL_GPU_GIB = 16.5
 # the whole run's time when `all --budget` is not given: the cpu profile ends within an evening, the
 # Kaggle one leaves ~2 h of a 12 h session for inference and writing the submission, and the gpu one
 # never binds at the 1st place's scale on an H100 (a projection of 2.1 h: docs/scale.md)
@@ -75,18 +76,22 @@ def nvidia_device_files() -> bool:
 
 
 def gpu() -> tuple[str, float] | None:
-    """(name, memory in GB) of the first CUDA device the installed torch can run on, else None."""
+    """(name, memory in GiB) of CUDA device 0 (the one training uses) when the installed torch can run
+    on it, else None (a driver or device error counts as no GPU: the CPU profile then)."""
     if not nvidia_device_files():
         return None
     import torch  # only here: most stages never need it
 
-    if not torch.cuda.is_available():
+    try:
+        if not torch.cuda.is_available():
+            return None
+        capability = tuple(torch.cuda.get_device_capability(0))
+        if not cuda_arch_supported(capability, list(torch.cuda.get_arch_list())):  # type: ignore[arg-type]
+            return None
+        props = torch.cuda.get_device_properties(0)
+    except RuntimeError:
         return None
-    capability = tuple(torch.cuda.get_device_capability(0))
-    if not cuda_arch_supported(capability, list(torch.cuda.get_arch_list())):  # type: ignore[arg-type]
-        return None
-    props = torch.cuda.get_device_properties(0)
-    return props.name, props.total_memory / 1e9
+    return props.name, props.total_memory / 2**30
 
 
 def detect() -> Profile:
@@ -95,9 +100,9 @@ def detect() -> Profile:
     if found is None:
         return Profile("cpu", "no usable CUDA GPU (--profile to choose another)")
     name, gb = found
-    if gb <= SMALL_GPU_GB:
-        return Profile("kaggle-t4", f"{name} with {gb:.1f} GB, sized to train within a Kaggle session")
-    return Profile("gpu", f"{name} with {gb:.1f} GB: the 1st place's scale")
+    if gb <= SMALL_GPU_GIB:
+        return Profile("kaggle-t4", f"{name} with {gb:.1f} GiB, sized to train within a Kaggle session")
+    return Profile("gpu", f"{name} with {gb:.1f} GiB: the 1st place's scale")
 
 
 def resolve_profile(choice: str | None = None) -> Profile:
@@ -134,8 +139,8 @@ def parse_duration(text: str) -> float:
             raise TpurankError(f"--budget: {text!r} is not a duration (e.g. 2h, 90m, 1h30m)") from None
         h, mi, s = (float(g) if g else 0.0 for g in m.groups())
         seconds = h * 3600 + mi * 60 + s
-    if not seconds > 0:
-        raise TpurankError(f"--budget must be more than zero, got {text!r}")
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise TpurankError(f"--budget must be a finite time above zero, got {text!r}")
     return seconds
 
 
