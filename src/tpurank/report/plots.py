@@ -181,7 +181,7 @@ def tile_slowdown(slowdowns: Mapping[str, Sequence[float]], out: Path, tag: str 
     ax.set_xlim(0.98, hi)
     ax.xaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
-    ax.set_xticks([t for t in (1, 1.1, 1.25, 1.5, 2, 3, 5, 10, 20, 50) if t <= hi])
+    ax.set_xticks([t for t in (1, 1.25, 1.5, 2, 3, 5, 10, 20, 50) if t <= hi])
     ax.set_xlabel("slowdown@5, log scale (1.0 = the fastest config is in the top 5; v = mean)")
     ax.grid(alpha=0.3, axis="x")
     ax.set_title(_title("tile:xla: slowdown of the best of the top 5, per graph", tag))

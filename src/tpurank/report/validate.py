@@ -249,7 +249,8 @@ def write_plots(
         tag: the data's tag for every title ("" on real data).
     """
     plot_dir = paths.reports / "plots"
-    ref = {r.who: r.overall for r in reference.REFERENCES if r.overall is not None}
+    # leaderboard marks only beside real-data scores: on synthetic data they would invite a comparison
+    ref = {r.who: r.overall for r in reference.REFERENCES if r.overall is not None} if not tag else None
     plots.collection_scores(table, COLUMNS, plot_dir / "collection_scores.png", tag, reference=ref)
     taus = {
         c: {m: [r["score"] for r in rs if r["collection"] == c] for m, rs in rows.items()}
