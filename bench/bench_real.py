@@ -21,6 +21,8 @@ seed of `--seeds`; the table shows mean, std and min..max.
     .venv/bin/python bench/bench_real.py --quick      # seeds 0 1, 3 tile folds, shorter training
     .venv/bin/python bench/bench_real.py --only layout      # one half: bench/results/real_layout.json
     .venv/bin/python bench/bench_real.py --merge bench/results/real_layout.json bench/results/real_tile.json
+Every stage runs under the `gpu` profile (the defaults; `--profile` for another), whatever the
+machine picks by itself, so a row means the same on a laptop and on a GPU.
 Saves bench/results/real.json (or --out). Exits 0 with the reason when ../shared is absent.
 """
 
@@ -326,6 +328,12 @@ def main() -> int:
     p.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="config override for every run"
     )
+    p.add_argument(
+        "--profile",
+        default="gpu",
+        choices=["cpu", "kaggle-t4", "gpu"],
+        help="the profile under the budget and --set (default gpu: the defaults, whatever the machine)",
+    )
     p.add_argument("--work", type=Path, default=ROOT / "data" / "bench" / "real")
     p.add_argument(
         "--out", type=Path, help="results file (default bench/results/real.json; with --only X: real_X.json)"
@@ -348,7 +356,8 @@ def main() -> int:
     a.tile_folds = a.tile_folds or (3 if a.quick else 5)
     budget = BUDGETS["quick" if a.quick else "full"]
     sets = [*budget_sets(budget), *a.set]
-    cfg = load_config(None, sets)
+    os.environ["TPURANK_PROFILE"] = a.profile  # every stage it runs: the same layers on every machine
+    cfg = load_config(None, sets, profile=ROOT / "configs" / f"profile-{a.profile}.toml")
     if a.only:  # its own folder, so `--only layout` and `--only tile` can run side by side
         a.work = a.work.with_name(f"{a.work.name}-{a.only}")
     if a.work.exists():
@@ -357,7 +366,7 @@ def main() -> int:
     t0 = time.perf_counter()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
     res: dict = {"commit": commit.stdout.strip(), "command": " ".join(["bench/bench_real.py", *sys.argv[1:]]), "seeds": a.seeds,
-                 "budget": budget, "sets": sets, "tile_folds": a.tile_folds, "models": a.models,
+                 "budget": budget, "sets": sets, "profile": a.profile, "tile_folds": a.tile_folds, "models": a.models,
                  "ensemble": {"members": cfg.ensemble.models,
                               "normalize": {c: cfg.for_collection(c).ensemble.normalize for c in (rd.LAYOUT, rd.TILE)},
                               "weights": "equal (not fitted)"}}  # fmt: skip
