@@ -52,6 +52,12 @@ def trained(run_copy: Paths) -> Paths:
     return run_copy
 
 
+def _default_sigint() -> None:
+    """Ctrl-C as a terminal gives it: a test run in the background (`cmd &`, CI) inherits SIGINT
+    ignored, and Python then installs no KeyboardInterrupt handler, so the child would not stop."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def tpurank(*args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "tpurank", *args],
@@ -59,6 +65,7 @@ def tpurank(*args: str) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_sigint,
     )
 
 
