@@ -200,19 +200,9 @@ def fit(
         dtrain, _ = _dataset(train_df, features, cfg, drop_flat=True)
     except TpurankError as e:
         raise TpurankError(f"lgbm {collection}: {e}") from None
-    callbacks, valid_sets, feval = [], [], None
     bar_cb, bar = _progress(lc.num_boost_round, f"lgbm {collection}")
-    callbacks.append(bar_cb)
-    scorer, evals = None, {}  # evals: the validation metric per round (lgb.record_evaluation)
-    if valid is not None and len(valid[0]) >= 2:
-        valid_df, inverse, runtime = valid
-        dvalid, order = _dataset(valid_df, features, cfg, reference=dtrain)
-        scorer = ValidScorer.from_table(
-            collection, valid_df.iloc[order].reset_index(drop=True), inverse, runtime
-        )
-        valid_sets, feval = [dvalid], scorer
-        callbacks.append(lgb.record_evaluation(evals))
-        callbacks.append(lgb.early_stopping(lc.early_stopping_rounds, first_metric_only=True, verbose=False))
+    evals: dict = {}  # the validation metric per round (lgb.record_evaluation)
+    scorer, valid_sets, callbacks = _validation(valid, features, cfg, dtrain, collection, evals)
     try:
         booster = lgb.train(
             params,
@@ -220,8 +210,8 @@ def fit(
             lc.num_boost_round,
             valid_sets=valid_sets,
             valid_names=["valid"][: len(valid_sets)],
-            feval=feval,
-            callbacks=callbacks,
+            feval=scorer,
+            callbacks=[bar_cb, *callbacks],
         )
     except lgb.basic.LightGBMError as e:
         raise TpurankError(f"lgbm {collection}: LightGBM failed ({e})") from None
@@ -230,13 +220,9 @@ def fit(
     scores = evals.get("valid", {}).get(scorer.name, []) if scorer is not None else []
     if curve is not None:
         curve[:] = scores
-    best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
     info = {
         "collection": collection,
-        "rounds": len(scores) or booster.current_iteration(),  # run (the booster keeps best_iteration)
-        "best_iteration": best,
-        "valid_metric": scorer.name if scorer else None,
-        "valid_score": booster.best_score.get("valid", {}).get(scorer.name) if scorer else None,
+        **_rounds(booster, scorer, scores),
         "train_rows": dtrain.num_data(),
         "train_graphs": int(train_df["graph"].nunique()),
         "train_queries": int(dtrain.get_group().shape[0]) if dtrain.get_group() is not None else 0,
@@ -244,6 +230,37 @@ def fit(
         "seconds": round(time.perf_counter() - start, 3),
     }
     return booster, info
+
+
+def _validation(
+    valid: tuple[pd.DataFrame, dict[str, np.ndarray], dict[str, np.ndarray]] | None,
+    features: list[str],
+    cfg: Config,
+    dtrain: lgb.Dataset,
+    collection: str,
+    evals: dict,
+) -> tuple[ValidScorer | None, list[lgb.Dataset], list]:
+    """(scorer, valid sets, callbacks) of early stopping on the competition metric, recording it per
+    round into `evals`; nothing without two valid graphs."""
+    if valid is None or len(valid[0]) < 2:
+        return None, [], []
+    valid_df, inverse, runtime = valid
+    dvalid, order = _dataset(valid_df, features, cfg, reference=dtrain)
+    scorer = ValidScorer.from_table(collection, valid_df.iloc[order].reset_index(drop=True), inverse, runtime)
+    stop = lgb.early_stopping(cfg.lgbm.early_stopping_rounds, first_metric_only=True, verbose=False)
+    return scorer, [dvalid], [lgb.record_evaluation(evals), stop]
+
+
+def _rounds(booster: lgb.Booster, scorer: ValidScorer | None, scores: list[float]) -> dict:
+    """Rounds run, the best one and its validation score."""
+    return {
+        "rounds": len(scores) or booster.current_iteration(),  # run (the booster keeps best_iteration)
+        "best_iteration": booster.best_iteration
+        if booster.best_iteration > 0
+        else booster.current_iteration(),
+        "valid_metric": scorer.name if scorer else None,
+        "valid_score": booster.best_score.get("valid", {}).get(scorer.name) if scorer else None,
+    }
 
 
 def save(paths: Paths, cfg: Config, collection: str, booster: lgb.Booster, info: dict) -> None:

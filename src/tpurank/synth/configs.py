@@ -281,14 +281,7 @@ def default_search_configs(
     best = float(elite_cost[0])
     reservoir = _Reservoir(rng)
     pending_cfg, pending_cost = [elite_cfg], [elite_cost]
-    for _ in range(WARMUP_ROUNDS if space.n else 0):  # unrecorded: the search first walks away
-        kids = space.mutate(rng, elite_cfg[rng.integers(len(elite_cfg), size=WARMUP_KIDS)], WARMUP_SHARE)
-        pool_cfg, pool_cost = (
-            np.concatenate([elite_cfg, kids]),
-            np.concatenate([elite_cost, model.cost(kids)]),
-        )
-        order = np.argsort(pool_cost, kind="stable")[:ELITE]
-        elite_cfg, elite_cost = pool_cfg[order], pool_cost[order]
+    elite_cfg, elite_cost = _walk_away(space, model, rng, elite_cfg, elite_cost)
     best = min(best, float(elite_cost.min()))
     seen = {_row_key(pending_cfg[0][0])}  # configs recorded so far (duplicates come from the reservoir)
     have, done = 1, 0
@@ -326,6 +319,18 @@ def default_search_configs(
         first = 1 if done == k else 0  # the compiler's default stays row 0
         order = np.concatenate([np.arange(first), first + rng.permutation(k - first)])
         yield spell_out(model, out_cfg[order], spell), out_cost[order]
+
+
+def _walk_away(
+    space: LayoutSpace, model: LayoutCostModel, rng: np.random.Generator, cfg: np.ndarray, cost: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The search's unrecorded first rounds: it walks away from the default, keeping the ELITE best."""
+    for _ in range(WARMUP_ROUNDS if space.n else 0):
+        kids = space.mutate(rng, cfg[rng.integers(len(cfg), size=WARMUP_KIDS)], WARMUP_SHARE)
+        pool_cfg, pool_cost = np.concatenate([cfg, kids]), np.concatenate([cost, model.cost(kids)])
+        order = np.argsort(pool_cost, kind="stable")[:ELITE]
+        cfg, cost = pool_cfg[order], pool_cost[order]
+    return cfg, cost
 
 
 def _row_key(row: np.ndarray) -> bytes:
