@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tpurank.core.paths import synthetic_scale
 from tpurank.synth import generate
 from tpurank.synth.cost_model import LayoutCostModel, measure, pad_table
 from tpurank.synth.hlo import Builder
 from tpurank.synth.physics import REFERENCE, draw_physics
 from tpurank.synth.realism import _dup_noise, distance, layout_runtime_stats, realism_table
 from tpurank.synth.tile_cost import tile_cost
-from tpurank.synth.tree import synthetic_scale
 
 
 def _cfg(n: int, rows: int = 1) -> np.ndarray:

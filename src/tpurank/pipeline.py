@@ -26,13 +26,12 @@ from tpurank.core.config import LEARNED_MODELS, Config
 from tpurank.core.config_files import Layer
 from tpurank.core.errors import TpurankError
 from tpurank.core.options import add_collections, add_jobs
-from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR, Paths, remember_data_root
+from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR, Paths, remember_data_root, synthetic_scale
 from tpurank.core.profiles import DEFAULT_BUDGET, format_duration, parse_duration
 from tpurank.data.download import download, have_credentials
 from tpurank.rankers.ensemble import summary_note
 from tpurank.stages import execute, guarded, resolve_config, run_command, stage_args
 from tpurank.submission.publish import SUBMITTED_MODEL, incomplete_test_set, publish_submission
-from tpurank.synth.tree import synthetic_scale
 
 DEMO_SCALE = "demo"  # the synthetic fallback: finishes within 15 minutes on 2 cores
 BASELINE_RANKERS = ("random", "heuristic")  # no training; always in the report

@@ -22,10 +22,9 @@ from tpurank.core.config_files import config_layers, from_layers
 from tpurank.core.errors import TpurankError
 from tpurank.core.lock import output_locks
 from tpurank.core.options import add_common
-from tpurank.core.paths import NPZ_SUBDIR, Paths, preset_file
+from tpurank.core.paths import NPZ_SUBDIR, Paths, preset_file, synthetic_scale
 from tpurank.core.pipes import stdout_closed
 from tpurank.core.profiles import resolve_profile
-from tpurank.synth.tree import synthetic_scale
 
 # core/config.py's defaults are sized for the real data; on small synthetic data every stage trains
 # less (this preset, above the profile and under the user's --config and --set), so the demo `all`

@@ -44,7 +44,7 @@ def dataset(data_root: str | None, report: dict[str, Any]) -> str:
     if "synthetic_scale" in report:
         scale = report["synthetic_scale"]
         return f"synthetic {scale}: {name}" if scale else f"real: {name}"
-    from tpurank.synth.tree import synthetic_scale
+    from tpurank.core.paths import synthetic_scale
 
     if not Path(data_root).is_dir():
         return f"?: {name}"

@@ -315,10 +315,15 @@ def default_search_configs(
         pending_cfg, pending_cost, have = [cfg[k:]], [cost[k:]], len(cfg) - k
         out_cfg, out_cost = reservoir.mix(out_cfg, out_cost, 1.0 - unique_share, keep_first=done == 0)
         done += k
-        # recorded in no particular order: the real default files show no trend along the file
-        first = 1 if done == k else 0  # the compiler's default stays row 0
-        order = np.concatenate([np.arange(first), first + rng.permutation(k - first)])
+        order = _file_order(rng, k, keep_first=done == k)
         yield spell_out(model, out_cfg[order], spell), out_cost[order]
+
+
+def _file_order(rng: np.random.Generator, k: int, keep_first: bool) -> np.ndarray:
+    """The rows of a chunk in no particular order (the real default files show no trend along the
+    file); `keep_first`: the compiler's default stays row 0."""
+    first = 1 if keep_first else 0
+    return np.concatenate([np.arange(first), first + rng.permutation(k - first)])
 
 
 def _walk_away(
