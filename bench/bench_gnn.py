@@ -63,12 +63,12 @@ import json, resource, sys, time
 import numpy as np, torch
 from tpurank.core.config import Config
 from tpurank.core.collections import kind_of
-from tpurank.gnn import model as gnn, official
+from tpurank.gnn.families import baseline as official, gnn
 from tpurank.gnn.data import sample_rows
 from tpurank.gnn import device as devices
 from tpurank.gnn.data import load_split
 from tpurank.gnn.device import setup_runtime
-from tpurank.gnn.step import make_optimizer, micro_batches, train_step
+from tpurank.gnn.train.step import make_optimizer, micro_batches, train_step
 from tpurank.core.paths import Paths
 
 from pathlib import Path
@@ -190,7 +190,7 @@ def train_and_score(spec, out: Path, cfg, collection: str) -> tuple[float, float
     from tpurank.core.paths import Paths
     from tpurank.gnn.data import load_split
     from tpurank.gnn.predict import predict_collection
-    from tpurank.gnn.trainer import train_collection
+    from tpurank.gnn.train.trainer import train_collection
 
     paths = Paths(data=DEMO_ROOT, out=out)
     valid = load_split(paths, collection, "valid", progress=False)
@@ -210,8 +210,8 @@ def compare(max_steps: int) -> dict[str, dict[str, float]]:
         max_steps: training steps of both (0: the pipeline's demo budget).
     """
     from tpurank.core.collections import COLLECTIONS
-    from tpurank.gnn import model as gnn
-    from tpurank.gnn import official
+    from tpurank.gnn.families import baseline as official
+    from tpurank.gnn.families import gnn
 
     extra = [f"{m}.max_steps={max_steps}" for m in ("gnn", "baseline")] if max_steps else []
     extra += (
@@ -240,7 +240,7 @@ def ablate(changes: list[str]) -> dict[str, dict[str, float]]:
         changes: `section.key=value` overrides, one variant each (e.g. gnn.aggr=mean).
     """
     from tpurank.core.collections import COLLECTIONS
-    from tpurank.gnn import model as gnn
+    from tpurank.gnn.families import gnn
 
     out: dict[str, dict[str, float]] = {}
     for change in ["", *changes]:

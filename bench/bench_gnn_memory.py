@@ -44,10 +44,10 @@ from tpurank.core.config_files import load_config  # noqa: E402
 from tpurank.core.memory import peak_rss_gb, reset_peak_rss  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
 from tpurank.gnn import device as devices  # noqa: E402
-from tpurank.gnn import loop  # noqa: E402
-from tpurank.gnn import model as gnn_model  # noqa: E402
 from tpurank.gnn.data import load_split  # noqa: E402
 from tpurank.gnn.device import setup_runtime  # noqa: E402
+from tpurank.gnn.families import gnn as gnn_model  # noqa: E402
+from tpurank.gnn.train import loop  # noqa: E402
 
 
 def main() -> int:

@@ -39,10 +39,10 @@ from tpurank.core.config_files import load_config  # noqa: E402
 from tpurank.core.errors import TpurankError  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
 from tpurank.core.profiles import DEFAULT_BUDGET, PROFILES, Profile, parse_duration  # noqa: E402
-from tpurank.gnn import model as gnn  # noqa: E402
-from tpurank.gnn import tile_inputs  # noqa: E402
 from tpurank.gnn.data import load_split, make_batch, sample_rows  # noqa: E402
-from tpurank.gnn.losses import ranking_loss  # noqa: E402
+from tpurank.gnn.families import gnn  # noqa: E402
+from tpurank.gnn.nets import tile_inputs  # noqa: E402
+from tpurank.gnn.train.losses import ranking_loss  # noqa: E402
 
 SAMPLE = ROOT.parent / "shared" / "data" / "tpugraphs-sample"
 # Published dense (no sparsity) half-precision tensor throughput, in TFLOP/s.
@@ -72,8 +72,8 @@ def step_flops(paths: Paths, collection: str, overrides: list[str], profile: str
         except TpurankError:  # the sample lacks this split of the collection
             continue
     g = max(graphs, key=lambda x: len(x.opcode))
-    r = gnn.recipe(cfg, kind)
-    model = gnn.SPEC.build(gnn.model_args(cfg, kind, g.node_feat.shape[1]))
+    r = gnn.SPEC.recipe(cfg, kind)
+    model = gnn.SPEC.build(gnn.SPEC.model_args(cfg, kind, g.node_feat.shape[1]))
     rows = sample_rows(g, r.configs_per_graph, np.random.default_rng(0))
     batch = make_batch([g] * r.graphs_per_batch, [rows] * r.graphs_per_batch, tile_inputs.wanted(model))
     with FlopCounterMode(display=False) as counter:

@@ -86,23 +86,24 @@ def child(args: argparse.Namespace) -> None:
     from tpurank.core.config_files import load_config
     from tpurank.core.memory import release_free_memory
     from tpurank.core.paths import Paths
-    from tpurank.gnn import gst
-    from tpurank.gnn import model as gnn_model
     from tpurank.gnn.data import load_split, sample_rows
+    from tpurank.gnn.families import gnn as gnn_model
+    from tpurank.gnn.gst.segments import cut_edges, split_graph
+    from tpurank.gnn.gst.state import GstState
     from tpurank.gnn.scoring import score_rows
-    from tpurank.gnn.segments import cut_edges, split_graph
-    from tpurank.gnn.step import make_optimizer, micro_batches, train_step
+    from tpurank.gnn.train.gst_step import SegmentStep
+    from tpurank.gnn.train.step import make_optimizer, micro_batches, train_step
 
     torch.set_num_threads(args.threads)
     cfg = load_config(overrides=[f"gnn.segment_nodes={args.child}", f"gnn.configs_per_graph={args.configs}"])
     paths = Paths(data=Path(args.data), out=Path(args.out))
     (g,) = load_split(paths, "layout:nlp:default", "train", progress=False)
-    r = gnn_model.recipe(cfg, "layout")
+    r = gnn_model.SPEC.recipe(cfg, "layout")
     torch.manual_seed(0)
-    model = gnn_model.SPEC.build(gnn_model.model_args(cfg, "layout", int(g.node_feat.shape[1])))
+    model = gnn_model.SPEC.build(gnn_model.SPEC.model_args(cfg, "layout", int(g.node_feat.shape[1])))
     opt = make_optimizer(model, r)
     cpu = torch.device("cpu")
-    state = gst.GstState(r, cfg.gnn.hidden) if r.segment_nodes else None
+    state = GstState(r, cfg.gnn.hidden) if r.segment_nodes else None
     loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     times = []
     for step in range(args.steps + 1):
@@ -110,18 +111,7 @@ def child(args: argparse.Namespace) -> None:
         rows = [sample_rows(g, r.configs_per_graph, rng)]
         t = time.perf_counter()
         if state is not None:
-            gst.train_step(
-                model,
-                opt,
-                state=state,
-                graphs=[g],
-                rows=rows,
-                r=r,
-                device=cpu,
-                precision="fp32",
-                scaler=None,
-                rng=rng,
-            )
+            train_step(model, opt, SegmentStep(state, [g], rows, rng), r, cpu, precision="fp32", scaler=None)
         else:
             train_step(model, opt, micro_batches([g], rows, r.max_batch_nodes), r, cpu, precision="fp32")
         release_free_memory()

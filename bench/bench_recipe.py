@@ -71,10 +71,10 @@ REAL: dict[str, list[rr.Real]] = {
 def run_variant(variant: str, seed: int, collection: str, max_steps: int) -> tuple[dict, float]:
     """Train one variant with one seed on one collection; (valid costs per graph, training seconds)."""
     from tpurank.core.paths import Paths
-    from tpurank.gnn import model as gnn
     from tpurank.gnn.data import load_split
+    from tpurank.gnn.families import gnn
     from tpurank.gnn.predict import predict_collection
-    from tpurank.gnn.trainer import train_collection
+    from tpurank.gnn.train.trainer import train_collection
 
     folder = WORK / "recipe" / variant.replace("=", "-").replace(",", "+") / f"seed-{seed}"
     (folder / "features").mkdir(parents=True, exist_ok=True)

@@ -44,6 +44,7 @@ from tpurank.core.config_files import load_config  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
 from tpurank.data.dataset import discover  # noqa: E402
 from tpurank.pipeline import plan  # noqa: E402
+from tpurank.stages import command_argv  # noqa: E402
 
 PYTHON = sys.executable
 SHARED = ROOT.parent / "shared" / "data" / "tpugraphs-sample"
@@ -506,14 +507,16 @@ def main() -> int:
         "--config",
         str(a.config),
     ]
-    steps = plan(paths, a.models, 0, collections)
+    steps = plan(a.models, 0, collections)
     print(
         f"the steps of `all --collections {' '.join(collections)} --models {' '.join(a.models)}`:", flush=True
     )
     t_all = time.perf_counter()
     for step in steps:
         log = a.work / f"{step.name.replace(' ', '_')}.log"
-        rec = run_measured(step.name, [*step.argv, *common], log)  # the stage's own options, then the run's
+        rec = run_measured(
+            step.name, [*command_argv(step.options), *common], log
+        )  # the step's options, then the run's
         results["stages"].append(rec)
         if rec["rc"] != 0:
             break

@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT / "src"))
 from tpurank.core.config_files import load_config  # noqa: E402
 from tpurank.core.memory import peak_rss_gb, release_free_memory, reset_peak_rss  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
-from tpurank.gnn import model as gnn_model  # noqa: E402
 from tpurank.gnn.data import eval_configs, load_split  # noqa: E402
+from tpurank.gnn.families import gnn as gnn_model  # noqa: E402
 from tpurank.gnn.scoring import score_rows  # noqa: E402
 
 

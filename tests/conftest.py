@@ -1,15 +1,28 @@
-"""Shared fixtures: the real sample (skipped where ../shared is absent) and tiny synthetic data."""
+"""Shared fixtures: the real sample (skipped where ../shared is absent), tiny synthetic data, and a
+tiny tree with trained models, built once per session for every xdist worker (helpers.built_once).
+
+Plain helper functions live in tests/helpers.py: test files never import from each other.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shutil
 from pathlib import Path
 
 import pytest
-
-SAMPLE_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "tpugraphs-sample"
-SAMPLE_NPZ = SAMPLE_ROOT / "npz_all" / "npz"
-UNET_VALID = SAMPLE_NPZ / "layout/xla/default/valid/unet_3d.4x4.bf16.npz"
+from helpers import (
+    SAMPLE_NPZ,
+    SAMPLE_ROOT,
+    TRAIN_LOG,
+    TRAINED_COLLECTION,
+    TRAINED_ENSEMBLE,
+    TRAINED_SMALL,
+    built_once,
+    common,
+    copy_tree,
+)
 
 
 @pytest.fixture(scope="session")
@@ -18,10 +31,6 @@ def sample_root() -> Path:
     if not SAMPLE_NPZ.is_dir():
         pytest.skip(f"real sample not found at {SAMPLE_ROOT} (../shared is absent on a fresh clone)")
     return SAMPLE_ROOT
-
-
-def sample_files() -> list[Path]:
-    return sorted(SAMPLE_NPZ.rglob("*.npz")) if SAMPLE_NPZ.is_dir() else []
 
 
 @pytest.fixture(scope="session")
@@ -50,12 +59,44 @@ def tiny_paths(tiny_root: Path, tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture
 def run_copy(tiny_paths, tmp_path: Path):
     """A private copy of the tiny dataset and its prepared cache, for tests that damage it."""
+    return copy_tree(tiny_paths, tmp_path)
+
+
+def _train_tree(tiny_paths, folder: Path) -> None:
+    """The tiny data and cache with gnn and lgbm trained on one collection, their valid predictions
+    and the ensemble of the two fitted; the training's stderr kept in TRAIN_LOG."""
+    from tpurank.cli import main
+
+    paths = copy_tree(tiny_paths, folder)
+    one = ["--collections", TRAINED_COLLECTION, *common(paths)]
+    small = [arg for item in TRAINED_SMALL for arg in ("--set", item)]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        for m in ("gnn", "lgbm"):
+            assert main(["train", "--model", m, *one, *small]) == 0, err.getvalue()[-2000:]
+    (folder / TRAIN_LOG).write_text(err.getvalue())
+    for m in ("gnn", "lgbm"):
+        assert main(["predict", "--model", m, "--split", "valid", *one, *small]) == 0
+    assert main(["train", "--model", "ensemble", *one, "--set", TRAINED_ENSEMBLE]) == 0
+
+
+@pytest.fixture(scope="session")
+def trained_tree(tiny_paths, tmp_path_factory: pytest.TempPathFactory):
+    """The tiny tree with trained models (see _train_tree), built by the first worker that asks and
+    shared read-only: tests copy it (the `trained` fixture) before they change anything."""
     from tpurank.core.paths import Paths
 
-    data, out = tmp_path / "data", tmp_path / "out"
-    shutil.copytree(tiny_paths.data, data)
-    shutil.copytree(tiny_paths.out, out)
-    return Paths(data=data, out=out)
+    key = [TRAINED_COLLECTION, TRAINED_SMALL, TRAINED_ENSEMBLE]
+    folder = built_once(tmp_path_factory, "trained", key, lambda f: _train_tree(tiny_paths, f))
+    return Paths(data=folder / "data", out=folder / "out")
+
+
+@pytest.fixture
+def trained(trained_tree, tmp_path: Path):
+    """A private copy of the trained tree: one collection's gnn, lgbm and ensemble, valid predictions."""
+    paths = copy_tree(trained_tree, tmp_path)
+    shutil.copy(trained_tree.data.parent / TRAIN_LOG, tmp_path / TRAIN_LOG)
+    return paths
 
 
 @pytest.fixture
@@ -67,3 +108,28 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+# The longest tests (file, test), started first (pytest_collection_modifyitems): a long test left for
+# the end keeps one worker busy while the other idles. The first also builds the shared clean `all`
+# that the rest of test_pipeline.py copies (those come much later, so no worker waits for it).
+LONGEST_FIRST = (
+    ("test_pipeline.py", "test_all_end_to_end_on_tiny"),
+    ("test_kaggle_notebooks.py", "test_notebooks_in_a_fresh_offline_environment"),
+    ("test_profiles.py", "test_all_within_a_tiny_budget_stops_training_on_time"),
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """xdist's load scheduling hands a worker consecutive chunks of up to a quarter of the tests
+    left, so one chunk can hold several long end-to-end tests (alphabetical neighbours) that one
+    worker then runs alone. Chunks of 2 (unless --maxschedchunk is given) keep both workers busy."""
+    if getattr(config.option, "maxschedchunk", "no xdist") is None:
+        config.option.maxschedchunk = 2
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """LONGEST_FIRST to the front, the rest in their order (every worker collects the same order)."""
+    first = [item for key in LONGEST_FIRST for item in items if (item.path.name, item.name) == key]
+    if first:
+        items[:] = first + [item for item in items if item not in first]

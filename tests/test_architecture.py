@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("lgbm", "gnn"),
     ("rankers",),
     ("report",),
-    ("chain",),
+    ("records",),
     ("stages",),
     ("kaggle",),
     ("budget",),

@@ -14,13 +14,13 @@ import torch
 
 from tpurank.core.paths import Paths
 from tpurank.gnn import device as devices
-from tpurank.gnn import loop
-from tpurank.gnn import model as gnn_model
-from tpurank.gnn.checkpoints import CHECKPOINT, load_checkpoint
 from tpurank.gnn.data import from_prepared, load_split
 from tpurank.gnn.device import Runtime, setup_runtime
-from tpurank.gnn.model import GnnRanker
+from tpurank.gnn.families import gnn as gnn_model
+from tpurank.gnn.nets.gnn_ranker import GnnRanker
 from tpurank.gnn.predict import predict_collection
+from tpurank.gnn.train import loop
+from tpurank.gnn.train.checkpoints import CHECKPOINT, load_checkpoint
 
 # what recent CUDA 12 torch wheels list: no sm_60 (P100) any more
 RECENT = ["sm_75", "sm_80", "sm_86", "sm_90", "compute_90"]
@@ -113,7 +113,7 @@ def test_scaled_step_equals_the_plain_step() -> None:
 
     graphs = [from_prepared(prepared_graph("layout", seed=s)) for s in range(2)]
     rows = [np.arange(10), np.arange(10)]
-    r = gnn_model.recipe(small_cfg(), "layout")
+    r = gnn_model.SPEC.recipe(small_cfg(), "layout")
     after = []
     for scaler in (None, torch.amp.GradScaler("cpu", init_scale=1024.0)):
         torch.manual_seed(0)

@@ -6,20 +6,17 @@ src/ sends a reader to ../shared, which a clone does not have."""
 from __future__ import annotations
 
 import ast
-import functools
 import io
 import re
 import shlex
-import subprocess
-import sys
 import tokenize
 from pathlib import Path
 
 import pytest
+from helpers import ROOT, script_help
 
-from tpurank.stages import STAGES, stage_module, stage_parser
+from tpurank.cli import STAGES, stage_module, stage_parser
 
-ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "README.md"]
 RUN_SH_COMMANDS = {"all", "test", "setup", "help"}
@@ -81,21 +78,17 @@ BENCH_COMMANDS = _bench_commands()
 
 
 @pytest.mark.parametrize("argv", BENCH_COMMANDS, ids=[" ".join(c)[:60] for c in BENCH_COMMANDS])
-def test_documented_bench_command_has_its_options(argv: list[str]) -> None:
-    """A benchmark command in the docs names a script that exists and options its --help lists."""
+def test_documented_bench_command_has_its_options(
+    argv: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A benchmark command in the docs names a script that exists and options its --help lists
+    (each script's --help runs once per session: helpers.script_help)."""
     assert (ROOT / argv[0]).exists(), f"{argv[0]}: no such benchmark"
     sub = argv[1:2] if len(argv) > 1 and not argv[1].startswith("-") else []  # a subcommand (bench_gst)
-    usage = _help(argv[0], *sub)
+    usage = script_help(tmp_path_factory, argv[0], *sub)
     for word in argv[1:]:
         if word.startswith("--"):
             assert word.split("=")[0] in usage, f"`{' '.join(argv)}`: no option {word}"
-
-
-@functools.cache
-def _help(script: str, *sub: str) -> str:
-    r = subprocess.run([sys.executable, script, *sub, "--help"], capture_output=True, text=True, cwd=ROOT)
-    assert r.returncode == 0, r.stderr[-2000:]
-    return r.stdout
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])

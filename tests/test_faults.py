@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
+from helpers import common, error_lines, first_file, one_error, valid_rows
 
 from tpurank.cli import main
 from tpurank.core.errors import TpurankError
@@ -32,30 +33,10 @@ from tpurank.core.paths import Paths
 from tpurank.data.npz import load_graph, save_graph
 from tpurank.rankers.predictions import load_predictions
 
-ROOT = Path(__file__).resolve().parents[1]
 EMPTY_TEST = "0 configs: a test graph needs at least one for its submission row"
-NPZ = Path("npz_all/npz")
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def common(paths: Paths) -> list[str]:
-    return ["--data-dir", str(paths.data), "--out-dir", str(paths.out)]
-
-
-def error_lines(capsys: pytest.CaptureFixture) -> list[str]:
-    """stderr lines that are not progress bars; asserts there is no traceback."""
-    err = capsys.readouterr().err
-    assert "Traceback" not in err, err
-    return [ln for ln in err.replace("\r", "\n").splitlines() if ln.strip() and "%|" not in ln]
-
-
-def one_error(capsys: pytest.CaptureFixture, stage: str) -> str:
-    lines = [ln for ln in error_lines(capsys) if ": error: " in ln]
-    assert len(lines) == 1, lines
-    assert lines[0].startswith(f"tpurank {stage}: error: ") and "[Errno" not in lines[0], lines[0]
-    return lines[0]
 
 
 @contextlib.contextmanager
@@ -67,10 +48,6 @@ def held_by_another_run(folder: Path) -> Iterator[None]:
         fh.write("pid 4242, tpurank prepare\n")
         fh.flush()
         yield
-
-
-def first_file(paths: Paths, folder: str) -> Path:
-    return sorted((paths.data / NPZ / folder).glob("*.npz"))[0]
 
 
 def without_configs(path: Path) -> None:
@@ -134,8 +111,8 @@ def test_a_second_run_into_a_folder_in_use_is_refused_in_one_line(run_copy: Path
 def test_the_lock_is_taken_by_every_writing_stage_and_is_reentrant(run_copy: Paths, capsys) -> None:
     with output_lock(run_copy.predictions / "random", "predict"):  # this process: re-entrant (tpurank all)
         assert main(["predict", "--model", "random", "--split", "valid", *common(run_copy)]) == 0
-    with held_by_another_run(run_copy.predictions / "random"):
-        assert main(["predict", "--model", "random", "--split", "valid", *common(run_copy)]) == 1
+    with held_by_another_run(run_copy.predictions / "random"):  # --force: up to date, it would not write
+        assert main(["predict", "--model", "random", "--split", "valid", "--force", *common(run_copy)]) == 1
         assert "is in use by another tpurank run" in one_error(capsys, "predict")
     with held_by_another_run(run_copy.out / "models" / "random"):
         assert main(["train", "--model", "random", *common(run_copy)]) == 1
@@ -209,12 +186,6 @@ def test_metrics_of_a_graph_without_configs_are_undefined() -> None:
 
 
 # ----------------------------------------------------------------------------- 4: tracebacks instead of one line
-
-
-def valid_rows(paths: Paths) -> list[tuple[str, str]]:
-    assert main(["predict", "--model", "random", "--split", "valid", *common(paths)]) == 0
-    text = (paths.submissions / "valid_random.csv").read_text().splitlines()[1:]
-    return [tuple(line.split(",", 1)) for line in text]  # type: ignore[misc]
 
 
 def test_a_huge_index_is_one_problem_line_everywhere(run_copy: Paths, capsys) -> None:
@@ -298,7 +269,7 @@ def test_a_config_file_that_is_not_utf8_or_is_a_folder_is_one_line(tmp_path: Pat
 
 def test_a_failed_force_predict_replaces_only_what_succeeded(run_copy: Paths, capsys, monkeypatch) -> None:
     from tpurank.rankers import predict
-    from tpurank.rankers.baselines import RANDOM
+    from tpurank.rankers.untrained import RANDOM
 
     assert main(["predict", "--model", "random", "--split", "valid", *common(run_copy)]) == 0
     pred_file = run_copy.prediction_file("random", "valid")
@@ -352,29 +323,29 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_pool_workers_die_when_the_stage_is_killed() -> None:
-    """SIGKILL of a stage running a process pool (prepare's `run_tasks`) leaves no worker behind."""
+def test_pool_workers_die_when_the_stage_is_killed(tmp_path: Path) -> None:
+    """SIGKILL of a stage running a process pool (prepare's `run_tasks`) leaves no worker behind.
+    Each task marks a file, then blocks: a marked worker has run the pool's initializer."""
+    task = f"import time; open({str(tmp_path)!r} + '/started-%d' % {{}}, 'w').close(); time.sleep(60)"
     code = (
-        "import time; from tpurank.prepare.pool import run_tasks\n"
-        "run_tasks(time.sleep, [(60,), (60,)], 2, False, 'sleep')\n"
+        "from tpurank.prepare.pool import run_tasks\n"
+        f"run_tasks(exec, [({task!r}.format(0),), ({task!r}.format(1),)], 2, False, 'sleep')\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", code])
     workers: list[psutil.Process] = []
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            kids = psutil.Process(parent.pid).children()
-            workers = [k for k in kids if "resource_tracker" not in " ".join(k.cmdline())]
-            if len(workers) >= 2:
-                break
-            time.sleep(0.2)
+        while len(list(tmp_path.glob("started-*"))) < 2 and time.monotonic() < deadline:
+            assert parent.poll() is None, "the stage ended before its tasks started"
+            time.sleep(0.05)
+        kids = psutil.Process(parent.pid).children()
+        workers = [k for k in kids if "resource_tracker" not in " ".join(k.cmdline())]
         assert len(workers) >= 2, "the pool never started its workers"
-        time.sleep(2)  # let the initializers run (a worker blocks in time.sleep after them)
         parent.send_signal(signal.SIGKILL)
         parent.wait()
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and any(_alive(w.pid) for w in workers):
-            time.sleep(0.2)
+            time.sleep(0.05)
         assert not any(_alive(w.pid) for w in workers)
     finally:
         if parent.poll() is None:

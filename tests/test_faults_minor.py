@@ -1,4 +1,4 @@
-"""Bad input, defect 8: the smaller faults (the helpers and defects 1-7 are in test_faults.py)."""
+"""Bad input, defect 8: the smaller faults (defects 1-7 are in test_faults.py, the helpers in helpers.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_faults import NPZ, common, first_file, one_error, valid_rows
+from helpers import NPZ, common, first_file, layout_pb, one_error, valid_rows
 
 from tpurank.cli import main
 from tpurank.core.paths import Paths
@@ -65,16 +65,8 @@ def test_synth_resume_regenerates_a_truncated_file(tmp_path: Path, capsys) -> No
     assert f.read_bytes() == whole  # byte-identical to an uninterrupted run
 
 
-def _layout_pb(tmp_path: Path) -> Path:
-    from test_featurize_pb import _layout_message
-
-    src = tmp_path / "m.pb"
-    src.write_bytes(_layout_message([(100, False, True)]).SerializeToString())
-    return src
-
-
 def test_featurize_pb_creates_no_missing_folders(tmp_path: Path, capsys) -> None:
-    src = _layout_pb(tmp_path)
+    src = layout_pb(tmp_path / "m.pb")
     target = tmp_path / "no" / "such" / "m.npz"
     assert main(["featurize-pb", str(src), str(target)]) == 1
     assert one_error(capsys, "featurize-pb") == (
@@ -86,7 +78,7 @@ def test_featurize_pb_creates_no_missing_folders(tmp_path: Path, capsys) -> None
 
 
 def test_featurize_pb_never_overwrites_an_unrelated_npz(tmp_path: Path, capsys) -> None:
-    src = _layout_pb(tmp_path)
+    src = layout_pb(tmp_path / "m.pb")
     target = tmp_path / "mine.npz"
     target.write_bytes(b"someone else's file")
     assert main(["featurize-pb", str(src), str(target)]) == 1

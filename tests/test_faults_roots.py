@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_faults import common, error_lines, one_error
+from helpers import common, error_lines, one_error
 
 from tpurank.cli import main
 from tpurank.core import env

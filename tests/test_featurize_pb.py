@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -215,6 +216,22 @@ def test_rerun_is_up_to_date_unless_forced_or_options_change(tmp_path):
     assert featurize(src, out, force=True) == [out]
     assert featurize(src, out, pad=-1) == [out]  # another padding: rewritten
     assert load_graph(out).node_feat[5, 137] == -1
+
+
+@pytest.mark.filterwarnings("ignore::tpurank.pb.convert.PbWarning")  # the single-run module: skipped
+def test_new_input_content_at_the_same_path_is_rewritten(tmp_path):
+    src, out = tmp_path / "t.pb", tmp_path / "tile"
+    src.write_bytes(_tile_message().SerializeToString())
+    first = featurize(src, out)
+    assert len(first) == 1  # the single-run module is skipped, as the dataset does
+    assert featurize(src, out) is None  # same path, same bytes: up to date
+    key = json.loads((out / "featurize-pb.json").read_text())["key"]
+    changed = _tile_message()
+    changed.modules[0].runs[0].profile.compute_time_ns = 700  # other measurements, same path and name
+    src.write_bytes(changed.SerializeToString())
+    assert featurize(src, out) == first  # the key sees the content: rewritten
+    assert json.loads((out / "featurize-pb.json").read_text())["key"] != key
+    assert load_graph(first[0], "tile").config_runtime.max() == 700
 
 
 # ----------------------------------------------------------------------------- the real sample

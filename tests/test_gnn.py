@@ -15,20 +15,22 @@ from tpurank.core.config import Config, from_dict
 from tpurank.core.errors import TpurankError
 from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
 from tpurank.core.paths import Paths
-from tpurank.gnn import loop, official
-from tpurank.gnn import model as gnn_model
-from tpurank.gnn.checkpoints import CHECKPOINT, load_model
 from tpurank.gnn.data import from_prepared, load_split, make_batch, sample_rows
 from tpurank.gnn.device import Runtime
-from tpurank.gnn.loop import fit
-from tpurank.gnn.losses import listmle, pairwise_hinge, ranking_loss, resolve_loss
-from tpurank.gnn.model import GnnRanker
-from tpurank.gnn.official import EarlyJoinSAGE
+from tpurank.gnn.entry import GNN
+from tpurank.gnn.families import baseline
+from tpurank.gnn.families import gnn as gnn_model
+from tpurank.gnn.gst.segments import segment_batch, split_graph
+from tpurank.gnn.nets.early_join import EarlyJoinSAGE
+from tpurank.gnn.nets.gnn_ranker import GnnRanker
+from tpurank.gnn.nets.tile_inputs import NODE_TILE_INPUTS, TILE_INPUTS
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.scoring import score_rows
-from tpurank.gnn.segments import segment_batch, split_graph
-from tpurank.gnn.tile_inputs import NODE_TILE_INPUTS, TILE_INPUTS
-from tpurank.gnn.trainer import train_collection
+from tpurank.gnn.train import loop
+from tpurank.gnn.train.checkpoints import CHECKPOINT, load_model
+from tpurank.gnn.train.loop import fit
+from tpurank.gnn.train.losses import listmle, pairwise_hinge, ranking_loss, resolve_loss
+from tpurank.gnn.train.trainer import train_collection
 from tpurank.prepare.cache import PreparedGraph
 
 FEAT = 7  # node feature width of the hand-made graphs
@@ -143,7 +145,7 @@ def test_listmle_equals_hand_computed() -> None:
 def test_auto_loss_is_listmle_for_layout_and_hinge_for_tile() -> None:
     assert resolve_loss("auto", "layout") == "listmle" and resolve_loss("auto", "tile") == "hinge"
     assert resolve_loss("hinge", "layout") == "hinge"
-    assert gnn_model.recipe(Config(), "tile").loss == "hinge"
+    assert gnn_model.SPEC.recipe(Config(), "tile").loss == "hinge"
     with pytest.raises(TpurankError, match="unknown loss"):
         resolve_loss("ranknet", "layout")
 
@@ -230,7 +232,7 @@ def test_batching_graphs_matches_scoring_alone() -> None:
 def test_micro_batches_give_the_gradient_of_the_whole_step(kind: str) -> None:
     graphs = [from_prepared(prepared_graph(kind, seed=s, n=20 + 4 * s)) for s in range(3)]
     rows = [np.arange(10), np.arange(7), np.arange(10)]
-    r = gnn_model.recipe(small_cfg(), kind)
+    r = gnn_model.SPEC.recipe(small_cfg(), kind)
     after = []
     for max_nodes in (0, 30):  # one batch; then three micro-batches (each graph alone)
         torch.manual_seed(0)
@@ -250,7 +252,7 @@ def test_micro_batches_give_the_gradient_of_the_whole_step(kind: str) -> None:
 TRAINED = [
     (gnn_model.SPEC, "layout:xla:random"),
     (gnn_model.SPEC, "tile:xla"),
-    (official.SPEC, "layout:nlp:default"),
+    (baseline.SPEC, "layout:nlp:default"),
 ]
 
 
@@ -366,9 +368,9 @@ def test_interrupted_training_resumes_to_the_same_weights(tiny_paths: Paths, tmp
 def test_errors_are_one_line(tmp_path) -> None:
     paths = Paths(data=tmp_path / "data", out=tmp_path / "out")
     with pytest.raises(TpurankError, match="no trained model"):
-        gnn_model.predict(paths, Config(), "layout:xla:random", "valid")
+        GNN.predict(paths, Config(), "layout:xla:random", "valid")
     with pytest.raises(TpurankError, match="no prepared train graphs"):
-        gnn_model.train(paths, Config(), "tile:xla")
+        GNN.train(paths, Config(), "tile:xla")
     # a config built in code skips from_dict's checks: the trainer checks again
     for change, message in [
         ({"configs_per_graph": 1}, "configs_per_graph"),
@@ -384,7 +386,7 @@ def test_errors_are_one_line(tmp_path) -> None:
     bad.parent.mkdir(parents=True)
     bad.write_bytes(b"not a checkpoint")
     with pytest.raises(TpurankError, match="unreadable checkpoint"):
-        gnn_model.predict(paths, Config(), "tile:xla", "valid")
+        GNN.predict(paths, Config(), "tile:xla", "valid")
 
 
 def test_training_stops_at_its_time_budget(tiny_paths: Paths, tmp_path) -> None:
@@ -514,7 +516,7 @@ def test_dim_features_widen_the_node_inputs_and_predict_reads_them_as_trained(
     collection = "layout:xla:random"
     cfg = small_cfg(max_steps=2, eval_every=2, graphs_per_batch=2, configs_per_graph=8, dim_features=True,
                     seeds=seeds)  # fmt: skip
-    gnn_model.train(paths, cfg, collection)
+    GNN.train(paths, cfg, collection)
     plain = load_split(tiny_paths, collection, "valid", progress=False)
     wide = load_split(tiny_paths, collection, "valid", progress=False, dim_features=True)
     assert wide[0].node_feat.shape[1] == plain[0].node_feat.shape[1] + NODE_TILE_INPUTS
@@ -522,7 +524,7 @@ def test_dim_features_widen_the_node_inputs_and_predict_reads_them_as_trained(
     model, ckpt = load_model(gnn_model.SPEC, paths.model_dir("gnn", collection) / CHECKPOINT)
     assert ckpt["recipe"]["dim_features"] is True
     assert ckpt["model_args"]["node_feat_dim"] == wide[0].node_feat.shape[1]
-    preds = gnn_model.predict(paths, small_cfg(), collection, "valid")  # the default config: no dim_features
+    preds = GNN.predict(paths, small_cfg(), collection, "valid")  # the default config: no dim_features
     assert set(preds) == {g.id for g in wide}
     if seeds == 1:
         for g in wide:
@@ -533,14 +535,14 @@ def test_dim_features_widen_the_node_inputs_and_predict_reads_them_as_trained(
 def test_a_checkpoint_from_before_the_mxu_inputs_names_what_differs(tmp_path) -> None:
     """A model trained with 7 tile inputs (before the MXU flags) is one line naming the layer, not
     torch's header line."""
-    from tpurank.gnn.checkpoints import save_checkpoint
+    from tpurank.gnn.train.checkpoints import CHECKPOINT_FORMAT, save_checkpoint
 
     m = GnnRanker("layout", FEAT, hidden=16, layers=2, tile_features=True)
     state = m.state_dict()
     state["tile_in.weight"] = state["tile_in.weight"][:, :7]
     args = {"kind": "layout", "node_feat_dim": FEAT, "hidden": 16, "layers": 2, "tile_features": True}
     path = tmp_path / CHECKPOINT
-    save_checkpoint(path, {"format": loop.CHECKPOINT_FORMAT, "model": "gnn", "collection": "layout:xla:random",
+    save_checkpoint(path, {"format": CHECKPOINT_FORMAT, "model": "gnn", "collection": "layout:xla:random",
                            "model_args": args, "state_dict": state})  # fmt: skip
     with pytest.raises(TpurankError, match=r"size mismatch for tile_in.weight.*; retrain this model$"):
         load_model(gnn_model.SPEC, path, "layout:xla:random")

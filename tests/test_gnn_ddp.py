@@ -24,10 +24,10 @@ import torch
 import torch.distributed as dist
 
 from tpurank.core.config import Config, from_dict
-from tpurank.gnn import model as gm
+from tpurank.gnn.families import gnn as gm
 from tpurank.gnn.data import load_split
 from tpurank.gnn.device import setup_runtime
-from tpurank.gnn.loop import fit
+from tpurank.gnn.train.loop import fit
 from tpurank.core.paths import Paths
 
 out = Path(sys.argv[1])
@@ -66,7 +66,7 @@ def test_two_process_ddp_ends_with_identical_weights(tmp_path: Path) -> None:
 
     # training moved the weights away from the (seeded) initialisation, and only rank 0 wrote files
     from tpurank.core.config import Config
-    from tpurank.gnn.model import GnnRanker
+    from tpurank.gnn.nets.gnn_ranker import GnnRanker
 
     torch.manual_seed(Config().seed)
     init = GnnRanker("layout", 7, hidden=16, layers=2, opcode_dim=4, config_dim=4).state_dict()

@@ -15,18 +15,19 @@ from test_gnn import FEAT, prepared_graph, small_cfg
 
 from tpurank.core.metrics import graph_metrics, order_from_costs
 from tpurank.core.paths import Paths
-from tpurank.gnn import model as gnn_model
 from tpurank.gnn import seeds as seeds_mod
-from tpurank.gnn.checkpoints import CHECKPOINT, load_model
 from tpurank.gnn.data import from_prepared, load_split, make_batch, sample_rows
 from tpurank.gnn.device import Runtime
-from tpurank.gnn.loop import fit
-from tpurank.gnn.losses import ranking_loss
-from tpurank.gnn.model import GnnRanker
+from tpurank.gnn.entry import GNN
+from tpurank.gnn.families import gnn as gnn_model
+from tpurank.gnn.nets.gnn_ranker import GnnRanker
+from tpurank.gnn.nets.standardize import feature_stats
 from tpurank.gnn.predict import predict_collection
-from tpurank.gnn.schedule import lr_factor, make_scheduler
 from tpurank.gnn.seeds import SUMMARY, average_costs, member_paths, predict_seeds, train_seeds
-from tpurank.gnn.standardize import feature_stats
+from tpurank.gnn.train.checkpoints import CHECKPOINT, load_model
+from tpurank.gnn.train.loop import fit
+from tpurank.gnn.train.losses import ranking_loss
+from tpurank.gnn.train.schedule import lr_factor, make_scheduler
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
@@ -51,7 +52,7 @@ def test_warmup_then_cosine_values(step: int, warmup: int, want: float) -> None:
 
 
 def test_scheduler_without_warmup_matches_the_former_cosine() -> None:
-    r = gnn_model.recipe(small_cfg(max_steps=20, warmup_steps=0), "layout")
+    r = gnn_model.SPEC.recipe(small_cfg(max_steps=20, warmup_steps=0), "layout")
     mine = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.01)
     ref = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.01)
     s_mine, s_ref = make_scheduler(mine, r), torch.optim.lr_scheduler.CosineAnnealingLR(ref, T_max=20)
@@ -61,7 +62,7 @@ def test_scheduler_without_warmup_matches_the_former_cosine() -> None:
 
 
 def test_warmup_reaches_the_optimizer() -> None:
-    r = gnn_model.recipe(small_cfg(max_steps=20, warmup_steps=4, lr=0.01), "layout")
+    r = gnn_model.SPEC.recipe(small_cfg(max_steps=20, warmup_steps=4, lr=0.01), "layout")
     assert r.warmup_steps == 4
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=r.lr)
     sched = make_scheduler(opt, r)
@@ -113,7 +114,7 @@ def test_seed_members_train_resumably_and_average(tiny_paths: Paths, tmp_path) -
     averaged = predict_seeds(gnn_model.SPEC, paths, cfg, collection, "valid", progress=False)
     # predict follows the trained seeds (seeds.json), whatever the predicting config says
     one = replace(cfg, gnn=replace(cfg.gnn, seeds=1))
-    again = gnn_model.predict(paths, one, collection, "valid")
+    again = GNN.predict(paths, one, collection, "valid")
     assert all(np.array_equal(again[g], averaged[g]) for g in averaged)
     assert any(not np.allclose(members[0][g], members[1][g]) for g in averaged)  # the seeds differ
     for gid, cost in averaged.items():
@@ -129,7 +130,7 @@ def test_seed_members_train_resumably_and_average(tiny_paths: Paths, tmp_path) -
     # up to date: a rerun, or a one-seed run of member 0, retrains nothing
     mtimes = [(top / CHECKPOINT).stat().st_mtime_ns, (top / "seed-1" / CHECKPOINT).stat().st_mtime_ns]
     train_seeds(gnn_model.SPEC, paths, cfg, collection, progress=False)
-    gnn_model.train(paths, one, collection)
+    GNN.train(paths, one, collection)
     assert [(top / CHECKPOINT).stat().st_mtime_ns, (top / "seed-1" / CHECKPOINT).stat().st_mtime_ns] == mtimes
     # ... and a one-seed run drops seeds.json: predict uses member 0 alone
     assert not (top / SUMMARY).exists()
@@ -147,7 +148,7 @@ def test_seed_members_train_resumably_and_average(tiny_paths: Paths, tmp_path) -
     finally:
         seeds_mod.train_collection = real_train
     assert not (top / SUMMARY).exists()
-    alone = gnn_model.predict(paths, one, collection, "valid")
+    alone = GNN.predict(paths, one, collection, "valid")
     assert all(np.array_equal(alone[g], members[0][g]) for g in alone)
 
 
@@ -261,7 +262,7 @@ def test_scoring_passes_bound_the_attention_scores(monkeypatch: pytest.MonkeyPat
 
 def test_layer_attention_is_a_layout_option() -> None:
     assert GnnRanker("tile", FEAT, hidden=16, layers=2, heads=2, layer_attention=True).layer_attention is None
-    args = gnn_model.model_args(small_cfg(layer_attention=True), "layout", FEAT)
+    args = gnn_model.SPEC.model_args(small_cfg(layer_attention=True), "layout", FEAT)
     assert args["layer_attention"] and gnn_model.SPEC.build(args).layer_attention is not None
 
 
@@ -270,7 +271,7 @@ def test_layer_attention_is_a_layout_option() -> None:
 
 @pytest.mark.parametrize(("kind", "all_configs"), [("tile", True), ("tile", False), ("layout", True)])
 def test_tile_all_configs_samples_every_config(kind: str, all_configs: bool) -> None:
-    r = gnn_model.recipe(small_cfg(configs_per_graph=8, tile_all_configs=all_configs), kind)
+    r = gnn_model.SPEC.recipe(small_cfg(configs_per_graph=8, tile_all_configs=all_configs), kind)
     g = from_prepared(prepared_graph(kind, seed=0, u=50))
     rows = sample_rows(g, r.configs_per_graph, np.random.default_rng(0))
     every = kind == "tile" and all_configs

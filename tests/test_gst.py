@@ -10,17 +10,19 @@ from test_gnn import FEAT, prepared_graph, small_cfg
 from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
-from tpurank.gnn import gst
-from tpurank.gnn import model as gnn_model
 from tpurank.gnn.data import from_prepared, load_split, make_batch
 from tpurank.gnn.device import Runtime
-from tpurank.gnn.history import HistoryTable, segment_keys
-from tpurank.gnn.loop import fit
-from tpurank.gnn.losses import ranking_loss
-from tpurank.gnn.model import GnnRanker
+from tpurank.gnn.families import gnn as gnn_model
+from tpurank.gnn.gst.embedding_table import EmbeddingTable, segment_keys
+from tpurank.gnn.gst.segments import cut_edges, segment_bounds, split_graph
+from tpurank.gnn.gst.state import GstState
+from tpurank.gnn.gst.sums import segment_sums
+from tpurank.gnn.nets.gnn_ranker import GnnRanker
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.scoring import score_rows
-from tpurank.gnn.segments import cut_edges, segment_bounds, split_graph
+from tpurank.gnn.train.gst_step import graph_loss
+from tpurank.gnn.train.loop import fit
+from tpurank.gnn.train.losses import ranking_loss
 
 CPU = torch.device("cpu")
 
@@ -68,7 +70,7 @@ def test_one_segment_per_graph_is_ordinary_training(options: dict) -> None:
     every model option (GST runs the model's own node encoder and layer stack per segment)."""
     g = from_prepared(prepared_graph("layout", seed=5, n=40, k=6))
     rows = np.arange(12)
-    r = gnn_model.recipe(small_cfg(segment_nodes=0, stale_dropout=0.5), "layout")
+    r = gnn_model.SPEC.recipe(small_cfg(segment_nodes=0, stale_dropout=0.5), "layout")
     torch.manual_seed(0)
     m = GnnRanker("layout", FEAT, hidden=16, layers=2, **options)
     if options.get("standardize"):  # statistics that change the features
@@ -79,8 +81,8 @@ def test_one_segment_per_graph_is_ordinary_training(options: dict) -> None:
     want.backward()
     grads = {k: p.grad.clone() for k, p in m.named_parameters() if p.grad is not None}
     m.zero_grad()
-    state = gst.GstState(r, 16)
-    got = gst.graph_loss(m, state, g, rows, r, CPU, "fp32", np.random.default_rng(0))
+    state = GstState(r, 16)
+    got = graph_loss(m, state, g, rows, r, CPU, "fp32", np.random.default_rng(0))
     assert got == pytest.approx(want.item(), rel=1e-5)
     for k, p in m.named_parameters():
         if k in grads:
@@ -106,29 +108,29 @@ def test_segment_sums_add_up_to_the_graph_when_no_edge_is_cut() -> None:
 
 def test_history_table_is_updated_and_used() -> None:
     g = from_prepared(prepared_graph("layout", seed=7, n=60, k=8, u=30))
-    r = gnn_model.recipe(small_cfg(segment_nodes=15, segments_per_step=1, stale_dropout=0.0), "layout")
+    r = gnn_model.SPEC.recipe(small_cfg(segment_nodes=15, segments_per_step=1, stale_dropout=0.0), "layout")
     torch.manual_seed(0)
     m = GnnRanker("layout", FEAT, hidden=16, layers=2)
-    state = gst.GstState(r, 16)
+    state = GstState(r, 16)
     rows = np.arange(8)
     rng = np.random.default_rng(0)
-    first = gst.graph_loss(m, state, g, rows, r, CPU, "fp32", rng)
+    first = graph_loss(m, state, g, rows, r, CPU, "fp32", rng)
     # one segment written (8 configs and its mean entry), nothing to read yet
     assert state.table.writes == 9 and state.table.hits == 0
     for _ in range(12):  # the same configs: every segment gets trained and written
-        gst.graph_loss(m, state, g, rows, r, CPU, "fp32", rng)
+        graph_loss(m, state, g, rows, r, CPU, "fp32", rng)
     assert len(state.table) == 4 * (8 + 1) and state.table.hits > 0
     # with every other segment in the table and no dropout, a step sees the whole graph: the loss of
     # unchanged weights equals the segment-wise scoring of the whole graph
     m.zero_grad()
-    loss = gst.graph_loss(m, state, g, rows, r, CPU, "fp32", rng, update=False)
+    loss = graph_loss(m, state, g, rows, r, CPU, "fp32", rng, update=False)
     b = make_batch([g], [rows])
     cost = torch.from_numpy(score_rows(m, g, rows, 8, CPU, "fp32", segment_nodes=15)).float()[None]
     want = float(ranking_loss(r.loss, cost, b.runtime, b.mask, r.margin))
     assert loss == pytest.approx(want, rel=1e-5) and loss != pytest.approx(first, rel=1e-2)
     # stale dropout 1 - tiny: every historical entry left out -> only the trained segment counts
-    r_drop = gnn_model.recipe(small_cfg(segment_nodes=15, stale_dropout=0.999999), "layout")
-    alone = gst.graph_loss(m, state, g, rows, r_drop, CPU, "fp32", np.random.default_rng(1), update=False)
+    r_drop = gnn_model.SPEC.recipe(small_cfg(segment_nodes=15, stale_dropout=0.999999), "layout")
+    alone = graph_loss(m, state, g, rows, r_drop, CPU, "fp32", np.random.default_rng(1), update=False)
     assert alone != pytest.approx(loss, rel=1e-4)
 
 
@@ -143,7 +145,7 @@ def test_history_keys_follow_the_segments_own_configs() -> None:
 
 
 def test_history_table_memory_is_bounded() -> None:
-    t = HistoryTable(dim=33, budget_mb=0.01)
+    t = EmbeddingTable(dim=33, budget_mb=0.01)
     assert t.nbytes <= 0.01 * 2**20 and t.capacity == int(0.01 * 2**20) // (4 * 33 + 160)
     keys = np.arange(3 * t.capacity, dtype=np.int64)
     t.put(keys, torch.arange(len(keys), dtype=torch.float32)[:, None].expand(-1, 33))
@@ -207,12 +209,12 @@ def test_several_segments_per_step_with_per_node_attention_masks() -> None:
     g = from_prepared(prepared_graph("layout", seed=7, n=40, k=6))
     full = make_batch([g], [np.arange(5)])
     segs = split_graph(g, 10)
-    from tpurank.gnn.segments import segment_batch
+    from tpurank.gnn.gst.segments import segment_batch
 
     b = segment_batch(full, segs[:2])
     assert b.mask.shape == (2, 5) and bool(b.mask.all())
     m = GnnRanker("layout", FEAT, hidden=16, layers=2, layer_attention=True).eval()
-    assert gst.segment_sums(m, b).shape == (5, 2, 2 * 16 + 1)
+    assert segment_sums(m, b).shape == (5, 2, 2 * 16 + 1)
 
 
 def test_gst_refuses_layer_attention(tiny_paths: Paths, tmp_path) -> None:

@@ -14,26 +14,15 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
+from helpers import ROOT, SAMPLE_ROOT, TRAINED_COLLECTION
 
 from tpurank.core.paths import Paths
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE_PB = ROOT.parent / "shared" / "data" / "tpugraphs-sample" / "pb" / "module_tuning_data_layout.pb"
+SAMPLE_PB = SAMPLE_ROOT / "pb" / "module_tuning_data_layout.pb"
 TIMEOUT = 180  # seconds: a hang is a defect, not a stuck suite
-ONE = ["--collections", "layout:xla:random"]
-SMALL = [
-    "--set",
-    "gnn.max_steps=4",
-    "--set",
-    "gnn.eval_every=2",
-    "--set",
-    "gnn.hidden=16",
-    "--set",
-    "gnn.seeds=1",
-]
+ONE = ["--collections", TRAINED_COLLECTION]
 
 
 @dataclass
@@ -44,6 +33,7 @@ class Case:
     family: str
     setup: Callable[[Paths], list[str]]  # returns the command's arguments
     check: Callable[[Paths], bool] | None = None  # a correct result (exit 0) passes it
+    trained: bool = False  # starts from a copy of the trained tree (gnn, lgbm, ensemble of ONE)
 
 
 def _cli(paths: Paths, *args: str) -> list[str]:
@@ -54,11 +44,6 @@ def _run(args: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "tpurank", *args], cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT
     )
-
-
-def _train(paths: Paths, model: str) -> None:
-    r = _run(_cli(paths, "train", "--model", model, *ONE, *SMALL))
-    assert r.returncode == 0, r.stderr[-2000:]
 
 
 def fifo_in_data(p: Paths) -> list[str]:
@@ -109,31 +94,24 @@ def eval_indices_number(p: Paths) -> list[str]:
 
 
 def inverse_truncated(p: Paths) -> list[str]:
-    _train(p, "lgbm")
     f = next(p.tabular.rglob("valid.inverse.npz"))
     f.write_bytes(f.read_bytes()[:40])
     return _cli(p, "predict", "--model", "lgbm", "--split", "valid", "--force", *ONE)
 
 
 def model_txt_truncated(p: Paths) -> list[str]:
-    _train(p, "lgbm")
-    f = p.model_dir("lgbm", "layout:xla:random") / "model.txt"
+    f = p.model_dir("lgbm", TRAINED_COLLECTION) / "model.txt"
     f.write_bytes(f.read_bytes()[:200])
     return _cli(p, "predict", "--model", "lgbm", "--split", "valid", "--force", *ONE)
 
 
 def foreign_gnn(p: Paths) -> list[str]:
-    _train(p, "gnn")
-    shutil.copytree(p.model_dir("gnn", "layout:xla:random"), p.model_dir("gnn", "layout:nlp:random"))
+    shutil.copytree(p.model_dir("gnn", TRAINED_COLLECTION), p.model_dir("gnn", "layout:nlp:random"))
     return _cli(p, "predict", "--model", "gnn", "--split", "valid", "--collections", "layout:nlp:random")
 
 
 def weights_empty(p: Paths) -> list[str]:
-    for m in ("lgbm", "gnn"):
-        _train(p, m)
-        assert _run(_cli(p, "predict", "--model", m, "--split", "valid", *ONE)).returncode == 0
-    assert _run(_cli(p, "train", "--model", "ensemble", *ONE)).returncode == 0
-    (p.model_dir("ensemble", "layout:xla:random") / "weights.json").write_text("{}")
+    (p.model_dir("ensemble", TRAINED_COLLECTION) / "weights.json").write_text("{}")
     return _cli(p, "predict", "--model", "ensemble", "--split", "valid", *ONE)
 
 
@@ -185,10 +163,10 @@ CASES = [
     Case("config: heads not dividing hidden", config("gnn.hidden=30", "gnn.heads=4")),
     Case("config: ensemble.models names ensemble", config("ensemble.models=['ensemble']")),
     Case("eval_indices maps a graph to a number", eval_indices_number),
-    Case("our file broken: truncated valid.inverse.npz", inverse_truncated, lambda p: True),
-    Case("our file broken: truncated lgbm model.txt", model_txt_truncated),
-    Case("foreign artifact: gnn model of another collection", foreign_gnn),
-    Case("our file broken: ensemble weights.json {}", weights_empty),
+    Case("our file broken: truncated valid.inverse.npz", inverse_truncated, lambda p: True, trained=True),
+    Case("our file broken: truncated lgbm model.txt", model_txt_truncated, trained=True),
+    Case("foreign artifact: gnn model of another collection", foreign_gnn, trained=True),
+    Case("our file broken: ensemble weights.json {}", weights_empty, trained=True),
     Case("user file beside an output (featurize-pb m.json)", sidecar_beside_pb_output, _m_json_kept),
     Case("data changed under the same name after prepare", data_changed_after_prepare),
     Case("comma and quote in a graph file name", comma_in_a_file_name, lambda p: True),
@@ -215,9 +193,9 @@ def classify(case: Case, paths: Paths) -> tuple[str, str]:
     return "defect", r.stderr[-1500:]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.family for c in CASES])
-def test_hostile_case(case: Case, run_copy: Paths) -> None:
-    outcome, seen = classify(case, run_copy)
+def test_hostile_case(case: Case, request: pytest.FixtureRequest) -> None:
+    paths = request.getfixturevalue("trained" if case.trained else "run_copy")
+    outcome, seen = classify(case, paths)
     print(f"{case.family}: {outcome}: {seen.splitlines()[0] if seen else ''}")
     assert outcome != "defect", seen

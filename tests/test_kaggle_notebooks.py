@@ -22,10 +22,10 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from helpers import FAST, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-# the end-to-end budget of test_pipeline: same code paths, about half a minute on tiny data
-FAST = "--set gnn.max_steps=16 --set gnn.eval_every=8 --set gnn.hidden=16 --set lgbm.num_boost_round=40"
+# the end-to-end budget of test_pipeline (helpers.FAST): same code paths, about half a minute on tiny data
+NOTEBOOK_ARGS = " ".join(FAST)
 # what a Kaggle image lacks; the rest of this environment stands in for its preinstalled packages
 ABSENT = ("tpurank", "_tpurank", "__editable__", "torch_geometric")
 
@@ -136,7 +136,6 @@ def _tpurank(*args: str) -> subprocess.CompletedProcess:
     return _run([sys.executable, "-m", "tpurank", *args], cwd=ROOT)
 
 
-@pytest.mark.slow
 def test_notebooks_in_a_fresh_offline_environment(tiny_root: Path, tmp_path: Path) -> None:
     built = tmp_path / "built-code"
     b = _tpurank("build-code-dataset", "--dest", str(built))
@@ -149,7 +148,7 @@ def test_notebooks_in_a_fresh_offline_environment(tiny_root: Path, tmp_path: Pat
     env = {
         "TPURANK_KAGGLE_INPUT": str(kaggle_input),
         "TPURANK_DATA": str(kaggle_input / "predict-ai-model-runtime"),
-        "TPURANK_NOTEBOOK_ARGS": FAST,
+        "TPURANK_NOTEBOOK_ARGS": NOTEBOOK_ARGS,
     }
 
     # 1. train and submit on "Kaggle"

@@ -96,8 +96,12 @@ def test_lgbm_beats_random_on_tiny_valid_and_reloads_identically(lgbm_paths, col
     build_features(lgbm_paths, cfg, [collection], ["train", "valid"])
     train_df = tab_io.read_table(lgbm_paths, collection, "train")
     valid_df = tab_io.read_table(lgbm_paths, collection, "valid")
-    per_graph = [tab_io.read_per_graph(lgbm_paths, collection, "valid", w) for w in tab_io.PER_GRAPH]
-    booster, info = model.fit(train_df, (valid_df, *per_graph), cfg, collection)
+    valid = model.ValidData(
+        table=valid_df,
+        inverse=tab_io.read_per_graph(lgbm_paths, collection, "valid", "inverse"),
+        runtime=tab_io.read_per_graph(lgbm_paths, collection, "valid", "runtime"),
+    )
+    booster, info = model.fit(train_df, valid, cfg, collection)
     model.save(lgbm_paths, cfg, collection, booster, info)
 
     costs = model.predict(lgbm_paths, cfg, collection, "valid")

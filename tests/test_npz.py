@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import sample_files
+from helpers import sample_files
 
 from tpurank.core.errors import DataError
 from tpurank.data.dataset import classify_path

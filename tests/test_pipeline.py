@@ -1,29 +1,30 @@
-"""The ensemble and `tpurank all` end to end on tiny data (the Kaggle notebooks: test_kaggle_notebooks)."""
+"""The ensemble and `tpurank all` end to end on tiny data (the Kaggle notebooks: test_kaggle_notebooks).
+
+One clean `all` is built once per session (shared by the xdist workers); each test works on a copy
+of it, and the checks that need a run of their own share one where they can (the run on changed
+data is also the one killed while training).
+"""
 
 from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pytest
+from helpers import FAST, ROOT, built_once, copy_without_times, ran_steps, tpurank
 
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import Config
 from tpurank.core.paths import Paths
 from tpurank.rankers.ensemble import collection_score, normalize, train, valid_truth, weight_grid
 from tpurank.rankers.predictions import save_predictions
-
-ROOT = Path(__file__).resolve().parents[1]
-# Small budgets so the whole pipeline runs in about a minute on 2 cores; same code paths as the defaults.
-BUDGET = (
-    "gnn.max_steps=16", "gnn.eval_every=8", "gnn.hidden=16",
-    "baseline.max_steps=8", "lgbm.num_boost_round=40",
-)  # fmt: skip
-FAST = [arg for item in BUDGET for arg in ("--set", item)]
 
 
 def test_weight_grid_covers_the_simplex() -> None:
@@ -70,38 +71,47 @@ def test_all_trains_the_ensemble_members_and_what_is_asked(tmp_path: Path) -> No
     assert models_to_train(["gnn"], []) == ["gnn"]
     with pytest.raises(TpurankError, match="unknown model"):
         models_to_train(["xgb"], [])
-    names = [s.name for s in plan(Paths(tmp_path, tmp_path), ["gnn"], 1)]
+    names = [s.name for s in plan(["gnn"], 1)]
     assert "train gnn" in names and "features" not in names and "train baseline" not in names
 
 
-def _tpurank(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tpurank", *args], capture_output=True, text=True, env=env, cwd=ROOT
-    )
+class CleanRun(NamedTuple):
+    """A clean `all` on a private copy of the tiny data: its data root, out folder, and output."""
+
+    data: Path
+    out: Path
+    stdout: str
+    stderr: str
+
+
+def _clean_all_tree(tiny_root: Path, folder: Path) -> None:
+    shutil.copytree(tiny_root, folder / "data")
+    r = tpurank("all", "--data-dir", str(folder / "data"), "--out-dir", str(folder / "run"), *FAST)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (folder / "stdout.txt").write_text(r.stdout)
+    (folder / "stderr.txt").write_text(r.stderr)
 
 
 @pytest.fixture(scope="module")
-def clean_all(
-    tiny_root: Path, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[Path, subprocess.CompletedProcess]:
-    """One clean `all` on the tiny data: (its out folder, the process)."""
-    out = tmp_path_factory.mktemp("clean-all") / "run"
-    r = _tpurank("all", "--data-dir", str(tiny_root), "--out-dir", str(out), *FAST)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    return out, r
+def clean_all(tiny_root: Path, tmp_path_factory: pytest.TempPathFactory) -> CleanRun:
+    """One clean `all` on the tiny data, built by the first worker that asks; read-only."""
+    folder = built_once(tmp_path_factory, "clean-all", FAST, lambda f: _clean_all_tree(tiny_root, f))
+    return CleanRun(
+        folder / "data",
+        folder / "run",
+        (folder / "stdout.txt").read_text(),
+        (folder / "stderr.txt").read_text(),
+    )
 
 
-@pytest.mark.slow
-def test_all_end_to_end_on_tiny(tiny_root: Path, clean_all: tuple[Path, subprocess.CompletedProcess]) -> None:
-    out, r = clean_all
+def test_all_end_to_end_on_tiny(clean_all: CleanRun) -> None:
+    data, out, r = clean_all.data, clean_all.out, clean_all
     sub = out / "submissions" / "submission.csv"
     assert sub.exists() and (out / "submissions" / "submission.json").exists()
-    check = _tpurank("check-submission", str(sub), "--data-dir", str(tiny_root))
+    check = tpurank("check-submission", str(sub), "--data-dir", str(data))
     assert check.returncode == 0, check.stdout + check.stderr
     ids = [line.split(",")[0] for line in sub.read_text().splitlines()[1:]]
-    sample = [
-        line.split(",")[0] for line in (tiny_root / "sample_submission.csv").read_text().splitlines()[1:]
-    ]
+    sample = [line.split(",")[0] for line in (data / "sample_submission.csv").read_text().splitlines()[1:]]
     assert ids == sample
     for m in ("random", "heuristic", "lgbm", "gnn", "ensemble"):
         assert (out / "submissions" / f"valid_{m}.csv").exists(), m
@@ -111,18 +121,14 @@ def test_all_end_to_end_on_tiny(tiny_root: Path, clean_all: tuple[Path, subproce
     assert "Validation scores" in r.stdout and "time per step" in r.stdout
 
 
-@pytest.mark.slow
-def test_commands_by_hand_find_the_synthetic_data_all_used(
-    tiny_root: Path, clean_all: tuple[Path, subprocess.CompletedProcess], tmp_path: Path
-) -> None:
+def test_commands_by_hand_find_the_synthetic_data_all_used(clean_all: CleanRun, tmp_path: Path) -> None:
     """After `all` on synthetic data in data/synthetic-<scale>/ (where `all` puts it), the commands a
     user runs next without --data-dir use it and say so in one line."""
     import os
 
-    clean, _ = clean_all
     home = tmp_path / "project"
-    shutil.copytree(clean, home)  # the outputs of `all`, in the project root
-    shutil.copytree(tiny_root, home / "data" / "synthetic-tiny")
+    shutil.copytree(clean_all.out, home)  # the outputs of `all`, in the project root
+    shutil.copytree(clean_all.data, home / "data" / "synthetic-tiny")
     (home / "data" / ".last-data-root").write_text("synthetic-tiny\n")  # as `all` records it
     env = {k: v for k, v in os.environ.items() if k != "TPURANK_DATA"}
     env["TPURANK_HOME"] = str(home)
@@ -134,9 +140,7 @@ def test_commands_by_hand_find_the_synthetic_data_all_used(
         ["validate"],
         ["config", "show"],
     ):
-        r = subprocess.run(
-            [sys.executable, "-m", "tpurank", *cmd], capture_output=True, text=True, env=env, cwd=home
-        )
+        r = tpurank(*cmd, env=env, cwd=home)
         assert r.returncode == 0, r.stderr[-2000:]
         assert [x for x in r.stderr.splitlines() if x.startswith("tpurank: data: ")] == [
             line + "--data-dir DIR to use another)"
@@ -156,31 +160,26 @@ def _table(out: Path) -> str:
     )
 
 
-@pytest.mark.slow
-def test_manual_commands_then_all_equal_a_clean_all(
-    tiny_root: Path, clean_all: tuple[Path, subprocess.CompletedProcess], tmp_path: Path
-) -> None:
+def test_manual_commands_then_all_equal_a_clean_all(clean_all: CleanRun, tmp_path: Path) -> None:
     """Retrain one model by hand with other settings and predict with it, then `all`: every step
     the manual commands touched, and those downstream, run again; the rest is skipped; the
     submission bytes and the validation table are the clean run's."""
-    clean, _ = clean_all
+    clean = clean_all.out
     out = tmp_path / "run"
     shutil.copytree(clean, out)
-    run = ["--data-dir", str(tiny_root), "--out-dir", str(out)]
-    again = _tpurank("all", *run, *FAST)  # a second `all` on an unchanged run skips everything
+    run = ["--data-dir", str(clean_all.data), "--out-dir", str(out)]
+    again = tpurank("all", *run, *FAST)  # a second `all` on an unchanged run skips everything
     assert again.returncode == 0 and again.stderr.count("up to date, skipped") == 14, again.stderr[-3000:]
     assert "tpurank train" not in again.stderr
     other = [*FAST, "--set", "gnn.hidden=8", "--set", "gnn.max_steps=5"]
     one = ["--collections", "layout:xla:random"]
     for cmd in (["train", "--model", "gnn"], ["predict", "--model", "gnn", "--split", "valid"]):
-        r = _tpurank(*cmd, *one, *run, *other)
+        r = tpurank(*cmd, *one, *run, *other)
         assert r.returncode == 0, r.stderr[-2000:]
     assert _table(out) == _table(clean)  # validate has not run yet: the report is the old one
-    r = _tpurank("all", *run, *FAST)
+    r = tpurank("all", *run, *FAST)
     assert r.returncode == 0, r.stderr[-3000:]
-    ran = {
-        line.split(":")[0].removeprefix("[all] ") for line in r.stderr.splitlines() if ": tpurank " in line
-    }
+    ran = ran_steps(r.stderr)
     assert {"train gnn", "predict gnn valid", "predict gnn test"} <= ran
     assert not ran & {"prepare", "features", "train lgbm", "predict lgbm valid"}
     sub = "submissions/submission.csv"
@@ -188,27 +187,30 @@ def test_manual_commands_then_all_equal_a_clean_all(
     assert _table(out) == _table(clean)
 
 
-def _copy_without_times(src: Path, dst: Path) -> None:
-    """A copy as Kaggle's /kaggle/input gives one: same bytes, new timestamps."""
-    for f in src.rglob("*"):
-        if f.is_file():
-            (dst / f.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(f, dst / f.relative_to(src))
+def _kill_while_training(cmd: list[str], out: Path) -> None:
+    """Start `cmd` (an `all` into `out`) and SIGKILL it once the GNN's first resume state is written."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not list((out / "models/gnn").glob(".next-*/last.pt")) and time.monotonic() < deadline:
+        assert proc.poll() is None, "all ended before the GNN trained"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
 
 
-@pytest.mark.slow
-def test_all_follows_the_data_content_not_its_timestamps(
-    tiny_root: Path, clean_all: tuple[Path, subprocess.CompletedProcess], tmp_path: Path
-) -> None:
+def test_all_follows_the_data_content_and_a_killed_all_resumes(clean_all: CleanRun, tmp_path: Path) -> None:
     """The same bytes with new timestamps reuse every step; a test file rewritten under its own
-    name (configs reordered) reruns what depends on it and ends where a clean `all` on it ends."""
-    clean, _ = clean_all
+    name (configs reordered) reruns what depends on it. A fresh `all` on the changed data, SIGKILLed
+    while the GNN trains and run again, keeps its finished steps; both runs end byte for byte alike
+    (and unlike the clean run on the old data)."""
+    clean = clean_all.out
     data, out = tmp_path / "data", tmp_path / "run"
-    _copy_without_times(tiny_root, data)
+    copy_without_times(clean_all.data, data)
     shutil.copytree(clean, out)
     run = ["--data-dir", str(data), "--out-dir", str(out)]
-    r = _tpurank("all", *run, *FAST)
+    r = tpurank("all", *run, *FAST)
     assert r.returncode == 0 and r.stderr.count("up to date, skipped") == 14, r.stderr[-3000:]
+    assert ": tpurank " not in r.stderr  # nothing ran, training least of all
 
     f = sorted((data / "npz_all/npz/layout/xla/random/test").glob("*.npz"))[0]
     with np.load(f) as z:
@@ -219,38 +221,40 @@ def test_all_follows_the_data_content_not_its_timestamps(
         arrays["config_runtime"][order],
     )
     np.savez(f, **arrays)
-    r = _tpurank("all", *run, *FAST)
+    r = tpurank("all", *run, *FAST)
     assert r.returncode == 0, r.stderr[-3000:]
-    ran = {
-        line.split(":")[0].removeprefix("[all] ") for line in r.stderr.splitlines() if ": tpurank " in line
-    }
-    assert {"prepare", "predict gnn test", "predict lgbm test", "predict ensemble test"} <= ran
+    assert {"prepare", "predict gnn test", "predict lgbm test", "predict ensemble test"} <= ran_steps(
+        r.stderr
+    )
+
     fresh = tmp_path / "fresh"
-    assert _tpurank("all", "--data-dir", str(data), "--out-dir", str(fresh), *FAST).returncode == 0
+    cmd = [sys.executable, "-m", "tpurank", "all", "--data-dir", str(data), "--out-dir", str(fresh), *FAST]
+    _kill_while_training(cmd, fresh)
+    assert not (fresh / "submissions/submission.csv").exists()
+    r = tpurank(*cmd[3:])
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "[all] prepare: up to date, skipped" in r.stderr
     sub = "submissions/submission.csv"
     assert (out / sub).read_bytes() == (fresh / sub).read_bytes() != (clean / sub).read_bytes()
     assert _table(out) == _table(fresh)
 
 
-@pytest.mark.slow
-def test_infer_on_a_copy_of_the_data_keeps_the_models_rule(
-    tiny_root: Path, clean_all: tuple[Path, subprocess.CompletedProcess], tmp_path: Path
-) -> None:
+def test_infer_on_a_copy_of_the_data_keeps_the_models_rule(clean_all: CleanRun, tmp_path: Path) -> None:
     """Kaggle's /kaggle/input is a copy without timestamps, and may lack the train files: infer uses
     the feature rule shipped with the models as it is (never refits it), writes its cache under
     --work-dir, and submits what `all` submitted."""
-    clean, _ = clean_all
+    clean = clean_all.out
     pack = tmp_path / "models-dataset"
-    r = _tpurank(
-        "build-models-dataset", "--dest", str(pack), "--data-dir", str(tiny_root), "--out-dir", str(clean),
+    r = tpurank(
+        "build-models-dataset", "--dest", str(pack), "--data-dir", str(clean_all.data), "--out-dir", str(clean),
         "--allow-synthetic",  # the tiny data is synthetic: refused without it
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     data = tmp_path / "input"
-    _copy_without_times(tiny_root, data)
+    copy_without_times(clean_all.data, data)
     shutil.rmtree(data / "npz_all/npz/layout/xla/random/train")  # a rule refitted would differ
     out, work = tmp_path / "working", tmp_path / "temp"
-    r = _tpurank(
+    r = tpurank(
         "infer", "--models-dataset", str(pack), "--data-dir", str(data), "--out-dir", str(out),
         "--work-dir", str(work),
     )  # fmt: skip
@@ -261,31 +265,3 @@ def test_infer_on_a_copy_of_the_data_keeps_the_models_rule(
     assert (work / "features/prepared/index.parquet").is_file() and not (out / "features").exists()
     sub = "submissions/submission.csv"
     assert (out / sub).read_bytes() == (clean / sub).read_bytes()
-
-
-@pytest.mark.slow
-def test_an_all_killed_while_training_resumes_to_a_clean_all(
-    tiny_root: Path, clean_all: tuple[Path, subprocess.CompletedProcess], tmp_path: Path
-) -> None:
-    """SIGKILL in the middle of `all` (while the GNN trains), then `all` again: the finished steps
-    are kept and the end is the clean run's, byte for byte."""
-    import signal
-    import time
-
-    clean, _ = clean_all
-    out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "tpurank", "all", "--data-dir", str(tiny_root), "--out-dir", str(out), *FAST]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while not list((out / "models/gnn").glob(".next-*/last.pt")) and time.monotonic() < deadline:
-        assert proc.poll() is None, "all ended before the GNN trained"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not (out / "submissions/submission.csv").exists()
-    r = _tpurank("all", "--data-dir", str(tiny_root), "--out-dir", str(out), *FAST)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "[all] prepare: up to date, skipped" in r.stderr
-    sub = "submissions/submission.csv"
-    assert (out / sub).read_bytes() == (clean / sub).read_bytes()
-    assert _table(out) == _table(clean)

@@ -219,18 +219,20 @@ def test_config_show_names_the_profile_as_the_source(tmp_path: Path, monkeypatch
 
 
 def test_all_within_a_tiny_budget_stops_training_on_time(tiny_root: Path, tmp_path: Path) -> None:
-    """`all --budget 90s` on one tiny collection: the plan printed, the GNN stopped by its share of
-    time (its step cap is out of reach), a checked submission, and the run within the budget."""
+    """`all --budget 60s` on one tiny collection: the plan printed, the GNN stopped by its share of
+    time (its step cap is out of reach), a checked submission, and the run within the budget. The
+    other stages are estimated at about a minute, so the GNN's share is what the tiny data leaves
+    of that estimate: seconds, where a longer budget would only train longer."""
     out = tmp_path / "run"
     sets = ["gnn.max_steps=100000", "gnn.hidden=16", "gnn.eval_every=20", "gnn.min_train_share=1"]
     sets += ["lgbm.num_boost_round=20"]
     cmd = [sys.executable, "-m", "tpurank", "all", "--data-dir", str(tiny_root), "--out-dir", str(out)]
-    cmd += ["--collections", "layout:xla:default", "--budget", "90s", "--profile", "cpu"]
+    cmd += ["--collections", "layout:xla:default", "--budget", "60s", "--profile", "cpu"]
     cmd += [x for s in sets for x in ("--set", s)]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "[all] profile cpu: chosen with --profile" in r.stderr
-    assert "[all] budget 1m30s:" in r.stderr and "step 1/" in r.stderr
+    assert "[all] budget 1m00s:" in r.stderr and "step 1/" in r.stderr
     planned = [line for line in r.stderr.splitlines() if line.startswith("[all]   gnn")]
     assert len(planned) == 2 and all("layout:xla:default" in x for x in planned)  # first plan, second look
     assert "[all] the plan again" in r.stderr and (out / "reports" / "budget-plan.json").exists()
@@ -239,7 +241,7 @@ def test_all_within_a_tiny_budget_stops_training_on_time(tiny_root: Path, tmp_pa
     share = model["config"]["gnn"]["time_budget_min"]  # the collection's config, the plan applied
     assert 0.1 <= share < 1.5 and model["seconds"] < share * 60 + 15
     assert (out / "submissions" / "submission.csv").exists()
-    closing = [line for line in r.stdout.splitlines() if "the budget of 1m30s" in line]
+    closing = [line for line in r.stdout.splitlines() if "the budget of 1m00s" in line]
     assert closing and "under" in closing[0]
     # a rerun takes the saved plan, not a new one on another clock: every step is up to date
     again = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)

@@ -12,44 +12,20 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import ROOT, TRAIN_LOG, TRAINED_COLLECTION, TRAINED_SMALL, common, snapshot
 
 from tpurank.cli import main
 from tpurank.core.errors import DiskFullError
 from tpurank.core.paths import Paths
 
-ROOT = Path(__file__).resolve().parents[1]
-COLLECTION = "layout:xla:random"
-SMALL = [
-    "--set",
-    "gnn.max_steps=6",
-    "--set",
-    "gnn.eval_every=3",
-    "--set",
-    "gnn.hidden=16",
-    "--set",
-    "gnn.seeds=1",
-]
-# another config that trains for up to 12 s, validating (and so writing last.pt) every 2 steps
+COLLECTION = TRAINED_COLLECTION
+SMALL = [arg for item in TRAINED_SMALL for arg in ("--set", item)]
+# seconds of training for a retrain with another config: enough to interrupt it once it has written
+# its first resume state, and what its resumed run then waits out before it stops on time
+RETRAIN_S = 6
+# that config, validating (and so writing last.pt) every 2 steps, its step cap out of reach
 OTHER = [*SMALL, "--set", "gnn.hidden=8", "--set", "gnn.max_steps=100000", "--set", "gnn.eval_every=2"]
-OTHER += ["--set", "gnn.time_budget_min=0.2", "--set", "gnn.patience=1000000"]
-
-
-def common(paths: Paths) -> list[str]:
-    return ["--data-dir", str(paths.data), "--out-dir", str(paths.out)]
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(f.relative_to(folder)): f.read_bytes() for f in sorted(folder.rglob("*")) if f.is_file()}
-
-
-@pytest.fixture
-def trained(run_copy: Paths) -> Paths:
-    """The tiny copy with a finished gnn and lgbm of one collection, and their valid predictions."""
-    one = ["--collections", COLLECTION, *common(run_copy)]
-    for m in ("gnn", "lgbm"):
-        assert main(["train", "--model", m, *one, *SMALL]) == 0
-        assert main(["predict", "--model", m, "--split", "valid", *one, *SMALL]) == 0
-    return run_copy
+OTHER += ["--set", f"gnn.time_budget_min={RETRAIN_S / 60}", "--set", "gnn.patience=1000000"]
 
 
 def _default_sigint() -> None:
@@ -69,7 +45,6 @@ def tpurank(*args: str) -> subprocess.Popen:
     )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
 def test_an_interrupted_retrain_leaves_the_finished_model_and_resumes(trained: Paths, sig: int) -> None:
     final = trained.model_dir("gnn", COLLECTION)
@@ -98,7 +73,7 @@ def test_an_interrupted_retrain_leaves_the_finished_model_and_resumes(trained: P
 def test_a_full_disk_during_training_is_one_line_and_keeps_the_model(
     trained: Paths, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from tpurank.gnn import loop
+    from tpurank.gnn.train import loop
 
     final = trained.model_dir("gnn", COLLECTION)
     before = snapshot(final)
@@ -153,25 +128,18 @@ def test_a_gnn_model_of_another_collection_is_refused(trained: Paths) -> None:
     "text", ["{not json", "{}", '{"members": ["lgbm"], "weights": [1e999], "normalize": "rank"}']
 )
 def test_a_broken_ensemble_weights_file_is_one_line(trained: Paths, text: str) -> None:
-    one = ["--collections", COLLECTION, *common(trained)]
-    assert main(["train", "--model", "ensemble", *one, "--set", "ensemble.models=['lgbm','gnn']"]) == 0
-    wfile = trained.model_dir("ensemble", COLLECTION) / "weights.json"
+    wfile = trained.model_dir("ensemble", COLLECTION) / "weights.json"  # fitted on lgbm and gnn
+    assert json.loads(wfile.read_text())["members"] == ["lgbm", "gnn"]
     wfile.write_text(text)
     assert str(wfile) in _predict_error(trained, "ensemble")
 
 
-def test_each_trained_model_ends_with_one_line(run_copy: Paths, capsys: pytest.CaptureFixture) -> None:
-    one = ["--collections", COLLECTION, *common(run_copy)]
-    for m in ("gnn", "lgbm"):
-        assert main(["train", "--model", m, *one, *SMALL]) == 0
-    err = capsys.readouterr().err
+def test_each_trained_model_ends_with_one_line(trained: Paths) -> None:
+    """The trained tree's stderr of `train --model gnn` then `train --model lgbm` (TRAINED_SMALL)."""
+    err = (trained.data.parent / TRAIN_LOG).read_text()
     gnn = [ln for ln in err.splitlines() if ln.startswith(f"[gnn {COLLECTION}] ")]
     assert len(gnn) == 1 and "6 steps in " in gnn[0] and "stopped: max_steps; best " in gnn[0], err
-    out = capsys.readouterr().out + err
-    assert json.loads((run_copy.model_dir("lgbm", COLLECTION) / "provenance.json").read_text())[
-        "model_digest"
-    ]
-    del out
+    assert json.loads((trained.model_dir("lgbm", COLLECTION) / "provenance.json").read_text())["model_digest"]
 
 
 def test_a_swap_killed_between_its_renames_is_recovered(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import sample_files
+from helpers import sample_files
 
 from tpurank.cli import main as cli_main
 from tpurank.core.config import Config

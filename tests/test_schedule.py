@@ -14,12 +14,12 @@ import pytest
 from tpurank.core.config import Config, from_dict
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
-from tpurank.gnn import loop, run_log
-from tpurank.gnn import model as gnn_model
-from tpurank.gnn.checkpoints import CHECKPOINT, load_model
 from tpurank.gnn.data import load_split
-from tpurank.gnn.schedule import lr_factor
-from tpurank.gnn.trainer import train_collection
+from tpurank.gnn.families import gnn as gnn_model
+from tpurank.gnn.train import loop, run_log
+from tpurank.gnn.train.checkpoints import CHECKPOINT, load_model
+from tpurank.gnn.train.schedule import lr_factor
+from tpurank.gnn.train.trainer import train_collection
 
 COLLECTION = "layout:xla:random"
 

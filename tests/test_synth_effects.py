@@ -12,7 +12,7 @@ import pytest
 
 from tpurank.synth import generate
 from tpurank.synth.cost_model import LayoutCostModel, measure, program_noise
-from tpurank.synth.hlo import Builder
+from tpurank.synth.hlo_builder import Builder
 from tpurank.synth.physics import REFERENCE
 
 

@@ -13,7 +13,7 @@ import pytest
 from tpurank.core.paths import synthetic_scale
 from tpurank.synth import generate
 from tpurank.synth.cost_model import LayoutCostModel, measure, pad_table
-from tpurank.synth.hlo import Builder
+from tpurank.synth.hlo_builder import Builder
 from tpurank.synth.physics import REFERENCE, draw_physics
 from tpurank.synth.realism import _dup_noise, distance, layout_runtime_stats, realism_table
 from tpurank.synth.tile_cost import tile_cost
@@ -127,7 +127,7 @@ def test_per_graph_deviations_follow_the_graph_not_the_file() -> None:
 
 def test_tile_physics_changes_which_tile_wins() -> None:
     from tpurank.synth.configs import sample_tiles
-    from tpurank.synth.hlo import tile_graph
+    from tpurank.synth.graph_families import tile_graph
 
     g = tile_graph(np.random.default_rng(11), 12)
     tiles = sample_tiles(g.root_shape, np.random.default_rng(4), 40, g.root_etype_bytes)

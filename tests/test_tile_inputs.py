@@ -10,7 +10,7 @@ import pytest
 
 from tpurank.features.layout import effective_layout
 from tpurank.features.mxu import CONVOLUTION, DOT, MxuDims, mxu_columns, mxu_flags
-from tpurank.gnn.tile_inputs import (
+from tpurank.gnn.nets.tile_inputs import (
     DIM_COLUMNS,
     NODE_TILE_INPUTS,
     TILE_INPUTS,

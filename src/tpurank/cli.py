@@ -1,4 +1,4 @@
-"""`python -m tpurank <stage> [args]`: one subcommand per pipeline stage (the table: tpurank.stages).
+"""`python -m tpurank <stage> [args]`: one subcommand per pipeline stage (the table: `STAGES`).
 
 The run-wide options are resolved here, once per command, into `args.paths` (Paths) and
 `args.cfg` (Config). Expected failures (`TpurankError`, OSError) print as one line on stderr and
@@ -8,13 +8,81 @@ exit 1; there is never a bare stack trace for bad input.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib
 import sys
+from types import ModuleType
 
 from tpurank.core.env import check_environment
+from tpurank.core.errors import TpurankError
 from tpurank.core.memory import ask_torch_for_huge_pages
+from tpurank.core.options import add_common
 from tpurank.core.paths import Paths
 from tpurank.core.pipes import end_quietly
-from tpurank.stages import STAGES, execute, guarded, resolve_config, stage_module, stage_parser
+from tpurank.stages import execute, guarded, resolve_config
+
+# stage -> (module, one-line help). Order is the pipeline's order.
+STAGES: dict[str, tuple[str, str]] = {
+    "download": ("tpurank.data.download", "download and unpack the competition data with the kaggle package"),
+    "synth": ("tpurank.synth.cli", "generate a synthetic dataset in the exact real format"),
+    "compare-synth": (
+        "tpurank.report.compare_synth",
+        "compare a synthetic dataset with real files, side by side",
+    ),
+    "check": ("tpurank.data.check", "validate npz files or whole dataset trees"),
+    "featurize-pb": ("tpurank.pb.featurize", "turn raw tuning protobufs into dataset npz files"),
+    "prepare": ("tpurank.prepare.cli", "prune, deduplicate and compact every graph into the cache"),
+    "features": ("tpurank.features.stage", "build tabular feature tables from the prepared cache"),
+    "train": ("tpurank.rankers.train", "train a model (--model lgbm | gnn | baseline) per collection"),
+    "predict": ("tpurank.rankers.predict", "score a split with a model and write its submission CSV"),
+    "ensemble": ("tpurank.rankers.ensemble", "fit ensemble weights on valid and write its predictions"),
+    "score": ("tpurank.submission.score", "score an ID,TopConfigs CSV against known runtimes"),
+    "validate": ("tpurank.report.validate", "write reports/validation.md with every model side by side"),
+    "check-submission": ("tpurank.submission.check", "validate a submission CSV, listing every problem"),
+    "submit": ("tpurank.submission.submit", "submit the checked CSV to Kaggle with the kaggle package"),
+    "all": ("tpurank.pipeline", "run the whole pipeline end to end"),
+    "config": (
+        "tpurank.report.config_show",
+        "config show: every key of the resolved config, its default and overrides",
+    ),
+    "runs": ("tpurank.report.runs", "table runs side by side: config differences, scores, training time"),
+    "build-code-dataset": ("tpurank.kaggle.code_dataset", "package the code for the Kaggle notebooks"),
+    "build-models-dataset": (
+        "tpurank.kaggle.models_dataset",
+        "pack trained models for the Kaggle inference notebook",
+    ),
+    "infer": (
+        "tpurank.kaggle.infer",
+        "test submission from a models dataset: prepare test, predict, no training",
+    ),
+}
+
+
+def stage_module(name: str) -> ModuleType:
+    """The module of stage `name` (imported now)."""
+    module = STAGES[name][0]
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name and module.startswith(e.name):
+            raise TpurankError(f"stage module {module} is not available in this version") from None
+        raise
+
+
+def stage_parser(name: str, module: ModuleType, common: bool = True) -> argparse.ArgumentParser:
+    """The parser of one stage: its own options, then (`common`) the run-wide ones."""
+    parser = argparse.ArgumentParser(prog=f"tpurank {name}", description=STAGES[name][1])
+    module.add_arguments(parser)
+    options = getattr(module, "Options", None)
+    wants_force = options is not None and "force" in {f.name for f in dataclasses.fields(options)}
+    if wants_force and parser.get_default("force") is None:  # a recorded stage without a deeper --force
+        parser.add_argument(
+            "--force", action="store_true", help="run even when its step record says it is up to date"
+        )
+    if common:
+        add_common(parser)
+    return parser
+
 
 # stages that fill the data root themselves (all, download, synth) or never read it: the synthetic
 # fallback (core.paths.synthetic_fallback) stays out of them

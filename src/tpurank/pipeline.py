@@ -3,8 +3,8 @@
 Data: the data root when it holds the dataset; else a Kaggle download when credentials exist; else
 the synthetic `demo` dataset in `data/synthetic-demo/` (announced: its scores are not Kaggle
 scores). Then every stage runs as a user would run it, on the paths and config the CLI resolved
-once (tpurank.stages.run_stage). Each step is skipped only when its record (tpurank.chain) still
-matches: same code, options and config, the same content read, and its outputs still the ones it
+once, with typed options built here (each stage's `Options`). Each step is skipped only when its
+record (tpurank.records) still matches: same code, options and config, the same content read, and its outputs still the ones it
 wrote. So a second `./run.sh all` is fast, and `all` after any manual command ends where a clean
 `all` ends.
 """
@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tpurank.budget import LEAST_MIN, Plan, apply_plan, make_plan, plan_key, save_plan, saved_plan
-from tpurank.chain import Step as ChainStep
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import LEARNED_MODELS, Config
 from tpurank.core.config_files import Layer
@@ -28,13 +28,19 @@ from tpurank.core.errors import TpurankError
 from tpurank.core.options import add_collections, add_jobs
 from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR, Paths, remember_data_root, synthetic_scale
 from tpurank.core.profiles import DEFAULT_BUDGET, format_duration, parse_duration
+from tpurank.core.staleness import Files, StageIO
 from tpurank.data.download import download, have_credentials
+from tpurank.features import stage as features
+from tpurank.prepare import cli as prepare
+from tpurank.rankers import predict, train
 from tpurank.rankers.ensemble import summary_note
-from tpurank.stages import execute, guarded, resolve_config, run_command, stage_args
+from tpurank.rankers.registry import UNTRAINED
+from tpurank.report import validate
+from tpurank.stages import StageRun, command_line, guarded, resolve_config, run_step, stage_namespace
+from tpurank.submission import check
 from tpurank.submission.publish import SUBMITTED_MODEL, incomplete_test_set, publish_submission
 
 DEMO_SCALE = "demo"  # the synthetic fallback: finishes within 15 minutes on 2 cores
-BASELINE_RANKERS = ("random", "heuristic")  # no training; always in the report
 PLAN_FILE = "budget-plan.json"  # in reports/: the plan the last run trained with (tpurank.budget)
 # rough weights of the steps that are not neural training, for the time-left estimate (their sum is the
 # plan's estimate of those stages): the GNN's valid predictions score every config of every valid graph
@@ -72,10 +78,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 @dataclass
 class Step:
-    """One step of `all`: a stage with its own options (`argv[0]` names the stage)."""
+    """One step of `all`: a stage's typed options (the stage's `Options`, which names it)."""
 
     name: str
-    argv: list[str]
+    options: Any
     seconds: float = 0.0
     skipped: bool = False
     estimate: float = 0.0  # seconds the plan expects still (the time-left estimate; 0 once run)
@@ -104,32 +110,37 @@ def resolve_data(paths: Paths, seed: int) -> tuple[Path, str | None]:
     return demo, DEMO_SCALE
 
 
-def plan(paths: Paths, models: list[str], jobs: int, collections: list[str] | None = None) -> list[Step]:
-    """The steps of `all`, in order; `collections` (default: all) restricts every step that takes them."""
-    steps = [Step("prepare", ["prepare", *(["--jobs", str(jobs)] if jobs else [])])]
-    if "lgbm" in models:
-        steps.append(Step("features", ["features"]))
-    steps += [Step(f"train {m}", ["train", "--model", m]) for m in models]
-    for m in [*BASELINE_RANKERS, *models]:
-        steps.append(Step(f"predict {m} valid", ["predict", "--model", m, "--split", "valid"]))
-    steps.append(Step("train ensemble", ["train", "--model", "ensemble"]))
-    steps.append(Step("predict ensemble valid", ["predict", "--model", "ensemble", "--split", "valid"]))
-    steps.append(Step("validate", ["validate"]))
-    steps += [Step(f"predict {m} test", ["predict", "--model", m, "--split", "test"]) for m in models]
-    steps.append(
-        Step(f"predict {SUBMITTED_MODEL} test", ["predict", "--model", SUBMITTED_MODEL, "--split", "test"])
-    )
+def plan(
+    models: list[str], jobs: int, collections: list[str] | None = None, partial: bool = False
+) -> list[Step]:
+    """The steps of `all`, in order.
+
+    Args:
+        models: the learned models to train, in order.
+        jobs: prepare's worker processes (0: the config's).
+        collections: restrict every step that takes them (None: all five).
+        partial: the test data is incomplete: the test predictions rank the files present.
+    """
     subset = [c for c in COLLECTIONS if c in (collections or COLLECTIONS)]
-    for s in steps:
-        if subset != list(COLLECTIONS) and s.argv[0] in ("prepare", "features", "train", "predict"):
-            s.argv += ["--collections", *subset]
+    cs: dict[str, Any] = {} if subset == list(COLLECTIONS) else {"collections": subset}
+    steps = [Step("prepare", prepare.Options(jobs=jobs or None, **cs))]
+    if "lgbm" in models:
+        steps.append(Step("features", features.Options(**cs)))
+    steps += [Step(f"train {m}", train.Options(model=m, **cs)) for m in models]
+    for m in [*UNTRAINED, *models]:
+        steps.append(Step(f"predict {m} valid", predict.Options(model=m, split="valid", **cs)))
+    steps.append(Step("train ensemble", train.Options(model="ensemble", **cs)))
+    steps.append(Step("predict ensemble valid", predict.Options(model="ensemble", split="valid", **cs)))
+    steps.append(Step("validate", validate.Options()))
+    for m in [*models, SUBMITTED_MODEL]:
+        steps.append(Step(f"predict {m} test", predict.Options(model=m, split="test", partial=partial, **cs)))
     return steps
 
 
 def scores_table(paths: Paths, models: list[str]) -> str:
     rows = []
-    for m in [*BASELINE_RANKERS, *models, SUBMITTED_MODEL]:
-        side = paths.submissions / f"valid_{m}.json"
+    for m in [*UNTRAINED, *models, SUBMITTED_MODEL]:
+        side = paths.submission_file(m, "valid", ".json")
         if not side.exists():
             continue
         scores = json.loads(side.read_text()).get("scores", {})
@@ -141,10 +152,10 @@ def scores_table(paths: Paths, models: list[str]) -> str:
     return "\n".join(lines)
 
 
-def output_folders(args: argparse.Namespace) -> list[Path]:
-    """The reports folder (the pipeline state): a second `all` into the same --out-dir is refused;
-    each stage it runs also locks its own folders (tpurank.core.lock)."""
-    return [args.paths.reports]
+def declare(args: argparse.Namespace) -> StageIO:
+    """The reports folder (the pipeline state) is locked: a second `all` into the same --out-dir is
+    refused; each step keeps its own record and locks its own folders."""
+    return StageIO([], [Files(args.paths.reports)], record=False)
 
 
 def models_to_train(ensemble_models: list[str], extra: list[str]) -> list[str]:
@@ -244,15 +255,18 @@ def run_steps(steps: list[Step], paths: Paths, budget: RunBudget, force: bool, t
     for k, step in enumerate(steps, 1):
         if step.name in NEURAL_TRAINING and not budget.final:
             cfg = budget.second_look(steps, k, time.perf_counter() - t0)
-        module, args = stage_args(step.argv[0], step.argv[1:], paths, cfg)
-        if not force and ChainStep(args).up_to_date():
+        options = step.options
+        run = StageRun(
+            sys.modules[type(options).__module__], stage_namespace(options.STAGE, options, paths, cfg)
+        )
+        if not force and run.up_to_date():
             step.skipped, step.estimate = True, 0.0
             print(f"[all] {step.name}: up to date, skipped (step {k}/{len(steps)})", file=sys.stderr)
             continue
         print(progress_line(k, steps, step, time.perf_counter() - t0, budget.seconds), file=sys.stderr)
-        print(f"[all] {step.name}: tpurank {' '.join(step.argv)}", file=sys.stderr)
+        print(f"[all] {step.name}: tpurank {command_line(options)}", file=sys.stderr)
         t = time.perf_counter()
-        rc = guarded(step.argv[0], lambda module=module, args=args: execute(module, args))
+        rc = guarded(options.STAGE, run)
         step.seconds = time.perf_counter() - t
         step.estimate = 0.0
         if rc != 0:
@@ -284,7 +298,7 @@ def print_summary(
     if note := summary_note(paths):
         print(note)
     print(f"\nreport:     {paths.reports / 'validation.md'}")
-    print(f"submission: {paths.submissions / 'submission.csv'}")
+    print(f"submission: {paths.submission}")
     print("time per step:")
     for s in steps:
         print(f"  {s.name:<26} {'skipped' if s.skipped else f'{s.seconds:7.1f} s'}")
@@ -308,18 +322,12 @@ def run(args: argparse.Namespace) -> int:
     subset = [c for c in COLLECTIONS if c in args.collections]
     budget = run_budget(args, paths, budget_s, subset, models)
     partial = incomplete_test_set(paths) or subset != list(COLLECTIONS)
-    steps = plan(paths, models, args.jobs or args.cfg.prepare.jobs, subset)
-    if partial:
-        for step in steps:
-            if step.argv[:1] == ["predict"] and "test" in step.argv:
-                step.argv.append("--partial")
+    steps = plan(models, args.jobs or args.cfg.prepare.jobs, subset, partial)
     estimate_steps(steps, budget.plan)
     cfg = run_steps(steps, paths, budget, args.force, t0)
     submission = publish_submission(paths)
-    check = ["--partial"] if partial else []
-    if subset != list(COLLECTIONS):
-        check += ["--collections", *subset]
-    if run_command(["check-submission", str(submission), *check], paths, cfg):
+    checked = subset if subset != list(COLLECTIONS) else None
+    if run_step(check.Options(str(submission), partial=partial, collections=checked), paths, cfg):
         raise TpurankError(f"{submission}: failed its check")
     seconds = time.perf_counter() - t0
     print_summary(paths, models, steps, scale=scale, seconds=seconds, budget_s=budget.seconds)

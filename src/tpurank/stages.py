@@ -1,72 +1,40 @@
-"""The stage table, and how one stage runs once its paths and config are resolved.
+"""How one stage runs once its paths and config are resolved, alone or as a step of `all`/`infer`.
 
-Each stage lives in its own module exposing `add_arguments(parser)` and `run(args) -> int`; the
-module is imported only when its stage runs, so `--help` is instant. A stage module may define
-`output_folders(args) -> list[Path]`: the folders it writes, each held under an exclusive lock
-while it runs (tpurank.core.lock). The CLI resolves `args.paths` (Paths) and `args.cfg` (Config)
-once per command; `all` and `infer` hand the same objects to every stage they run (`run_stage`).
+A stage module exposes `add_arguments(parser)` and `run(args) -> int`. A stage that writes declares
+it beside its code: `declare(args) -> StageIO` (tpurank.core.staleness), the files it reads and
+writes and the config sections it reads; its `Options` dataclass names its options, marking those
+that never change its result. `execute` locks the folders it writes (tpurank.core.lock), skips it
+when its step record (tpurank.records) says it is up to date, and records a success. The CLI
+(tpurank.cli: the stage table) parses a stage's options from the command line; `all` and `infer`
+build the `Options` directly and hand every step the same resolved paths and config.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
-from tpurank.chain import Step
 from tpurank.core.config import Config
 from tpurank.core.config_files import config_layers, from_layers
 from tpurank.core.errors import TpurankError
 from tpurank.core.lock import output_locks
-from tpurank.core.options import add_common
 from tpurank.core.paths import NPZ_SUBDIR, Paths, preset_file, synthetic_scale
 from tpurank.core.pipes import stdout_closed
 from tpurank.core.profiles import resolve_profile
+from tpurank.core.staleness import StageIO
+from tpurank.prepare.built_with import check_prepared
+from tpurank.records import StepRecord, result_options
 
 # core/config.py's defaults are sized for the real data; on small synthetic data every stage trains
 # less (this preset, above the profile and under the user's --config and --set), so the demo `all`
 # ends within 15 minutes on 2 cores
 SMALL_SCALES = ("tiny", "demo")
 DEMO_PRESET = "demo.toml"
-
-# stage -> (module, one-line help). Order is the pipeline's order.
-STAGES: dict[str, tuple[str, str]] = {
-    "download": ("tpurank.data.download", "download and unpack the competition data with the kaggle package"),
-    "synth": ("tpurank.synth.cli", "generate a synthetic dataset in the exact real format"),
-    "compare-synth": (
-        "tpurank.report.compare_synth",
-        "compare a synthetic dataset with real files, side by side",
-    ),
-    "check": ("tpurank.data.check", "validate npz files or whole dataset trees"),
-    "featurize-pb": ("tpurank.pb.featurize", "turn raw tuning protobufs into dataset npz files"),
-    "prepare": ("tpurank.prepare.stage", "prune, deduplicate and compact every graph into the cache"),
-    "features": ("tpurank.features.stage", "build tabular feature tables from the prepared cache"),
-    "train": ("tpurank.rankers.train", "train a model (--model lgbm | gnn | baseline) per collection"),
-    "predict": ("tpurank.rankers.predict", "score a split with a model and write its submission CSV"),
-    "ensemble": ("tpurank.rankers.ensemble", "fit ensemble weights on valid and write its predictions"),
-    "score": ("tpurank.submission.score", "score an ID,TopConfigs CSV against known runtimes"),
-    "validate": ("tpurank.report.validate", "write reports/validation.md with every model side by side"),
-    "check-submission": ("tpurank.submission.check", "validate a submission CSV, listing every problem"),
-    "submit": ("tpurank.submission.submit", "submit the checked CSV to Kaggle with the kaggle package"),
-    "all": ("tpurank.pipeline", "run the whole pipeline end to end"),
-    "config": (
-        "tpurank.report.config_show",
-        "config show: every key of the resolved config, its default and overrides",
-    ),
-    "runs": ("tpurank.report.runs", "table runs side by side: config differences, scores, training time"),
-    "build-code-dataset": ("tpurank.kaggle.code_dataset", "package the code for the Kaggle notebooks"),
-    "build-models-dataset": (
-        "tpurank.kaggle.models_dataset",
-        "pack trained models for the Kaggle inference notebook",
-    ),
-    "infer": (
-        "tpurank.kaggle.infer",
-        "test submission from a models dataset: prepare test, predict, no training",
-    ),
-}
 
 
 def resolve_config(args: argparse.Namespace, data_root: Path) -> None:
@@ -83,65 +51,95 @@ def resolve_config(args: argparse.Namespace, data_root: Path) -> None:
     args.cfg = from_layers(args.layers)
 
 
-def stage_module(name: str) -> ModuleType:
-    """The module of stage `name` (imported now)."""
-    module = STAGES[name][0]
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        if e.name and module.startswith(e.name):
-            raise TpurankError(f"stage module {module} is not available in this version") from None
-        raise
+def declaration(module: ModuleType, args: argparse.Namespace) -> StageIO | None:
+    """The stage's declaration for this run (None for a stage that writes nothing of the pipeline's)."""
+    return module.declare(args) if hasattr(module, "declare") else None
 
 
-def stage_parser(name: str, module: ModuleType, common: bool = True) -> argparse.ArgumentParser:
-    """The parser of one stage: its own options, then (`common`) the run-wide ones."""
-    parser = argparse.ArgumentParser(prog=f"tpurank {name}", description=STAGES[name][1])
-    module.add_arguments(parser)
-    if common:
-        add_common(parser)
-    return parser
+class StageRun:
+    """One run of a stage on parsed arguments: its declaration and, when it keeps one, its record
+    (keyed now, before it reads anything).
+
+    Args:
+        module: the stage's module.
+        args: its options, `stage`, `paths` and `cfg`.
+    """
+
+    def __init__(self, module: ModuleType, args: argparse.Namespace) -> None:
+        self.module, self.args = module, args
+        self.io = declaration(module, args)
+        self.record: StepRecord | None = None
+        if self.io is None or not self.io.record:
+            return
+        paths: Paths = args.paths
+        if args.stage != "prepare" and any(f.root == paths.prepared for f in self.io.reads):
+            check_prepared(paths.prepared, args.cfg, getattr(args, "collections", None))
+        options = result_options(getattr(module, "Options", None), args)
+        self.record = StepRecord(args.stage, self.io, options, args.cfg, paths.reports)
+
+    def up_to_date(self) -> bool:
+        """Its record matches: same code, options, config and inputs, and its outputs untouched."""
+        return self.record is not None and self.record.up_to_date()
+
+    def __call__(self) -> int:
+        """Run it with its output folders locked; a success saves its record."""
+        with output_locks(self.io.lock_folders() if self.io else [], self.args.stage):
+            rc = int(self.module.run(self.args) or 0)
+            if rc == 0 and self.record is not None:
+                self.record.save()
+            return rc
 
 
 def execute(module: ModuleType, args: argparse.Namespace) -> int:
-    """Run a stage on parsed arguments, its output folders locked; a success leaves its step
-    record (tpurank.chain: what it read and wrote, by content), which `all` trusts."""
-    folders = module.output_folders(args) if hasattr(module, "output_folders") else []
-    with output_locks(folders, args.stage):
-        step = Step(args)  # its inputs named before it reads them
-        rc = int(module.run(args) or 0)
-        if rc == 0:
-            step.save()
-        return rc
+    """Run a stage alone: skipped when its record says it is up to date (unless `--force`)."""
+    run = StageRun(module, args)
+    if not getattr(args, "force", False) and run.up_to_date():
+        where = run.record.path if run.record else ""
+        print(
+            f"tpurank {args.stage}: up to date (the same code, options, config and inputs as its last run, "
+            f"outputs untouched: {where}); --force runs it again",
+            file=sys.stderr,
+        )
+        return 0
+    return run()
 
 
-def stage_args(
-    name: str, argv: list[str], paths: Paths, cfg: Config
-) -> tuple[ModuleType, argparse.Namespace]:
-    """The module of stage `name` and its parsed options `argv` on the caller's paths and config."""
-    module = stage_module(name)
-    args = stage_parser(name, module, common=False).parse_args(argv)
-    args.stage, args.paths, args.cfg = name, paths, cfg
-    args.config_file, args.set = None, []
-    return module, args
+def stage_namespace(stage: str, options: Any, paths: Paths, cfg: Config) -> argparse.Namespace:
+    """The arguments of a step of `all` or `infer`: its typed `options` on the caller's paths and
+    config (the run-wide options already resolved)."""
+    values = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
+    return argparse.Namespace(**values, stage=stage, paths=paths, cfg=cfg, config_file=None, set=[])
 
 
-def run_stage(name: str, argv: list[str], paths: Paths, cfg: Config) -> int:
-    """Run stage `name` with its own options `argv` and the caller's resolved paths and config.
-
-    Args:
-        name: a key of STAGES.
-        argv: the stage's own options (no run-wide ones: those are `paths` and `cfg`).
-        paths: the resolved folders.
-        cfg: the resolved config.
-    """
-    return execute(*stage_args(name, argv, paths, cfg))
+def run_step(options: Any, paths: Paths, cfg: Config) -> int:
+    """Run the stage of typed `options` (a stage module's `Options`, which names its stage) on
+    resolved paths and config, as `all` and `infer` run their steps: an expected failure is printed
+    in one line and returns 1."""
+    module = sys.modules[type(options).__module__]
+    stage = options.STAGE
+    return guarded(stage, lambda: execute(module, stage_namespace(stage, options, paths, cfg)))
 
 
-def run_command(argv: list[str], paths: Paths, cfg: Config) -> int:
-    """Run `tpurank <argv>` (argv[0] names the stage) on resolved paths and config, as `all` and
-    `infer` run their steps: an expected failure is printed in one line and returns 1."""
-    return guarded(argv[0], lambda: run_stage(argv[0], argv[1:], paths, cfg))
+def command_argv(options: Any) -> list[str]:
+    """The command line a user would type for a step, as words: `predict --model gnn --split valid`
+    (options at their default left out)."""
+    words = [options.STAGE]
+    for f in dataclasses.fields(options):
+        value = getattr(options, f.name)
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        if value in (None, False) or value == default:
+            continue
+        if f.metadata.get("positional"):
+            words.append(str(value))
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        words += [flag] if value is True else [flag, *map(str, value if isinstance(value, list) else [value])]
+    return words
+
+
+def command_line(options: Any) -> str:
+    """`command_argv` as one line, for progress messages."""
+    return " ".join(command_argv(options))
 
 
 def os_error_line(e: OSError) -> str:

@@ -3,54 +3,21 @@
 Each stage reads its own section. `[collections."layout:xla:default".gnn]` style tables override
 any section for one collection; the per-collection defaults (core/collection_defaults.py: the GPU
 scale of each collection) give way to any key set at top level. Unknown keys, wrongly typed values and values outside the range
-declared next to the field (`value(default, min=..., choices=...)`) are errors, so a typo never
+declared next to the field (`value(default, min=..., choices=...)`, checked by core/config_schema.py) are errors, so a typo never
 silently falls back to a default and a nonsense value never trains a model. The resolved config is saved next to every output.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import math
-import types
 import typing
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS, collection_defaults
 from tpurank.core.collections import COLLECTIONS
+from tpurank.core.config_schema import build_checked, merge_tables, value
 from tpurank.core.errors import TpurankError
-
-
-def value(
-    default: Any,
-    *,
-    doc: str = "",
-    min: float | None = None,  # shadows the builtin inside this function only
-    max: float | None = None,
-    above: float | None = None,
-    below: float | None = None,
-    choices: tuple[Any, ...] | None = None,
-) -> Any:
-    """A config field with its reason and allowed values beside it: `lr: float = value(1e-3, doc=..., above=0)`.
-
-    Every key is checked when a config is built (file, `--set` and per-collection overrides alike),
-    so a bad value is a one-line error before any stage starts. The doc is what `config show` and the
-    key table of docs/usage.md print (`field_docs`), so it lives here once, not in a comment.
-
-    Args:
-        default: the default value; a list or dict is copied for each instance (a default_factory).
-        doc: one line saying what the key does and why it has this default.
-        min, max: inclusive bounds.
-        above, below: exclusive bounds.
-        choices: the only values allowed.
-    """
-    allowed = {"min": min, "max": max, "above": above, "below": below, "choices": choices}
-    metadata = {"doc": doc, **{k: v for k, v in allowed.items() if v is not None}}
-    if isinstance(default, list | dict):
-        return field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
-    return field(default=default, metadata=metadata)
 
 
 @dataclass
@@ -239,7 +206,7 @@ class GnnConfig:
     tile_all_configs: bool = value(
         False, doc="tile: every config of a graph in each step (configs_per_graph ignored)"
     )
-    # the 5th place's per-dimension facts with the layout applied (gnn/tile_inputs.py)
+    # the 5th place's per-dimension facts with the layout applied (gnn/nets/tile_inputs.py)
     tile_features: bool = value(
         False,
         doc="layout: each config's minor dims against the TPU's (8, 128) tile and its MXU operand order",
@@ -328,7 +295,7 @@ class Config:
         base = to_dict(self)
         base.pop("collections")
         merged = merge_tables(base, self.collections.get(collection, {}), f"collections.{collection}")
-        return _build(Config, {**merged, "collections": {}}, "")  # applied: no defaults re-added
+        return build_checked(Config, {**merged, "collections": {}}, "")  # applied: no defaults re-added
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:
@@ -353,77 +320,6 @@ def field_docs() -> dict[str, str]:
     return {key: f.metadata.get("doc", "") for key, f in config_fields().items()}
 
 
-def merge_tables(base: dict[str, Any], over: dict[str, Any], where: str) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in over.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = merge_tables(out[k], v, f"{where}.{k}")
-        else:
-            out[k] = v
-    return out
-
-
-def _coerce(value: Any, typ: Any, where: str) -> Any:
-    origin = typing.get_origin(typ)
-    if dataclasses.is_dataclass(typ):
-        if not isinstance(value, dict):
-            raise TpurankError(f"config: {where} must be a table")
-        return _build(typ, value, where)
-    if origin is list:
-        (inner,) = typing.get_args(typ)
-        if not isinstance(value, list):
-            raise TpurankError(f"config: {where} must be a list")
-        return [_coerce(v, inner, f"{where}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise TpurankError(f"config: {where} must be a table")
-        return value
-    if origin in (typing.Union, types.UnionType):
-        return value
-    if typ is bool:
-        if not isinstance(value, bool):
-            raise TpurankError(f"config: {where} must be true or false, got {value!r}")
-        return value
-    if typ is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if typ in (int, float, str) and not (isinstance(value, typ) and not isinstance(value, bool)):
-        raise TpurankError(f"config: {where} must be {typ.__name__}, got {value!r}")
-    if typ is float and not math.isfinite(value):  # inf or nan would train, and write, garbage
-        raise TpurankError(f"config: {where} must be a finite number, got {value!r}")
-    return value
-
-
-def _build(cls: type, data: dict[str, Any], where: str) -> Any:
-    hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        prefix = f"{where}." if where else ""
-        raise TpurankError(f"config: unknown key {prefix}{unknown[0]} (known: {', '.join(sorted(known))})")
-    kwargs = {k: _coerce(v, hints[k], f"{where}.{k}" if where else k) for k, v in data.items()}
-    for f in dataclasses.fields(cls):
-        if f.name in kwargs and f.metadata:
-            check_value(kwargs[f.name], f.metadata, f"{where}.{f.name}" if where else f.name)
-    return cls(**kwargs)
-
-
-def check_value(v: Any, allowed: Mapping[str, Any], where: str) -> None:
-    """Raise a one-line error when `v` breaks the range or choices declared with `value()`."""
-    choices = allowed.get("choices")
-    if choices is not None and v not in choices:
-        raise TpurankError(f"config: {where} must be one of {', '.join(map(repr, choices))}, got {v!r}")
-    tests = (
-        ("min", lambda b: v >= b, ">="),
-        ("max", lambda b: v <= b, "<="),
-        ("above", lambda b: v > b, ">"),
-        ("below", lambda b: v < b, "<"),
-    )
-    for key, ok, sign in tests:
-        bound = allowed.get(key)
-        if bound is not None and not ok(bound):
-            raise TpurankError(f"config: {where} must be {sign} {bound:g}, got {v!r}")
-
-
 def from_dict(data: dict[str, Any]) -> Config:
     """Build and validate a Config; its [collections] tables go over the per-collection defaults, which
     give way to every key `data` sets at top level (core/collection_defaults.py)."""
@@ -431,7 +327,7 @@ def from_dict(data: dict[str, Any]) -> Config:
     if not isinstance(over, dict):
         raise TpurankError("config: collections must be a table")
     data = {**data, "collections": merge_tables(collection_defaults(data), over, "collections")}
-    cfg = _build(Config, data, "")
+    cfg = build_checked(Config, data, "")
     check_pairs(cfg, "")
     for collection, over in cfg.collections.items():
         if collection not in COLLECTIONS:
@@ -440,7 +336,7 @@ def from_dict(data: dict[str, Any]) -> Config:
         base = to_dict(Config())
         base.pop("collections")
         where = f"collections.{collection}"
-        check_pairs(_build(Config, merge_tables(base, over, where), where), where)
+        check_pairs(build_checked(Config, merge_tables(base, over, where), where), where)
     return cfg
 
 

@@ -89,7 +89,7 @@ CHUNK_CACHE_MB = Number("TPURANK_CHUNK_CACHE_MB", 256, minimum=0, whole=True)  #
 HOME = Folder("TPURANK_HOME")  # core/paths.py: the outputs' root
 DATA = Folder("TPURANK_DATA")  # core/paths.py: the data root
 WORK = Folder("TPURANK_WORK")  # core/paths.py: the intermediates' root
-TENSORBOARD = Folder("TPURANK_TENSORBOARD")  # gnn/run_log.py
+TENSORBOARD = Folder("TPURANK_TENSORBOARD")  # gnn/train/run_log.py
 
 VARIABLES: tuple[Number | Folder, ...] = (
     PROGRESS_SECONDS,

@@ -241,5 +241,14 @@ class Paths:
         name = collection.replace(":", "-")
         return self.models / model / (f"{STAGING_PREFIX}{name}" if self.staging else name)
 
+    def submission_file(self, model: str, split: str, suffix: str = ".csv") -> Path:
+        """`submissions/<split>_<model>.csv` (its scores beside it: `suffix=".json"`)."""
+        return self.submissions / f"{split}_{model}{suffix}"
+
+    @property
+    def submission(self) -> Path:
+        """`submissions/submission.csv`: the file to upload (a copy of the submitted model's test CSV)."""
+        return self.submissions / "submission.csv"
+
     def prediction_file(self, model: str, split: str) -> Path:
         return self.predictions / model / f"{split}.npz"

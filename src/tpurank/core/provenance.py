@@ -15,7 +15,7 @@ from tpurank.core.atomic import write_json
 from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import DataError
 from tpurank.core.identity import file_identity
-from tpurank.core.paths import NPZ_SUBDIR, project_root, synthetic_scale
+from tpurank.core.paths import NPZ_SUBDIR, SAMPLE_SUBMISSION, project_root, synthetic_scale
 
 
 def git_commit() -> str:
@@ -47,7 +47,7 @@ def data_fingerprint(data_root: Path) -> str:
     h = hashlib.sha256()
     npz = data_root / NPZ_SUBDIR
     files = sorted(npz.rglob("*.npz")) if npz.is_dir() else []
-    sample = data_root / "sample_submission.csv"
+    sample = data_root / SAMPLE_SUBMISSION
     if sample.exists():
         files.append(sample)
     for f in files:

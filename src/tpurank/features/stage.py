@@ -9,12 +9,10 @@ version and the features config) changed, which makes the stage resumable.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import time
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -22,14 +20,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tpurank.core.atomic import atomic_path
-from tpurank.core.collections import kind_of
+from tpurank.core.collections import COLLECTIONS, SPLITS, kind_of
 from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import TpurankError
-from tpurank.core.identity import file_identity
 from tpurank.core.options import add_collections, add_splits
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import write_sidecar
+from tpurank.core.staleness import Files, StageIO, content_key, option
 from tpurank.features import io
 from tpurank.features.layout import layout_features
 from tpurank.features.tile import tile_features
@@ -37,6 +35,17 @@ from tpurank.prepare.cache import PreparedGraph, load_prepared, prepared_path, r
 
 FEATURES_VERSION = 3  # bump when a feature's definition changes: invalidates every stored table
 ROW_GROUP_ROWS = 50_000  # rows buffered before a parquet row group is written (per-call overhead vs memory)
+
+
+@dataclass(frozen=True)
+class Options:
+    """The stage's options (`all` builds them directly; the CLI parses them)."""
+
+    STAGE: ClassVar[str] = "features"
+
+    collections: list[str] = option(factory=lambda: list(COLLECTIONS))
+    splits: list[str] = option(factory=lambda: list(SPLITS))
+    force: bool = option(False, result=False)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -126,12 +135,9 @@ def to_arrow(parts: list[GraphRows]) -> pa.Table:
 
 def build_key(paths: Paths, cfg: Config, collection: str, split: str, index: pd.DataFrame) -> str:
     """A digest of everything a table depends on: the prepared files, the code version and config."""
-    h = hashlib.sha256(f"v{FEATURES_VERSION}:{collection}:{split}:seed{cfg.seed}\n".encode())
-    h.update(json.dumps(to_dict(cfg.features), sort_keys=True).encode())
-    for stem in sorted(index["stem"]):
-        f = prepared_path(paths.prepared, collection, split, stem)
-        h.update(f"{stem}:{file_identity(f) if f.exists() else 'missing'}\n".encode())
-    return h.hexdigest()[:24]
+    parts = {"version": FEATURES_VERSION, "table": [collection, split], "seed": cfg.seed}
+    files = [prepared_path(paths.prepared, collection, split, stem) for stem in sorted(index["stem"])]
+    return content_key({**parts, "features": to_dict(cfg.features)}, files)
 
 
 def build_table(paths: Paths, cfg: Config, collection: str, split: str, stems: list[str], key: str) -> dict:
@@ -221,9 +227,9 @@ def build_features(
     return done
 
 
-def output_folders(args: argparse.Namespace) -> list[Path]:
-    """The tabular folder, locked while the stage writes it (tpurank.core.lock)."""
-    return [args.paths.tabular]
+def declare(args: argparse.Namespace) -> StageIO:
+    """It reads the prepared cache and writes the tabular folder."""
+    return StageIO([Files(args.paths.prepared)], [Files(args.paths.tabular)], ("prepare", "features"))
 
 
 def run(args: argparse.Namespace) -> int:

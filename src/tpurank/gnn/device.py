@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -24,18 +25,28 @@ PRECISIONS = ("bf16", "fp16", "fp32")
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def usable_cuda(index: int = 0) -> tuple[bool, str]:
-    """(whether CUDA device `index` can be used, why not) with the installed torch."""
+class CudaCheck(NamedTuple):
+    """Whether a CUDA device can be used with the installed torch, and why not ("" when it can)."""
+
+    usable: bool
+    why: str
+
+
+def usable_cuda(index: int = 0) -> CudaCheck:
+    """Whether CUDA device `index` can be used with the installed torch, and why not."""
     if not torch.cuda.is_available():
-        return False, "no CUDA device"
+        return CudaCheck(False, "no CUDA device")
     capability = tuple(torch.cuda.get_device_capability(index))
     archs = list(torch.cuda.get_arch_list())
     if cuda_arch_supported(capability, archs):  # type: ignore[arg-type]
-        return True, ""
+        return CudaCheck(True, "")
     name = f"sm_{capability[0]}{capability[1]}"
-    return False, (
-        f"the GPU's compute capability {capability[0]}.{capability[1]} ({name}) is not supported by the "
-        f"installed torch {torch.__version__} (built for {', '.join(archs) or 'no GPU'})"
+    return CudaCheck(
+        False,
+        (
+            f"the GPU's compute capability {capability[0]}.{capability[1]} ({name}) is not supported by the "
+            f"installed torch {torch.__version__} (built for {', '.join(archs) or 'no GPU'})"
+        ),
     )
 
 
@@ -116,3 +127,8 @@ def setup_runtime() -> Runtime:
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
     rank = dist.get_rank() if world > 1 else 0
     return Runtime(device=device, rank=rank, world=world)
+
+
+def unwrap(model: torch.nn.Module) -> torch.nn.Module:
+    """The model inside a DistributedDataParallel wrapper (or the model itself)."""
+    return model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model

@@ -10,11 +10,11 @@ from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.gnn import device as devices
-from tpurank.gnn.checkpoints import CHECKPOINT, load_model
 from tpurank.gnn.data import GraphData, load_split
 from tpurank.gnn.device import setup_runtime
 from tpurank.gnn.recipe import ModelSpec, Recipe
 from tpurank.gnn.scoring import score_rows
+from tpurank.gnn.train.checkpoints import CHECKPOINT, load_model
 
 
 def predict_collection(

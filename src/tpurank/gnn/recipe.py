@@ -41,15 +41,15 @@ class Recipe:
     predict_chunk: int
     bf16: bool
     max_batch_nodes: int = 0  # nodes per training forward pass; 0 = the whole step at once
-    # Graph Segment Training (gnn/gst.py; layout only): 0 = off
+    # Graph Segment Training (gnn/gst/, gnn/train/gst_step.py; layout only): 0 = off
     segment_nodes: int = 0
     segments_per_step: int = 1
     stale_dropout: float = 0.0
     finetune_steps: int = 0
     history_mb: int = 1024
-    warmup_steps: int = 0  # linear learning-rate warm-up before the schedule (gnn/schedule.py)
+    warmup_steps: int = 0  # linear learning-rate warm-up before the schedule (gnn/train/schedule.py)
     min_train_share: float = 0.0  # patience stops no run before this share of its budget
-    dim_features: bool = False  # node inputs: dimensions against the 128-lane tile (gnn/tile_inputs.py)
+    dim_features: bool = False  # node inputs: dimensions against the 128-lane tile (gnn/nets/tile_inputs.py)
 
     @classmethod
     def from_section(cls, section: Any, **fixed: Any) -> Recipe:
@@ -72,16 +72,47 @@ def constructor_args(model: type[nn.Module], section: Any, **fixed: Any) -> dict
     }
 
 
-@dataclass
+@dataclass(frozen=True)
 class ModelSpec:
-    """A model family: its registry name, constructor, and how the config maps to it."""
+    """A model family: all that differs between the GNN rankers. Training, prediction, seed
+    averaging and checkpoints are shared, as PyG's BasicGNN subclasses differ only in their
+    convolution: a family names its network, its config section and how that section trains.
+
+    Args:
+        name: the registry name and the folder under models/ (saved in each checkpoint).
+        network: the network class; its constructor arguments are the section's fields named alike
+            (`constructor_args`), saved in the checkpoint so a `model.pt` alone rebuilds it.
+        section: the family's config section ("gnn", "baseline").
+        recipe_of: (section, kind) -> how the family trains and runs on a collection kind.
+        fit_train: called once on a new model with the train graphs before training (e.g. to fit
+            feature statistics).
+    """
 
     name: str
-    build: Callable[[dict[str, Any]], nn.Module]
-    model_args: Callable[[Config, str, int], dict[str, Any]]  # (cfg, kind, node_feat_dim) -> kwargs
-    recipe: Callable[[Config, str], Recipe]  # (cfg, kind) -> how it is trained and run
-    # called once on a new model with the train graphs before training (e.g. fit feature statistics)
+    network: type[nn.Module]
+    section: str
+    recipe_of: Callable[[Any, str], Recipe]
     fit_train: Callable[[nn.Module, list[Any]], None] | None = None
+
+    def settings(self, cfg: Config) -> Any:
+        """The family's section of `cfg`."""
+        return getattr(cfg, self.section)
+
+    def recipe(self, cfg: Config, kind: str) -> Recipe:
+        """How the family trains and runs on a collection of `kind` under `cfg`."""
+        return self.recipe_of(self.settings(cfg), kind)
+
+    def model_args(self, cfg: Config, kind: str, node_feat_dim: int) -> dict[str, Any]:
+        """The network's constructor arguments (saved in the checkpoint) from the family's section."""
+        return constructor_args(self.network, self.settings(cfg), kind=kind, node_feat_dim=node_feat_dim)
+
+    def build(self, args: dict[str, Any]) -> nn.Module:
+        """A new network from constructor arguments (a checkpoint's, or `model_args`)."""
+        return self.network(**args)
+
+    def seeds(self, cfg: Config) -> int:
+        """Models trained and averaged per collection (1 for a section without `seeds`)."""
+        return int(getattr(self.settings(cfg), "seeds", 1))
 
 
 def check_recipe(r: Recipe) -> None:

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import torch
 from torch import nn
 
 from tpurank.core.metrics import kendall_tau, order_from_costs, tile_score
-from tpurank.gnn import gst, tile_inputs
 from tpurank.gnn.data import GraphData, eval_configs, make_batch
 from tpurank.gnn.device import autocast
+from tpurank.gnn.gst.segments import split_graph
+from tpurank.gnn.gst.sums import fresh_costs
+from tpurank.gnn.nets import tile_inputs
 from tpurank.gnn.recipe import Recipe
-from tpurank.gnn.segments import split_graph
 
 # The CPU budgets keep one graph's scoring far below the 4 GB stage target (docs/scale.md, memory).
 PASS_NODE_BUDGET = 500_000  # configs x nodes per scoring pass: (C, N, 64) float32 states stay ~128 MB
@@ -28,19 +30,28 @@ SCORE_COPIES = 4  # live copies of the attention scores (softmax and its input):
 FLOAT_BYTES = 4
 
 
-def pass_budgets(device: torch.device, hidden: int) -> tuple[int, int]:
-    """(configs x nodes, attention scores) one scoring pass may hold on `device`.
+class PassBudgets(NamedTuple):
+    """What one scoring pass may hold: configs x nodes of (C, N, H) states, and attention scores."""
+
+    nodes: int
+    attention_scores: int
+
+
+def pass_budgets(device: torch.device, hidden: int) -> PassBudgets:
+    """What one scoring pass may hold on `device`.
 
     The CPU keeps the fixed budgets (the 4 GB per-stage target); a CUDA device gets budgets from
     its free memory now (torch.cuda.mem_get_info), so a bigger GPU scores more configs per pass.
     """
     if device.type != "cuda":
-        return PASS_NODE_BUDGET, PASS_ATTENTION_BUDGET
+        return PassBudgets(PASS_NODE_BUDGET, PASS_ATTENTION_BUDGET)
     free, _ = torch.cuda.mem_get_info(device)
     half = PASS_DEVICE_SHARE * free / 2
     nodes = int(half // (FLOAT_BYTES * STATE_COPIES * max(1, hidden)))
     scores = int(half // (FLOAT_BYTES * SCORE_COPIES))
-    return max(PASS_NODE_BUDGET * 64 // max(64, hidden), nodes), max(PASS_ATTENTION_BUDGET, scores)
+    return PassBudgets(
+        max(PASS_NODE_BUDGET * 64 // max(64, hidden), nodes), max(PASS_ATTENTION_BUDGET, scores)
+    )
 
 
 def pass_configs(
@@ -77,17 +88,17 @@ def score_rows(
         rows: indices into its unique configs.
         chunk: configs per pass (bounds memory; lowered further on big graphs: `pass_configs`).
         device: where the model is.
-        precision: bf16, fp16 or fp32 (device.py), as the model was trained.
+        precision: bf16, fp16 or fp32 (`gnn/device.py`), as the model was trained.
         segment_nodes: the model was trained with Graph Segment Training on segments of at most this
-            many nodes (layout; 0 = whole graphs): each segment is then scored on its own (gst.py).
+            many nodes (layout; 0 = whole graphs): each segment is then scored on its own (`gnn/gst/sums.py`).
     """
     pass_nodes = max(1, len(g.opcode))
-    if segment_nodes > 0 and g.kind == "layout":  # one segment at a time (gst.py)
+    if segment_nodes > 0 and g.kind == "layout":  # one segment at a time (gnn/gst/sums.py)
         segs = split_graph(g, segment_nodes)
         pass_nodes = min(segment_nodes, pass_nodes)
 
         def costs(part: np.ndarray) -> torch.Tensor:
-            return gst.fresh_costs(model, g, segs, rows=part, device=device, precision=precision)[0][0]
+            return fresh_costs(model, g, segs, rows=part, device=device, precision=precision).cost[0]
     else:
 
         def costs(part: np.ndarray) -> torch.Tensor:

@@ -15,24 +15,25 @@ import dataclasses
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from tpurank.core.atomic import write_json
 from tpurank.core.collections import kind_of
-from tpurank.core.config import Config
+from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import TpurankError
 from tpurank.core.normalize import normalize
 from tpurank.core.paths import Paths
+from tpurank.core.staleness import content_key
 from tpurank.gnn import device as devices
-from tpurank.gnn.checkpoints import CHECKPOINT, load_checkpoint, load_model
 from tpurank.gnn.data import GraphData, eval_configs, load_split
 from tpurank.gnn.device import setup_runtime
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.recipe import ModelSpec, Recipe
 from tpurank.gnn.scoring import graph_score, score_rows
-from tpurank.gnn.trainer import train_collection
+from tpurank.gnn.train.checkpoints import CHECKPOINT, finished_model, load_checkpoint, load_model
+from tpurank.gnn.train.trainer import train_collection
 
 SUMMARY = "seeds.json"
 
@@ -54,9 +55,39 @@ def member_paths(paths: Paths, k: int) -> Paths:
     return MemberPaths(**fields, member=f"seed-{k}" if k else "")
 
 
-def member_config(cfg: Config, k: int) -> Config:
+def member_config(spec: ModelSpec, cfg: Config, k: int) -> Config:
     """The config member k trains with: seed + k, one seed (so member 0 is the one-seed model)."""
-    return dataclasses.replace(cfg, seed=cfg.seed + k, gnn=dataclasses.replace(cfg.gnn, seeds=1))
+    section = spec.settings(cfg)
+    one = dataclasses.replace(section, seeds=1) if hasattr(section, "seeds") else section
+    return dataclasses.replace(cfg, seed=cfg.seed + k, **{spec.section: one})
+
+
+def member_files(spec: ModelSpec, paths: Paths, collection: str, n: int) -> list[Path]:
+    """The `model.pt` of each of `n` members."""
+    return [member_paths(paths, k).model_dir(spec.name, collection) / CHECKPOINT for k in range(n)]
+
+
+def seeds_key(spec: ModelSpec, paths: Paths, cfg: Config, collection: str) -> str:
+    """The key of `seeds.json` (`tpurank.core.staleness.content_key`): the config and the content of
+    every member's `model.pt`; a summary with another key belongs to other members."""
+    files = member_files(spec, paths, collection, spec.seeds(cfg))
+    return content_key({"model": spec.name, "config": to_dict(cfg)}, files=files)
+
+
+def up_to_date_summary(spec: ModelSpec, paths: Paths, cfg: Config, collection: str) -> dict[str, Any] | None:
+    """The `seeds.json` summary when every member is a complete model of its config and data and
+    the summary was written for those members; else None (train the members, score them again)."""
+    try:
+        summary = trained_seeds(spec, paths, collection)
+    except TpurankError:  # unreadable: written again below
+        return None
+    if summary is None or summary.get("key") != seeds_key(spec, paths, cfg, collection):
+        return None
+    members = range(spec.seeds(cfg))
+    if any(finished_model(spec, member_paths(paths, k), member_config(spec, cfg, k), collection) is None
+           for k in members):  # fmt: skip
+        return None
+    return summary
 
 
 def average_costs(member_costs: list[np.ndarray], how: str) -> np.ndarray:
@@ -69,8 +100,22 @@ def average_costs(member_costs: list[np.ndarray], how: str) -> np.ndarray:
     return np.mean([normalize(c, how) for c in member_costs], axis=0)
 
 
-def _valid_costs(spec: ModelSpec, paths: Paths, cfg: Config, collection: str, valid: list[GraphData]):
-    """Per rankable valid graph: (config indices, costs) on the configs validation scores."""
+class ValidCosts(NamedTuple):
+    """One member's costs of one valid graph, on the configs validation scores.
+
+    Args:
+        configs: original config indices.
+        costs: a cost per config in `configs`.
+    """
+
+    configs: np.ndarray
+    costs: np.ndarray
+
+
+def _valid_costs(
+    spec: ModelSpec, paths: Paths, cfg: Config, collection: str, valid: list[GraphData]
+) -> dict[str, ValidCosts]:
+    """Per rankable valid graph: the member's costs on the configs validation scores."""
     model, ckpt = load_model(spec, paths.model_dir(spec.name, collection) / CHECKPOINT, collection)
     r = spec.recipe(cfg, kind_of(collection))
     rt = setup_runtime()
@@ -83,7 +128,7 @@ def _valid_costs(spec: ModelSpec, paths: Paths, cfg: Config, collection: str, va
         configs = eval_configs(g, r.eval_max_configs)
         rows, back = np.unique(g.inverse[configs], return_inverse=True)
         seg = ckpt.get("recipe", {}).get("segment_nodes", 0)  # scored as training and predict score it
-        out[g.id] = (
+        out[g.id] = ValidCosts(
             configs,
             score_rows(
                 model,
@@ -101,12 +146,13 @@ def _valid_costs(spec: ModelSpec, paths: Paths, cfg: Config, collection: str, va
 def train_seeds(
     spec: ModelSpec, paths: Paths, cfg: Config, collection: str, progress: bool = True
 ) -> dict[str, Any]:
-    """Train every member (each resumable, skipped when up to date), then score their average on valid.
+    """Train every member (each resumable, skipped when up to date), then score their average on
+    valid; nothing is done when `seeds.json` is up to date (`up_to_date_summary`).
 
     Args:
         spec: the model family.
         paths: resolved paths.
-        cfg: config with the collection's overrides applied (`cfg.gnn.seeds` members).
+        cfg: config with the collection's overrides applied (`spec.seeds(cfg)` members).
         collection: one of COLLECTIONS.
         progress: show progress bars.
 
@@ -114,48 +160,63 @@ def train_seeds(
         The summary also written to `seeds.json`: per-member scores, their mean and spread, and the
         validation score of the averaged predictions (the same configs and metric as early stopping).
     """
-    n = cfg.gnn.seeds
+    n = spec.seeds(cfg)
+    done = up_to_date_summary(spec, paths, cfg, collection)
+    if done is not None:
+        if progress:
+            print(f"[{spec.name}] {collection}: {n} seed members up to date (same config and data); skipping")
+        return done
     # written again once every member is trained: until then predict must not average stale members
     (paths.model_dir(spec.name, collection) / SUMMARY).unlink(missing_ok=True)
     dims = spec.recipe(cfg, kind_of(collection)).dim_features
     train = load_split(paths, collection, "train", progress, dim_features=dims)
     valid = load_split(paths, collection, "valid", progress, dim_features=dims)
-    member_scores, costs = [], []
+    costs = []
     for k in range(n):
-        mp, mc = member_paths(paths, k), member_config(cfg, k)
+        mp, mc = member_paths(paths, k), member_config(spec, cfg, k)
         if progress:
             print(f"[{spec.name}] {collection}: seed member {k + 1}/{n} (seed {mc.seed})")
         train_collection(
             spec, mp, mc, collection=collection, train_graphs=train, valid_graphs=valid, progress=progress
         )
         costs.append(_valid_costs(spec, mp, mc, collection=collection, valid=valid))
+    summary = _summary(cfg, collection, valid, costs)
+    summary["key"] = seeds_key(spec, paths, cfg, collection)
+    write_json(paths.model_dir(spec.name, collection) / SUMMARY, summary)
+    if progress:
+        print(
+            f"[{spec.name}] {collection}: {n} seeds, valid {summary['member_mean']:.4f} "
+            f"+- {summary['member_std']:.4f} per seed, {summary['averaged_valid_score']:.4f} averaged"
+        )
+    return summary
+
+
+def _summary(
+    cfg: Config, collection: str, valid: list[GraphData], costs: list[dict[str, ValidCosts]]
+) -> dict[str, Any]:
+    """The members' validation scores, their mean and spread, and the score of their average."""
     kind = kind_of(collection)
     graphs = {g.id: g for g in valid}
 
     def score(per_graph: dict[str, np.ndarray]) -> float:
-        s = [graph_score(kind, c, graphs[i].config_runtime[costs[0][i][0]]) for i, c in per_graph.items()]
+        s = [
+            graph_score(kind, c, graphs[i].config_runtime[costs[0][i].configs]) for i, c in per_graph.items()
+        ]
         s = [x for x in s if not math.isnan(x)]
         return float(np.mean(s)) if s else math.nan
 
-    member_scores = [score({i: c for i, (_, c) in m.items()}) for m in costs]
+    member_scores = [score({i: m[i].costs for i in m}) for m in costs]
     averaged = score({
-        i: average_costs([m[i][1] for m in costs], cfg.ensemble.normalize) for i in costs[0]
+        i: average_costs([m[i].costs for m in costs], cfg.ensemble.normalize) for i in costs[0]
     })  # fmt: skip
-    summary = {
-        "seeds": [cfg.seed + k for k in range(n)],
+    return {
+        "seeds": [cfg.seed + k for k in range(len(costs))],
         "normalize": cfg.ensemble.normalize,
         "member_valid_scores": member_scores,
         "member_mean": float(np.mean(member_scores)),
         "member_std": float(np.std(member_scores)),
         "averaged_valid_score": averaged,
     }
-    write_json(paths.model_dir(spec.name, collection) / SUMMARY, summary)
-    if progress:
-        print(
-            f"[{spec.name}] {collection}: {n} seeds, valid {summary['member_mean']:.4f} "
-            f"+- {summary['member_std']:.4f} per seed, {averaged:.4f} averaged"
-        )
-    return summary
 
 
 def trained_seeds(spec: ModelSpec, paths: Paths, collection: str) -> dict[str, Any] | None:
@@ -193,8 +254,8 @@ def predict_seeds(
     """
     summary = trained_seeds(spec, paths, collection)
     n, how = (len(summary["seeds"]), summary["normalize"]) if summary else (1, cfg.ensemble.normalize)
-    files = [member_paths(paths, k).model_dir(spec.name, collection) / CHECKPOINT for k in range(n)]
-    first = load_model(spec, files[0], collection)[1]  # checked: ours, of this family and collection
+    files = member_files(spec, paths, collection, n)
+    first = load_model(spec, files[0], collection).checkpoint  # checked: ours, of this family and collection
     for f in files[1:]:  # every member trained and readable, before any graph is read
         load_checkpoint(f)
     dims = Recipe(**first["recipe"]).dim_features  # the graphs as the members read them
@@ -203,7 +264,7 @@ def predict_seeds(
         predict_collection(
             spec,
             member_paths(paths, k),
-            member_config(cfg, k),
+            member_config(spec, cfg, k),
             collection=collection,
             split=split,
             graphs=graphs,

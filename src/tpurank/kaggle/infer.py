@@ -20,7 +20,10 @@ from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.kaggle.models_dataset import ARCHIVE, CONFIG, MANIFEST, read_manifest, unpacked_path
-from tpurank.stages import run_command
+from tpurank.prepare import cli as prepare
+from tpurank.rankers import predict
+from tpurank.stages import command_line, run_step
+from tpurank.submission import check
 from tpurank.submission.publish import incomplete_test_set, publish_submission
 
 
@@ -92,19 +95,19 @@ def run(args: argparse.Namespace) -> int:
     )
     # the config the models were trained with, unless the user names another; --set goes over it
     cfg = load_config(args.config_file or dataset / CONFIG, args.set)
-    partial = ["--partial"] if incomplete_test_set(paths) else []
+    partial = incomplete_test_set(paths)
     steps = [
-        ["prepare", "--splits", "test", "--keep-rule"],  # the models' own rule, never refitted
-        *[["predict", "--model", m, "--split", "test", *partial] for m in members],
-        ["predict", "--model", "ensemble", "--split", "test", *partial],
+        prepare.Options(splits=["test"], keep_rule=True),  # the models' own rule, never refitted
+        *[predict.Options(model=m, split="test", partial=partial) for m in members],
+        predict.Options(model="ensemble", split="test", partial=partial),
     ]
     for step in steps:
-        print(f"[infer] tpurank {' '.join(step)}", file=sys.stderr)
-        rc = run_command(step, paths, cfg)
+        print(f"[infer] tpurank {command_line(step)}", file=sys.stderr)
+        rc = run_step(step, paths, cfg)
         if rc != 0:
-            raise TpurankError(f"step '{' '.join(step)}' failed (exit {rc})")
+            raise TpurankError(f"step '{command_line(step)}' failed (exit {rc})")
     submission = publish_submission(paths)
-    if run_command(["check-submission", str(submission), *partial], paths, cfg):
+    if run_step(check.Options(str(submission), partial=partial), paths, cfg):
         raise TpurankError(f"{submission}: failed its check")
     print(f"submission: {submission}")
     return 0

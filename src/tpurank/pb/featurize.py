@@ -15,11 +15,14 @@ import hashlib
 import json
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
 from tpurank.core.provenance import write_sidecar
+from tpurank.core.staleness import Files, StageIO, content_key
 from tpurank.data.npz import save_graph, validate_file
 from tpurank.pb.convert import KINDS, PbWarning, layout_graph, parse_pb, read_bytes, tile_graphs
 from tpurank.pb.node_features import DEFAULT_LAYOUT_PAD
@@ -44,13 +47,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="rewrite outputs even if they are up to date")
 
 
+def source_key(source: dict) -> str:
+    """The key of an output: the input's path and content and the options that change the npz,
+    keyed by the project's one key function (tpurank.core.staleness.content_key)."""
+    return content_key(source)
+
+
 def _up_to_date(sidecar: Path, source: dict, outputs: list[Path] | None = None) -> bool:
-    """The sidecar records the same input and options, and its outputs all exist."""
+    """The sidecar records the same key (same input and options), and its outputs all exist."""
     try:
         rec = json.loads(sidecar.read_text())
     except (OSError, ValueError):
         return False
-    if any(rec.get(k) != v for k, v in source.items()):
+    if not isinstance(rec, dict) or rec.get("key") != source_key(source):
         return False
     files = outputs if outputs is not None else [sidecar.parent / f for f in rec.get("files", [])]
     return all(f.exists() for f in files)
@@ -96,11 +105,12 @@ def _recorded_files(sidecar: Path, src: Path) -> set[str]:
     return {str(f) for f in rec.get("files", [])}
 
 
-def output_folders(args: argparse.Namespace) -> list[Path]:
-    """The folder featurize-pb writes (locked while it runs; a missing one is left to the error)."""
+def declare(args: argparse.Namespace) -> StageIO:
+    """It reads the protobufs and writes the output folder (locked while it runs; a missing one
+    is left to the error; no step record: each file's sidecar says whether it is up to date)."""
     out = Path(args.output)
     folder = out if out.is_dir() or out.suffix != ".npz" else out.parent
-    return [folder] if folder.is_dir() else []
+    return StageIO([Files(Path(args.input))], [Files(folder)] if folder.is_dir() else [], record=False)
 
 
 def layout_target(src: Path, out: Path) -> Path:
@@ -139,35 +149,59 @@ def featurize(
     }
     found, msg = parse_pb(src, data, kind)
     del data  # the parsed message holds everything; raw files can be large
+    job = _Job(src=src, msg=msg, pad=pad, cfg=cfg, force=force, source=source)
     if found == "layout":
-        target = layout_target(src, out)
-        _require_folder(target.parent)
-        sidecar = target.with_name(target.name + ".json")  # m.npz.json: never a user's m.json
-        _refuse_foreign_sidecar(sidecar)
-        if not force and _up_to_date(sidecar, source, [target]):
-            return None
-        if not force:
-            _refuse_foreign([target], _recorded_files(sidecar, src), src)
-        graph = layout_graph(src, msg, pad)
-        save_graph(target, graph)
-        validate_file(target, "layout")
-        write_sidecar(
-            sidecar, cfg, None, stage="featurize-pb", kind="layout", files=[target.name],
-            configs=graph.num_configs, runs_in_file=len(msg.runs), **source,
-        )  # fmt: skip
-        return [target]
+        return _featurize_layout(job, layout_target(src, out))
+    return _featurize_tile(job, out)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One conversion: the input, its parsed message and what the sidecar records about it."""
+
+    src: Path
+    msg: Any  # the parsed ModuleTuningData or TuningData
+    pad: int
+    cfg: Config | None
+    force: bool
+    source: dict  # input path, its sha256 and the padding: what the output's key is made of
+
+
+def _featurize_layout(job: _Job, target: Path) -> list[Path] | None:
+    """The layout npz at `target` and its sidecar `<target>.json`; None when up to date."""
+    _require_folder(target.parent)
+    sidecar = target.with_name(target.name + ".json")  # m.npz.json: never a user's m.json
+    _refuse_foreign_sidecar(sidecar)
+    if not job.force and _up_to_date(sidecar, job.source, [target]):
+        return None
+    if not job.force:
+        _refuse_foreign([target], _recorded_files(sidecar, job.src), job.src)
+    graph = layout_graph(job.src, job.msg, job.pad)
+    save_graph(target, graph)
+    validate_file(target, "layout")
+    write_sidecar(
+        sidecar, job.cfg, None, stage="featurize-pb", kind="layout", files=[target.name],
+        configs=graph.num_configs, runs_in_file=len(job.msg.runs), key=source_key(job.source), **job.source,
+    )  # fmt: skip
+    return [target]
+
+
+def _featurize_tile(job: _Job, out: Path) -> list[Path] | None:
+    """One npz per kernel inside the folder `out`, and its sidecar; None when up to date."""
     if out.exists() and not out.is_dir():
         raise TpurankError(f"{out}: a TuningData (tile) file needs a folder as OUT, not a file")
     _require_folder(out.parent)  # OUT itself is created, but not a missing tree above it
     sidecar = out / TILE_SIDECAR
     _refuse_foreign_sidecar(sidecar)
-    if not force and _up_to_date(sidecar, source):
+    if not job.force and _up_to_date(sidecar, job.source):
         return None
-    graphs = tile_graphs(src, msg, pad)
-    if not force:
-        _refuse_foreign([out / f"{stem}.npz" for stem in graphs], _recorded_files(sidecar, src), src)
+    graphs = tile_graphs(job.src, job.msg, job.pad)
+    if not job.force:
+        _refuse_foreign([out / f"{stem}.npz" for stem in graphs], _recorded_files(sidecar, job.src), job.src)
     if not graphs:
-        warnings.warn(f"{src}: no module is usable as a tile graph: nothing written", PbWarning, stacklevel=2)
+        warnings.warn(
+            f"{job.src}: no module is usable as a tile graph: nothing written", PbWarning, stacklevel=3
+        )
     written = []
     for stem, graph in graphs.items():
         target = out / f"{stem}.npz"
@@ -175,9 +209,9 @@ def featurize(
         validate_file(target, "tile")
         written.append(target)
     write_sidecar(
-        sidecar, cfg, None, stage="featurize-pb", kind="tile", files=[p.name for p in written],
+        sidecar, job.cfg, None, stage="featurize-pb", kind="tile", files=[p.name for p in written],
         configs={p.stem: g.num_configs for p, g in zip(written, graphs.values(), strict=True)},
-        modules_in_file=len(msg.modules), **source,
+        modules_in_file=len(job.msg.modules), key=source_key(job.source), **job.source,
     )  # fmt: skip
     return written
 

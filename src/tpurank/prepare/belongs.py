@@ -39,7 +39,7 @@ def check_cache(prepared: Path, npz_root: Path, collection: str, split: str) -> 
                 "rerun `tpurank prepare`"
             )
         found = read_build(prepared / rel)
-        if found is None or found[0] != key:
+        if found is None or found.key != key:
             raise TpurankError(
                 f"{prepared / rel}: does not match {prepared / INDEX_FILE} (rebuilt with other settings "
                 "by an interrupted prepare?); rerun `tpurank prepare`"

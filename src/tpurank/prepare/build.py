@@ -7,7 +7,6 @@ a bad file without naming it (DataError).
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,10 +15,11 @@ import numpy as np
 
 from tpurank.core.errors import DataError
 from tpurank.core.identity import zip_identity
+from tpurank.core.staleness import content_key
 from tpurank.data.dataset import GraphFile
-from tpurank.data.npz import NODE_FEAT_DIM, TileGraph, load_graph
+from tpurank.data.npz import NODE_FEAT_DIM, LayoutGraph, TileGraph, load_graph
 from tpurank.prepare.cache import CACHE_FORMAT, SUMMARY_OPCODE, PreparedGraph, no_rows, save_prepared
-from tpurank.prepare.dedup import dedup_layout, dedup_tile
+from tpurank.prepare.dedup import Dedup, dedup_layout, dedup_tile
 from tpurank.prepare.node_features import FeatureRule
 from tpurank.prepare.prune import prune
 
@@ -45,7 +45,8 @@ def input_identity(gf: GraphFile) -> str:
 
 
 def build_key(gf: GraphFile, params: BuildParams, eval_rows: np.ndarray | None = None) -> str:
-    """The input's content identity plus every parameter that changes the output.
+    """The input's content identity plus every parameter that changes the output, keyed by the
+    project's one key function (tpurank.core.staleness.content_key).
 
     Args:
         gf: the input file (tile graphs are never pruned, so hops and collapse do not enter their key).
@@ -57,8 +58,48 @@ def build_key(gf: GraphFile, params: BuildParams, eval_rows: np.ndarray | None =
         parts["eval_rows"] = hashlib.sha256(np.asarray(eval_rows, dtype=np.int64).tobytes()).hexdigest()
     if gf.kind == "layout":
         parts.update(hops=params.hops, collapse=params.collapse)
-    text = json.dumps({**parts, "format": FORMAT_VERSION}, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    return content_key({**parts, "format": FORMAT_VERSION})
+
+
+@dataclass(frozen=True)
+class _Structure:
+    """What pruning and deduplication keep of one graph: the kept nodes, their edges and the
+    unique configurations (tile graphs keep every node and have no configurable ones)."""
+
+    dedup: Dedup
+    node_map: np.ndarray  # kept node -> original node (-1: a summary node)
+    edges: np.ndarray
+    config_nodes: np.ndarray  # kept position of each varying configurable node
+    num_configurable: int
+
+
+def _tile_structure(g: TileGraph) -> _Structure:
+    d = dedup_tile(g.config_feat, g.config_runtime, g.config_runtime_normalizers)
+    return _Structure(
+        dedup=d,
+        node_map=np.arange(g.num_nodes, dtype=np.int64),
+        edges=g.edge_index.astype(np.int32),
+        config_nodes=np.zeros(0, dtype=np.int32),
+        num_configurable=0,
+    )
+
+
+def _layout_structure(gf: GraphFile, g: LayoutGraph, params: BuildParams) -> _Structure:
+    n = g.num_nodes
+    d = dedup_layout(
+        gf.path, (g.num_configs, len(g.node_config_ids), 18), g.config_runtime.astype(np.float64)
+    )
+    p = prune(n, g.edge_index, g.node_config_ids, hops=params.hops, collapse=params.collapse)
+    position = np.full(n, -1, dtype=np.int64)
+    real = p.node_map >= 0
+    position[p.node_map[real]] = np.flatnonzero(real)
+    return _Structure(
+        dedup=d,
+        node_map=p.node_map,
+        edges=p.edge_index,
+        config_nodes=position[g.node_config_ids[d.varying]].astype(np.int32),
+        num_configurable=len(g.node_config_ids),
+    )
 
 
 def build_graph(
@@ -75,24 +116,8 @@ def build_graph(
         DataError: the file breaks the format.
     """
     g = load_graph(gf.path, gf.kind, config_dtype=None)
-    n, m = g.num_nodes, len(g.edge_index)
-    if isinstance(g, TileGraph):
-        d = dedup_tile(g.config_feat, g.config_runtime, g.config_runtime_normalizers)
-        node_map = np.arange(n, dtype=np.int64)
-        edges = g.edge_index.astype(np.int32)
-        config_nodes = np.zeros(0, dtype=np.int32)
-        num_configurable = 0
-    else:
-        d = dedup_layout(
-            gf.path, (g.num_configs, len(g.node_config_ids), 18), g.config_runtime.astype(np.float64)
-        )
-        p = prune(n, g.edge_index, g.node_config_ids, hops=params.hops, collapse=params.collapse)
-        node_map, edges = p.node_map, p.edge_index
-        position = np.full(n, -1, dtype=np.int64)
-        real = node_map >= 0
-        position[node_map[real]] = np.flatnonzero(real)
-        config_nodes = position[g.node_config_ids[d.varying]].astype(np.int32)
-        num_configurable = len(g.node_config_ids)
+    st = _tile_structure(g) if isinstance(g, TileGraph) else _layout_structure(gf, g, params)
+    d, node_map, edges, config_nodes = st.dedup, st.node_map, st.edges, st.config_nodes
     real = node_map >= 0
     raw = np.zeros((len(node_map), NODE_FEAT_DIM), dtype=np.float32)
     raw[real] = g.node_feat[node_map[real]]
@@ -118,23 +143,27 @@ def build_graph(
         is_test=bool(g.is_test),
         eval_rows=_checked_rows(gf, eval_rows, g.num_configs),
     )
-    row = {
+    return prepared, _index_row(gf, g, st)
+
+
+def _index_row(gf: GraphFile, g: LayoutGraph | TileGraph, st: _Structure) -> dict[str, Any]:
+    """The graph's index row: its sizes before and after pruning and deduplication."""
+    return {
         "collection": gf.collection,
         "split": gf.split,
         "id": gf.id,
         "stem": gf.stem,
-        "nodes": n,
-        "edges": m,
-        "nodes_kept": len(node_map),
-        "edges_kept": len(edges),
-        "summary_nodes": int((~real).sum()),
-        "configurable_nodes": num_configurable,
-        "varying_nodes": len(config_nodes),
+        "nodes": g.num_nodes,
+        "edges": len(g.edge_index),
+        "nodes_kept": len(st.node_map),
+        "edges_kept": len(st.edges),
+        "summary_nodes": int((st.node_map < 0).sum()),
+        "configurable_nodes": st.num_configurable,
+        "varying_nodes": len(st.config_nodes),
         "configs": g.num_configs,
-        "configs_unique": len(d.count),
+        "configs_unique": len(st.dedup.count),
         "is_test": bool(g.is_test),
     }
-    return prepared, row
 
 
 def _checked_rows(gf: GraphFile, rows: np.ndarray | None, configs: int) -> np.ndarray:

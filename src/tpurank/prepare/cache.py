@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -169,16 +169,23 @@ def load_prepared(path: str | Path) -> PreparedGraph:
     return PreparedGraph(**values)
 
 
-def read_build(path: str | Path) -> tuple[str, dict] | None:
-    """(build key, index row) stored in a cache file; None if absent, unreadable, keyless or of
-    another format (so it is rebuilt)."""
+class StoredBuild(NamedTuple):
+    """What a cache file says it was built from: its build key and its index row."""
+
+    key: str
+    info: dict
+
+
+def read_build(path: str | Path) -> StoredBuild | None:
+    """The build key and index row stored in a cache file; None if absent, unreadable, keyless or
+    of another format (so it is rebuilt)."""
     try:
         meta = read_meta(Path(path))
     except DataError:
         return None
     if meta.get("format") != CACHE_FORMAT or not meta.get("key"):
         return None
-    return str(meta["key"]), dict(meta.get("info") or {})
+    return StoredBuild(str(meta["key"]), dict(meta.get("info") or {}))
 
 
 def read_index(prepared_dir: str | Path) -> pd.DataFrame:

@@ -7,11 +7,9 @@ written, and the stage exits non-zero at the end. Files run in a process pool, l
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -20,9 +18,9 @@ from tpurank.core.atomic import atomic_path
 from tpurank.core.collections import COLLECTIONS, SPLITS, collection_dir
 from tpurank.core.config import Config
 from tpurank.core.errors import DiskFullError, TpurankError
-from tpurank.core.options import add_collections, add_jobs, add_splits
 from tpurank.core.paths import DATA_FIX, Paths
 from tpurank.core.provenance import write_sidecar
+from tpurank.core.staleness import content_key
 from tpurank.data.dataset import GraphFile, discover, require_npz_root
 from tpurank.data.npz import read_node_feat
 from tpurank.data.subsets import load_subsets
@@ -76,6 +74,24 @@ class PrepareResult:
     skipped: list[str] = field(default_factory=list)
 
 
+class BuildTask(NamedTuple):
+    """One cache file to build: a tuple (the pool calls `_build_task(*task)`), named field by field.
+
+    Args:
+        gf: the input graph file.
+        params: pruning and feature parameters.
+        target: the cache file to write.
+        key: its build key (stored in the file: the next run reuses it while the key matches).
+        eval_rows: the graph's official validation subset, if any.
+    """
+
+    gf: GraphFile
+    params: BuildParams
+    target: Path
+    key: str
+    eval_rows: np.ndarray | None
+
+
 # ----------------------------------------------------------------------------- workers (top level: picklable)
 
 
@@ -102,10 +118,10 @@ def _build_task(
 
 
 def _files_key(files: list[GraphFile]) -> str:
-    h = hashlib.sha256()
-    for gf in files:
-        h.update(f"{gf.collection}/{gf.split}/{gf.stem}:{input_identity(gf)}\n".encode())
-    return f"{h.hexdigest()[:16]}:{len(files)}"
+    """The key of the train files a rule is fitted on: each file's name and content identity
+    (tpurank.core.staleness.content_key), so the rule is refit only when they change."""
+    named = [[f"{gf.collection}/{gf.split}/{gf.stem}", input_identity(gf)] for gf in files]
+    return f"{content_key({'train_files': named})}:{len(files)}"
 
 
 def ensure_rule(
@@ -188,18 +204,26 @@ def _write_index(out: Path, rows: list[dict], scope: set[tuple[str, str]]) -> pd
     return df
 
 
+@dataclass
+class BuildPlan:
+    """Which cache files are up to date and which to build.
+
+    Args:
+        rows: the index rows of the up-to-date files.
+        tasks: the files to build.
+        targets: every cache file of the run and the input it is built from.
+    """
+
+    rows: list[dict]
+    tasks: list[BuildTask]
+    targets: dict[Path, GraphFile]
+
+
 def plan_builds(
     files: list[GraphFile], cfg: Config, rule: FeatureRule, subsets: dict, out: Path
-) -> tuple[list[dict], list[tuple], dict[Path, GraphFile]]:
-    """Which cache files are up to date (their index rows) and which to build (tasks).
-
-    Returns:
-        The index rows of the up-to-date files, the build tasks (graph file, parameters, target,
-        build key, official subset rows), and every target's input file.
-    """
-    rows: list[dict] = []
-    tasks: list[tuple] = []
-    targets: dict[Path, GraphFile] = {}
+) -> BuildPlan:
+    """Which cache files are up to date (their index rows) and which to build (tasks)."""
+    plan = BuildPlan(rows=[], tasks=[], targets={})
     params_of: dict[str, BuildParams] = {}
     for c in {gf.collection for gf in files}:
         pc = cfg.for_collection(c).prepare
@@ -207,15 +231,57 @@ def plan_builds(
     for gf in files:
         params = params_of[gf.collection]
         target = prepared_path(out, gf.collection, gf.split, gf.stem)
-        targets[target] = gf
+        plan.targets[target] = gf
         eval_rows = subsets.get(gf.collection, {}).get(gf.stem) if gf.split == "valid" else None
         key = build_key(gf, params, eval_rows)
         found = read_build(target)
-        if found is not None and found[0] == key:
-            rows.append(found[1])
+        if found is not None and found.key == key:
+            plan.rows.append(found.info)
         else:
-            tasks.append((gf, params, target, key, eval_rows))
-    return rows, tasks, targets
+            plan.tasks.append(BuildTask(gf, params, target, key, eval_rows))
+    return plan
+
+
+@dataclass
+class _Inputs:
+    """The files a prepare run builds from, and the lines about those it cannot or will not use."""
+
+    files: list[GraphFile]
+    failed: list[str]
+    skipped: list[str]
+
+
+def _select_inputs(
+    npz_root: Path, collections: list[str] | None, splits: list[str] | None, cfg: Config
+) -> _Inputs:
+    """The graph files in scope, less the broken, config-less and excluded ones (each named)."""
+    files = discover(npz_root, collections, splits)
+    if not files:
+        raise TpurankError(
+            f"{npz_root}: no npz files for collections {collections or 'all'} and splits {splits or 'all'}; "
+            f"{DATA_FIX}"
+        )
+    failed = broken_links(npz_root, collections, splits)
+    files, skipped, empty_tests = without_configs(files)
+    files, left_out = without_excluded(files, cfg)
+    return _Inputs(files=files, failed=failed + empty_tests, skipped=skipped + left_out)
+
+
+def _run_builds(plan: BuildPlan, out: Path, jobs: int, progress: bool) -> list[str]:
+    """Build every planned file (largest first: the pool ends together) and complete every index
+    row with where its cache file is and its size beside its input's; return the failures."""
+    failed: list[str] = []
+    plan.tasks.sort(key=lambda t: -t.gf.path.stat().st_size)
+    for row, error in run_tasks(_build_task, plan.tasks, jobs, progress=progress, desc="prepare"):
+        if error is not None:
+            failed.append(error)
+        else:
+            plan.rows.append(row)
+    for row in plan.rows:
+        target = prepared_path(out, row["collection"], row["split"], row["stem"])
+        row.update(path=str(target.relative_to(out)), bytes=target.stat().st_size,
+                   input_bytes=plan.targets[target].path.stat().st_size)  # fmt: skip
+    return failed
 
 
 def prepare_dataset(
@@ -249,106 +315,25 @@ def prepare_dataset(
     out = Path(out) if out is not None else paths.prepared
     npz_root = require_npz_root(paths.npz)
     jobs = resolve_jobs(jobs)
-    files = discover(npz_root, collections, splits)
-    if not files:
-        raise TpurankError(
-            f"{npz_root}: no npz files for collections {collections or 'all'} and splits {splits or 'all'}; "
-            f"{DATA_FIX}"
-        )
+    inputs = _select_inputs(npz_root, collections, splits, cfg)
     out.mkdir(parents=True, exist_ok=True)
     rule, failed = ensure_rule(out, npz_root, jobs, progress, cfg, keep=keep_rule)
     folder = eval_indices or (paths.eval_indices if paths.eval_indices.is_dir() else None)
     subsets = load_subsets(folder) if folder is not None else {}
-    failed += broken_links(npz_root, collections, splits)
-    files, skipped, empty_tests = without_configs(files)
-    files, left_out = without_excluded(files, cfg)
-    skipped += left_out
-    failed += empty_tests
-
-    rows, tasks, targets = plan_builds(files, cfg, rule, subsets=subsets, out=out)
-    scope = {(gf.collection, gf.split) for gf in files}
-    _clean_scope(out, scope, set(targets))
-    reused = len(rows)
-    tasks.sort(key=lambda t: -t[0].path.stat().st_size)  # largest first: the pool ends together
-    for row, error in run_tasks(_build_task, tasks, jobs, progress=progress, desc="prepare"):
-        if error is not None:
-            failed.append(error)
-        else:
-            rows.append(row)
-    for row in rows:  # where each cache file is, and its size beside its input's
-        target = prepared_path(out, row["collection"], row["split"], row["stem"])
-        row.update(path=str(target.relative_to(out)), bytes=target.stat().st_size,
-                   input_bytes=targets[target].path.stat().st_size)  # fmt: skip
-    failed = sorted(set(failed))
-    index = _write_index(out, rows, scope)
+    failed += inputs.failed
+    plan = plan_builds(inputs.files, cfg, rule, subsets=subsets, out=out)
+    scope = {(gf.collection, gf.split) for gf in inputs.files}
+    _clean_scope(out, scope, set(plan.targets))
+    reused = len(plan.rows)
+    failed = sorted(set(failed + _run_builds(plan, out, jobs, progress)))
+    index = _write_index(out, plan.rows, scope)
+    built = len(plan.rows) - reused
     write_sidecar(
-        out / PROVENANCE_FILE,
-        cfg,
-        paths.data,
-        stage="prepare",
-        collections=sorted({c for c, _ in scope}),
-        splits=sorted({s for _, s in scope}),
-        feature_rule=rule.digest,
-        feature_columns=len(rule.keep),
-        eval_indices=str(folder) if folder is not None else None,
-        built=len(rows) - reused,
-        reused=reused,
-        failed=failed,
-    )
+        out / PROVENANCE_FILE, cfg, paths.data, stage="prepare",
+        collections=sorted({c for c, _ in scope}), splits=sorted({s for _, s in scope}),
+        feature_rule=rule.digest, feature_columns=len(rule.keep),
+        eval_indices=str(folder) if folder is not None else None, built=built, reused=reused, failed=failed,
+    )  # fmt: skip
     return PrepareResult(
-        index=index, failed=failed, built=len(rows) - reused, reused=reused, rule=rule, skipped=skipped
+        index=index, failed=failed, built=built, reused=reused, rule=rule, skipped=inputs.skipped
     )
-
-
-# ----------------------------------------------------------------------------- CLI
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, help="cache folder (default: <out-dir>/features/prepared)")
-    add_collections(parser, all_by_default=False)
-    add_splits(parser, all_by_default=False)
-    add_jobs(parser, None, "worker processes (default: prepare.jobs; 0 = one per core)")
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    parser.add_argument(
-        "--eval-indices",
-        type=Path,
-        metavar="DIR",
-        help="official validation subsets (eval_indices/*.json; default: <data-dir>/eval_indices if present)",
-    )
-    parser.add_argument(
-        "--keep-rule",
-        action="store_true",
-        help="use the saved node-feature rule as it is, never refit it (infer: the models' own rule)",
-    )
-
-
-def output_folders(args: argparse.Namespace) -> list[Path]:
-    """The cache folder, locked while prepare writes it (tpurank.core.lock)."""
-    return [args.out or args.paths.prepared]
-
-
-def run(args: argparse.Namespace) -> int:
-    jobs = args.jobs if args.jobs is not None else args.cfg.prepare.jobs
-    result = prepare_dataset(
-        args.paths,
-        args.cfg,
-        collections=args.collections,
-        splits=args.splits,
-        jobs=jobs,
-        progress=not args.no_progress,
-        out=args.out,
-        eval_indices=args.eval_indices,
-        keep_rule=args.keep_rule,
-    )
-    out = args.out or args.paths.prepared
-    for line in result.skipped:
-        print(f"tpurank prepare: warning: {line}", file=sys.stderr)
-    for line in result.failed:
-        print(f"tpurank prepare: error: {line}", file=sys.stderr)
-    idx = result.index
-    print(
-        f"prepare: {result.built} built, {result.reused} reused, {len(result.failed)} failed; the index of {out} "
-        f"holds {len(idx)} graphs: configs {int(idx['configs'].sum())} -> {int(idx['configs_unique'].sum())} "
-        f"unique, nodes {int(idx['nodes'].sum())} -> {int(idx['nodes_kept'].sum())} kept"
-    )
-    return 1 if result.failed else 0

@@ -1,1 +1,1 @@
-"""Rankers side by side: the model registry, the baselines, the ensemble, and the train and predict stages."""
+"""Rankers side by side: the model registry, the untrained rankers, the ensemble, and the train and predict stages."""

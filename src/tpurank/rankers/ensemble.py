@@ -19,7 +19,9 @@ import argparse
 import itertools
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -32,6 +34,7 @@ from tpurank.core.normalize import normalize
 from tpurank.core.options import add_collections
 from tpurank.core.paths import Paths
 from tpurank.core.provenance import write_sidecar
+from tpurank.core.staleness import Files, StageIO, option
 from tpurank.prepare.cache import iter_prepared
 
 WEIGHT_STEP = 0.1  # grid resolution: 66 weight vectors for 3 members, 286 for 4
@@ -293,13 +296,39 @@ def report_lines(paths: Paths) -> list[str]:
     return [*lines, ""]
 
 
+@dataclass(frozen=True)
+class Options:
+    """The stage's options (`all` builds them directly; the CLI parses them)."""
+
+    STAGE: ClassVar[str] = "ensemble"
+
+    collections: list[str] = option(factory=lambda: list(COLLECTIONS))
+    force: bool = option(False, result=False)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_collections(p, help="collections to ensemble (default: all five)")
 
 
-def output_folders(args: argparse.Namespace) -> list[Path]:
-    """The ensemble's model and prediction folders, locked while it runs (tpurank.core.lock)."""
-    return [args.paths.models / "ensemble", args.paths.predictions / "ensemble"]
+def ensemble_reads(paths: Paths) -> list[Files]:
+    """What fitting the weights reads: the data, the prepared cache (runtimes) and the members'
+    valid predictions."""
+    from tpurank.rankers.predict import data_files, member_predictions
+
+    return [*data_files(paths), Files(paths.prepared), member_predictions(paths, "valid")]
+
+
+def declare(args: argparse.Namespace) -> StageIO:
+    """The `ensemble` stage: fit the weights, then predict valid and test (each with its CSV)."""
+    from tpurank.rankers.predict import member_predictions
+    from tpurank.rankers.registry import EVERY_SECTION
+
+    paths = args.paths
+    reads = [*ensemble_reads(paths), member_predictions(paths, "test")]
+    writes = [Files(paths.models / "ensemble"), Files(paths.predictions / "ensemble")]
+    for split in ("valid", "test"):
+        writes += [Files(paths.submission_file("ensemble", split, s), lock=False) for s in (".csv", ".json")]
+    return StageIO(reads, writes, EVERY_SECTION)
 
 
 def run(args: argparse.Namespace) -> int:

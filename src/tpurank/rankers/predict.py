@@ -16,24 +16,27 @@ CSV is not rewritten; the exit code is 1.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
 
 from tpurank.core.collections import COLLECTIONS, check_collection
 from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import DataError, TpurankError
-from tpurank.core.identity import file_identity
 from tpurank.core.metrics import summarize
 from tpurank.core.options import add_collections
-from tpurank.core.paths import Paths
+from tpurank.core.paths import SYNTH_MARKER, Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import data_fingerprint, write_sidecar
+from tpurank.core.staleness import Files, StageIO, content_key, option
 from tpurank.prepare.belongs import check_cache
 from tpurank.rankers.predictions import load_predictions, save_predictions
-from tpurank.rankers.registry import MODEL_NAMES, get_model
+from tpurank.rankers.registry import EVERY_SECTION, MODEL_NAMES, get_model
 from tpurank.submission.format import (
     ExpectedGraph,
     expected_for_split,
@@ -42,6 +45,19 @@ from tpurank.submission.format import (
     write_submission,
 )
 from tpurank.submission.score import score_parsed, scores_json
+
+
+@dataclass(frozen=True)
+class Options:
+    """The stage's options (`all` builds them directly; the CLI parses them)."""
+
+    STAGE: ClassVar[str] = "predict"
+
+    model: str
+    split: str
+    collections: list[str] = option(factory=lambda: list(COLLECTIONS))
+    partial: bool = False
+    force: bool = option(False, result=False)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,33 +72,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="recompute predictions that are up to date")
 
 
-def _files_stamp(folder: Path) -> list[tuple[str, str]]:
-    """(relative path, content identity) of every file below `folder` but locks and temporary files."""
-    if not folder.is_dir():
-        return []
-    return sorted(
-        (str(f.relative_to(folder)), file_identity(f))
-        for f in folder.rglob("*")
-        if f.is_file() and not f.name.startswith(".")
-    )
-
-
 def collection_stamp(paths: Paths, cfg: Config, model: str, collection: str, fingerprint: str) -> str:
     """What a collection's predictions depend on: config, model files, prepared index, data (and,
     for the ensemble, its members' prediction files)."""
-    index = paths.prepared / "index.parquet"
-    parts = {
-        "model": model,
-        "config": to_dict(cfg.for_collection(collection)),
-        "model_files": _files_stamp(paths.model_dir(model, collection)),
-        "prepared": file_identity(index) if index.exists() else None,
-        "data": fingerprint,
-    }
+    files = [Files(paths.model_dir(model, collection)), paths.prepared / "index.parquet"]
     if model == "ensemble":  # it combines the other models' predictions: they are inputs too
-        parts["member_predictions"] = [
-            f for f in _files_stamp(paths.predictions) if not f[0].startswith(f"{model}/")
-        ]
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        files.append(Files(paths.predictions, exclude=model))
+    parts = {"model": model, "config": to_dict(cfg.for_collection(collection)), "data": fingerprint}
+    return content_key(parts, files)
 
 
 def _expected(paths: Paths, split: str, partial: bool) -> list[ExpectedGraph]:
@@ -97,9 +94,31 @@ def _expected(paths: Paths, split: str, partial: bool) -> list[ExpectedGraph]:
     return expected
 
 
-def output_folders(args: argparse.Namespace) -> list[Path]:
-    """The model's predictions folder, locked while it predicts (tpurank.core.lock)."""
-    return [args.paths.prediction_file(args.model, args.split).parent]
+def data_files(paths: Paths) -> list[Files]:
+    """The dataset files a stage scoring against the data reads: the npz files, the sample
+    submission (test IDs and order), the official validation subsets and the synthetic marker."""
+    files = [Files(paths.npz, "**/*.npz"), Files(paths.sample_submission), Files(paths.eval_indices)]
+    return [*files, Files(paths.data / SYNTH_MARKER)]
+
+
+def member_predictions(paths: Paths, split: str) -> Files:
+    """The ensemble members' predictions of a split (what the ensemble reads)."""
+    return Files(paths.predictions, f"*/{split}.npz", exclude="ensemble")
+
+
+def declare(args: argparse.Namespace) -> StageIO:
+    """It reads the data, the prepared cache, the model's folder and its inputs (the feature tables;
+    for the ensemble, the members' predictions); it writes its predictions and the split's CSV."""
+    paths, m, split = args.paths, args.model, args.split
+    reads = [*data_files(paths), Files(paths.prepared), Files(paths.models / m)]
+    reads.append(member_predictions(paths, split) if m == "ensemble" else Files(paths.tabular))
+    writes = [
+        Files(paths.prediction_file(m, split)),
+        Files(paths.prediction_file(m, split).with_suffix(".json")),  # each collection's key
+        Files(paths.submission_file(m, split), lock=False),
+        Files(paths.submission_file(m, split, ".json"), lock=False),
+    ]
+    return StageIO(reads, writes, EVERY_SECTION)
 
 
 def check_complete(got: dict, ids: list[str], name: str, collection: str, split: str) -> None:
@@ -160,6 +179,20 @@ def run(args: argparse.Namespace) -> int:
     )
 
 
+def predict_collection(
+    paths: Paths, cfg: Config, name: str, collection: str, split: str, ids: list[str]
+) -> dict[str, np.ndarray]:
+    """Model `name`'s costs for every expected graph `ids` of one collection.
+
+    Raises:
+        TpurankError: the cache does not match the data, or a graph got no prediction.
+    """
+    check_cache(paths.prepared, paths.npz, collection, split)
+    got = dict(get_model(name).predict(paths, cfg.for_collection(collection), collection, split))
+    check_complete(got, ids, name, collection=collection, split=split)
+    return got
+
+
 def predict_split(
     paths: Paths,
     cfg: Config,
@@ -182,14 +215,12 @@ def predict_split(
     """
     for c in collections:
         check_collection(c)
-    model = get_model(name)
+    get_model(name)  # an unknown or missing model fails before any work
     expected = _expected(paths, split, partial)
     wanted = [c for c in COLLECTIONS if c in collections and any(e.collection == c for e in expected)]
     pred_file = paths.prediction_file(name, split)
     meta_file = pred_file.with_suffix(".json")
-    # the finished predictions of every collection stay until a new run of that collection
-    # succeeds: --force recomputes, but a failure never drops what was there
-    preds, stamps = finished_predictions(pred_file, meta_file)
+    preds, stamps = finished_predictions(pred_file, meta_file)  # kept until a collection's rerun succeeds
     fingerprint = data_fingerprint(paths.data)
     failed: list[str] = []
     for c in tqdm(wanted, desc=f"predict {name} {split}", unit="collection", file=sys.stderr):
@@ -200,9 +231,7 @@ def predict_split(
             continue
         t = time.perf_counter()
         try:
-            check_cache(paths.prepared, paths.npz, c, split)
-            got = dict(model.predict(paths, cfg.for_collection(c), c, split))
-            check_complete(got, ids, name, collection=c, split=split)
+            got = predict_collection(paths, cfg, name, c, split, ids)
         except TpurankError as e:
             failed.append(f"{c}: {e}")
             tqdm.write(f"tpurank predict: error: {c}: {e}", file=sys.stderr)
@@ -215,21 +244,12 @@ def predict_split(
             f"predict {name} {split} {c}: {len(got)} graphs, {time.perf_counter() - t:.1f} s", file=sys.stderr
         )
     if failed:
-        target = paths.submissions / f"{split}_{name}.csv"
+        target = paths.submission_file(name, split)
         raise TpurankError(
             f"{len(failed)} of {len(wanted)} collections failed (above); {pred_file} keeps their previous "
             f"predictions, if any, and {target} was not rewritten"
         )
-    return write_csv(
-        paths,
-        cfg,
-        name,
-        split=split,
-        expected=expected,
-        preds=preds,
-        partial=partial,
-        collections=collections,
-    )
+    return write_csv(paths, cfg, name, split, expected, preds, partial, collections)
 
 
 def write_csv(
@@ -249,7 +269,7 @@ def write_csv(
         expected = [e for e in expected if e.collection in chosen]
     present = [c for c in COLLECTIONS if any(e.collection == c for e in expected)]
     covered = [c for c in present if all(e.id in preds for e in expected if e.collection == c)]
-    target = paths.submissions / f"{split}_{name}.csv"
+    target = paths.submission_file(name, split)
     if split == "test" and covered != present:
         todo = [c for c in present if c not in covered]
         print(f"{target}: not written yet; predict {', '.join(todo)} first", file=sys.stderr)

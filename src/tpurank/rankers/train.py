@@ -2,7 +2,7 @@
 
 Each model module writes its own files (and provenance) under `models/<M>/<collection>/`, by
 way of a staging folder swapped in only when its training completes (rankers/staging.py): an
-interrupted retrain leaves the finished model as it was. The baselines have nothing to learn.
+interrupted retrain leaves the finished model as it was. The untrained rankers (random, heuristic) have nothing to learn.
 """
 
 from __future__ import annotations
@@ -10,13 +10,25 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
+from dataclasses import dataclass
+from typing import ClassVar
 
+from tpurank.core.collections import COLLECTIONS
 from tpurank.core.options import add_collections
-from tpurank.rankers.registry import MODEL_NAMES, get_model
+from tpurank.core.staleness import Files, StageIO, option
+from tpurank.rankers.registry import EVERY_SECTION, MODEL_NAMES, UNTRAINED, get_model
 from tpurank.rankers.staging import staged
 
-UNTRAINED = ("random", "heuristic")  # nothing to learn, no folder
+
+@dataclass(frozen=True)
+class Options:
+    """The stage's options (`all` builds them directly; the CLI parses them)."""
+
+    STAGE: ClassVar[str] = "train"
+
+    model: str
+    collections: list[str] = option(factory=lambda: list(COLLECTIONS))
+    force: bool = option(False, result=False)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,9 +36,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_collections(p)
 
 
-def output_folders(args: argparse.Namespace) -> list[Path]:
-    """The model's folder, locked while it trains (tpurank.core.lock)."""
-    return [args.paths.models / args.model]
+def declare(args: argparse.Namespace) -> StageIO:
+    """A model reads the prepared cache and the feature tables, and writes its own folder. The
+    ensemble reads the members' valid predictions and the data they are scored against."""
+    paths = args.paths
+    writes = [Files(paths.models / args.model)]
+    if args.model == "ensemble":
+        from tpurank.rankers.ensemble import ensemble_reads
+
+        return StageIO(ensemble_reads(paths), writes, EVERY_SECTION)
+    own = () if args.model in UNTRAINED else (args.model,)
+    sections = ("prepare", "features", *own)
+    return StageIO([Files(paths.prepared), Files(paths.tabular)], writes, sections)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -154,7 +154,7 @@ def tile_slowdown(slowdowns: Mapping[str, Sequence[float]], out: Path, tag: str 
 
     slowdown@5 = the best runtime among the 5 configs ranked first / the best runtime (1.0 =
     perfect; tile score = 2 - slowdown). The log axis spreads the learned models, near 1.0, from
-    the baselines, which reach 10; one row per model (offset histograms) keeps models that
+    the untrained rankers, which reach 10; one row per model (offset histograms) keeps models that
     coincide (all perfect) apart, each row labelled with its mean and its perfect graphs.
     """
     finite = {m: np.asarray([v for v in vals if math.isfinite(v)], float) for m, vals in slowdowns.items()}

@@ -1,6 +1,6 @@
 """`tpurank validate`: `reports/validation.md`, every model's validation scores side by side.
 
-Every `submissions/valid_<model>.csv` is checked and scored (baselines included): a model x
+Every `submissions/valid_<model>.csv` is checked and scored (the untrained rankers included): a model x
 collection table, where a fitted ensemble has two rows, its in-sample score (its weights were
 fitted on these graphs) and the cross-fitted estimate saved by `train --model ensemble`
 (tpurank.rankers.ensemble.cross_fit). Apart from it, a Reference block gives Kaggle leaderboard
@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -28,10 +29,12 @@ from tpurank.core.errors import TpurankError
 from tpurank.core.metrics import rank_from_order, summarize
 from tpurank.core.paths import Paths
 from tpurank.core.provenance import write_sidecar
+from tpurank.core.staleness import Files, StageIO, option
 from tpurank.data.dataset import discover
 from tpurank.data.subsets import load_subsets
 from tpurank.rankers.ensemble import WEIGHTS_FILE, read_weights, report_lines
-from tpurank.rankers.registry import MODEL_NAMES
+from tpurank.rankers.predict import data_files
+from tpurank.rankers.registry import EVERY_SECTION, MODEL_NAMES
 from tpurank.report import plots, reference
 from tpurank.report.curves import read_curves
 from tpurank.submission.format import check_csv
@@ -43,6 +46,16 @@ IN_SAMPLE = "ensemble (in-sample)"  # the table's label of the ensemble row: wei
 CROSS_FITTED = "ensemble, cross-fitted"
 
 
+@dataclass(frozen=True)
+class Options:
+    """The stage's options (`all` builds them directly; the CLI parses them)."""
+
+    STAGE: ClassVar[str] = "validate"
+
+    official_subsets: str | None = None
+    force: bool = option(False, result=False)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--official-subsets", metavar="DIR", help="eval_indices folder: score layout graphs on those subsets"
@@ -50,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def find_models(submissions: Path) -> list[str]:
-    """Models with a `valid_<model>.csv`: registry order first (baselines lead), then by name."""
+    """Models with a `valid_<model>.csv`: registry order first (the untrained rankers lead), then by name."""
     found = {p.stem.removeprefix("valid_") for p in submissions.glob("valid_*.csv")}
     return [m for m in MODEL_NAMES if m in found] + sorted(found - set(MODEL_NAMES))
 
@@ -68,7 +81,7 @@ def score_models(
     orders: dict[str, dict[str, list[int]]] = {}
     skipped: dict[str, str] = {}
     for m in models:
-        csv = paths.submissions / f"valid_{m}.csv"
+        csv = paths.submission_file(m, "valid")
         try:
             expected, _ = expected_for_csv(paths, "valid", csv)
             problems, parsed = check_csv(csv, expected, f"the valid files under {paths.npz}")
@@ -272,9 +285,16 @@ def write_plots(
     return best
 
 
-def output_folders(args: argparse.Namespace) -> list[Path]:
-    """The reports folder, locked while the report is written (tpurank.core.lock)."""
-    return [args.paths.reports]
+def declare(args: argparse.Namespace) -> StageIO:
+    """It reads the data, the models (their curves and ensemble weights), every model's valid
+    predictions and CSV; it writes the report and its plots."""
+    paths = args.paths
+    reads = [*data_files(paths), Files(paths.prepared), Files(paths.models)]
+    reads += [Files(paths.predictions, "*/valid.npz"), Files(paths.submissions, "valid_*")]
+    if args.official_subsets:
+        reads.append(Files(Path(args.official_subsets)))
+    writes = [Files(paths.reports, "validation*"), Files(paths.reports / "plots")]
+    return StageIO(reads, writes, EVERY_SECTION)
 
 
 def run(args: argparse.Namespace) -> int:

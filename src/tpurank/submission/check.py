@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from tpurank.core.options import add_collections
 from tpurank.core.paths import Paths
+from tpurank.core.staleness import option
 from tpurank.submission.format import (
     ExpectedGraph,
     check_csv,
@@ -64,6 +67,18 @@ def check_submission_file(
     """
     expected, absent = expected_rows(paths, split, partial, collections)
     return check_csv(csv, expected, reference_name(paths, split), absent)[0]
+
+
+@dataclass(frozen=True)
+class Options:
+    """The stage's options (`all` and `infer` build them directly; the CLI parses them)."""
+
+    STAGE: ClassVar[str] = "check-submission"
+
+    csv: str = option(positional=True)
+    split: str = "test"
+    partial: bool = False
+    collections: list[str] | None = None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

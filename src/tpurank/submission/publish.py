@@ -30,8 +30,8 @@ def incomplete_test_set(paths: Paths) -> bool:
 
 def publish_submission(paths: Paths) -> Path:
     """Copy the submitted model's test CSV (and sidecar) to submissions/submission.csv."""
-    src = paths.submissions / f"test_{SUBMITTED_MODEL}.csv"
-    dst = paths.submissions / "submission.csv"
+    src = paths.submission_file(SUBMITTED_MODEL, "test")
+    dst = paths.submission
     for a, b in ((src, dst), (src.with_suffix(".json"), dst.with_suffix(".json"))):
         if a.exists():
             with atomic_path(b) as tmp:

@@ -41,7 +41,7 @@ def accepted(response: Any) -> tuple[bool, str]:
 def run(args: argparse.Namespace) -> int:
     from tpurank.submission.check import check_submission_file
 
-    csv = Path(args.file) if args.file else args.paths.submissions / "submission.csv"
+    csv = Path(args.file) if args.file else args.paths.submission
     if not csv.exists():
         raise TpurankError(
             f"{csv}: no submission yet; run ./run.sh all or `python -m tpurank predict --split test`"

@@ -4,6 +4,7 @@
 big layout file with bounded memory (for benchmarks).
 """
 
-from tpurank.synth.tree import generate, write_big_layout_graph
+from tpurank.synth.layout_file import write_big_layout_graph
+from tpurank.synth.tree import generate
 
 __all__ = ["generate", "write_big_layout_graph"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tpurank.core.errors import TpurankError
 from tpurank.core.options import add_collections, add_jobs, add_splits
+from tpurank.core.staleness import Files, StageIO
 from tpurank.synth.scales import SCALES
 
 
@@ -22,9 +23,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_jobs(p, 1, "worker processes (default: 1; 0 = one per core)")
 
 
-def output_folders(args: argparse.Namespace) -> list[Path]:
-    """The data root synth writes, locked while it runs (tpurank.core.lock)."""
-    return [Path(args.out) if args.out else args.paths.data]
+def declare(args: argparse.Namespace) -> StageIO:
+    """It reads nothing and writes the data root (locked while it runs; no step record: the
+    generator keeps finished files itself)."""
+    return StageIO([], [Files(Path(args.out) if args.out else args.paths.data)], record=False)
 
 
 def run(args: argparse.Namespace) -> int:

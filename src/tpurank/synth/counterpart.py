@@ -16,13 +16,13 @@ import numpy as np
 from tpurank.core.paths import NPZ_SUBDIR
 from tpurank.data.npz import TileGraph, load_graph, member_shapes, save_graph
 from tpurank.synth import configs as cfgs
-from tpurank.synth.hlo import layout_graph, tile_graph
+from tpurank.synth.graph_families import layout_graph, tile_graph
+from tpurank.synth.layout_file import write_layout_file
 from tpurank.synth.noise import measure
 from tpurank.synth.physics import Physics, draw_physics
 from tpurank.synth.tile_cost import tile_cost
-from tpurank.synth.tree import write_layout_file
 
-# default collections: the search revisits configs by itself (tree.layout_config_stream keeps
+# default collections: the search revisits configs by itself (layout_file.layout_config_stream keeps
 # only a fifth of the asked duplicate share); ask for more so the result is near the real share
 DEFAULT_DUP_SCALE = 5.0
 

@@ -1,4 +1,5 @@
-"""The table of historical segment embeddings of Graph Segment Training (gnn/gst.py).
+"""The table of stale segment embeddings of Graph Segment Training: the sums a segment gave when it
+was last trained, read back while other segments of its graph train (`gnn/train/gst_step.py`).
 
 Keys: one per (graph, segment, the segment's own part of a config). A layout config changes a
 segment's embedding only through the configurable nodes inside it (edges between segments are cut),
@@ -17,6 +18,7 @@ simply missing, and a missing embedding is left out as stale embedding dropout l
 from __future__ import annotations
 
 import hashlib
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -24,8 +26,15 @@ import torch
 ENTRY_OVERHEAD = 160  # bytes of index per entry besides its values: dict slot, key and slot ints
 
 
-class HistoryTable:
-    """Historical embeddings, float32, at most `budget_mb` MiB (see the module docstring).
+class Lookup(NamedTuple):
+    """What `EmbeddingTable.get` finds: values (..., dim) float32, zero where missing; found (...) bool."""
+
+    values: torch.Tensor
+    found: np.ndarray
+
+
+class EmbeddingTable:
+    """Stale segment embeddings, float32, at most `budget_mb` MiB (see the module docstring).
 
     Args:
         dim: values per entry.
@@ -53,8 +62,8 @@ class HistoryTable:
         """The most bytes the table can hold (its bound)."""
         return self.capacity * (4 * self.dim + ENTRY_OVERHEAD)
 
-    def get(self, keys: np.ndarray) -> tuple[torch.Tensor, np.ndarray]:
-        """(values (..., dim) float32, zero where missing; found (...) bool) for int64 keys of any shape."""
+    def get(self, keys: np.ndarray) -> Lookup:
+        """The entries of int64 keys of any shape (zero where missing)."""
         flat = keys.reshape(-1)
         slots = np.array([self.slot_of.get(int(k), -1) for k in flat], dtype=np.int64)
         found = slots >= 0
@@ -63,7 +72,7 @@ class HistoryTable:
             out[torch.from_numpy(found)] = self.values[torch.from_numpy(slots[found])]
         self.lookups += len(flat)
         self.hits += int(found.sum())
-        return out.reshape(*keys.shape, self.dim), found.reshape(keys.shape)
+        return Lookup(out.reshape(*keys.shape, self.dim), found.reshape(keys.shape))
 
     def put(self, keys: np.ndarray, values: torch.Tensor) -> None:
         """Store `values` (..., dim) under `keys` (...); a key seen twice in one call keeps the last."""

@@ -1,4 +1,4 @@
-"""Graph segments for Graph Segment Training (gnn/gst.py): contiguous runs of nodes, at most N each.
+"""Graph segments for Graph Segment Training (gnn/gst/): contiguous runs of nodes, at most N each.
 
 A layout graph's nodes are in program order (computations in proto order, instructions in order),
 and pruning keeps that order, so a contiguous run of nodes is a connected-ish piece of the program.

@@ -8,16 +8,23 @@ applied unchanged to valid and test graphs: nothing is fitted on the graphs bein
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 import numpy as np
 import torch
 from torch import nn
 
-from tpurank.gnn.data import GraphData
-
 MIN_STD = 1e-6  # a constant column is centred, not scaled
 
 
-def feature_stats(graphs: list[GraphData]) -> tuple[torch.Tensor, torch.Tensor]:
+class HasNodeFeatures(Protocol):
+    """A graph as standardisation reads it (`gnn.data.GraphData`): its (n, F) node features."""
+
+    node_feat: torch.Tensor
+
+
+def feature_stats(graphs: Sequence[HasNodeFeatures]) -> tuple[torch.Tensor, torch.Tensor]:
     """(mean, std) per node-feature column over every node of `graphs` (float64 sums, float32 out).
 
     Args:
@@ -36,7 +43,7 @@ def feature_stats(graphs: list[GraphData]) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.from_numpy(mean.astype(np.float32)), torch.from_numpy(std.astype(np.float32))
 
 
-def fit_train_stats(model: nn.Module, train: list[GraphData]) -> None:
+def fit_train_stats(model: nn.Module, train: Sequence[HasNodeFeatures]) -> None:
     """Set a model's `feat_mean`/`feat_std` buffers from the train graphs (no-op without them).
 
     Args:

@@ -1,10 +1,10 @@
 """The training loop shared by the GNN rankers, read top to bottom: `fit` = `build` (model,
-optimizer, schedule) -> `resume` (from `last.pt`) -> `loop` (`step_once`; a training-loss row of
-`metrics.csv` every `loss_interval` steps; `score_valid` and `record` every `eval_interval` steps)
--> `finetune` (GST only) -> `finish` (`model.pt` complete, `model.json`).
+optimizer, schedule; run.py) -> `resume` (from `last.pt`; run.py) -> `loop` (`step_once`; a
+training-loss row of `metrics.csv` every `loss_interval` steps; `score_valid` and `record` every
+`eval_interval` steps) -> `finetune` (GST only) -> `finish` (`model.pt` complete, `model.json`).
 
 Sampling, losses, AdamW/Adam, the cosine schedule, early stopping on the validation metric,
-resumable checkpoints, CUDA + mixed precision (device.py) and DDP: under `torchrun
+resumable checkpoints, CUDA + mixed precision (`gnn/device.py`) and DDP: under `torchrun
 --nproc_per_node=N` every process trains on its own graphs of each step and
 DistributedDataParallel averages the gradients (gloo on CPU, nccl on GPU); process 0 validates,
 decides early stopping for all, and writes the files.
@@ -15,129 +15,45 @@ from __future__ import annotations
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
 
-from tpurank.core.collections import kind_of
-from tpurank.core.config import Config, to_dict
-from tpurank.core.errors import TpurankError
+from tpurank.core.config import Config
 from tpurank.core.memory import release_free_memory
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import write_sidecar
-from tpurank.gnn import device as devices
-from tpurank.gnn import gst, run_log, tile_inputs
-from tpurank.gnn.budget import budget_share, eval_interval, out_of_time, step_graphs, synced_seconds
-from tpurank.gnn.checkpoints import (
-    CHECKPOINT,
-    CHECKPOINT_FORMAT,
-    RESUME,
-    load_checkpoint,
-    load_resume_state,
-    prepared_fingerprint,
-    save_checkpoint,
-    unwrap,
-)
 from tpurank.gnn.data import GraphData, sample_rows
-from tpurank.gnn.device import Runtime
-from tpurank.gnn.recipe import ModelSpec, Recipe, check_recipe
-from tpurank.gnn.schedule import make_scheduler
+from tpurank.gnn.device import Runtime, unwrap
+from tpurank.gnn.nets import tile_inputs
+from tpurank.gnn.recipe import ModelSpec
 from tpurank.gnn.scoring import evaluate
-from tpurank.gnn.step import make_optimizer, micro_batches, train_step
+from tpurank.gnn.train import run_log
+from tpurank.gnn.train.budget import budget_share, eval_interval, out_of_time, step_graphs, synced_seconds
+from tpurank.gnn.train.checkpoints import load_checkpoint, save_checkpoint
+from tpurank.gnn.train.gst_step import SegmentStep, finetune_head
+from tpurank.gnn.train.run import LoopState, Run, build, patience_ends, resume
+from tpurank.gnn.train.step import micro_batches, train_step
 
 SIDECAR = "model.json"
 
 
-@dataclass
-class LoopState:
-    """Where a training run stands: what a resume restores, and what the summary reports.
+class Fitted(NamedTuple):
+    """What `fit` returns: the trained model (last weights, unwrapped from DDP) and the summary."""
 
-    Args:
-        step: optimizer steps taken.
-        seconds: training seconds spent (validation included), carried over on resume.
-        best: the best validation score so far (its weights are in `model.pt`).
-        bad: validations since the last gain (early stopping counts these).
-        history: one record per validation.
-        curve: the rows of `metrics.csv` (training loss every `loss_interval` steps, and each validation).
-        stopped: why the loop ended ("patience", "time budget"; "" while running).
-    """
-
-    step: int = 0
-    seconds: float = 0.0
-    best: float = -math.inf
-    bad: int = 0
-    history: list[dict[str, Any]] = field(default_factory=list)
-    curve: list[dict[str, Any]] = field(default_factory=list)
-    stopped: str = ""
-
-
-@dataclass
-class Run:
-    """What one `fit` builds once and every phase reads: the model, its optimizer and schedule,
-    where it runs and where its files go."""
-
-    spec: ModelSpec
-    cfg: Config
-    collection: str
-    recipe: Recipe
-    model_args: dict[str, Any]
     model: nn.Module
-    opt: torch.optim.Optimizer
-    sched: torch.optim.lr_scheduler.LRScheduler | None
-    segmented: gst.GstState | None
-    rt: Runtime
-    precision: str
-    scaler: torch.amp.GradScaler | None
-    data_key: str
-    out: Path
-    progress: bool
-    spent: float = 0.0  # training seconds spent, as of the last step (the same on every rank)
-    board: Any = None  # a TensorBoard writer when $TPURANK_TENSORBOARD is set (gnn/run_log.py)
-    logged: int = -1  # the tenth of the budget of the last progress line (run_log.log_mark)
+    summary: dict[str, Any]
 
-    @property
-    def final(self) -> Path:
-        return self.out / CHECKPOINT
 
-    @property
-    def resume_file(self) -> Path:
-        return self.out / RESUME
+class StepDone(NamedTuple):
+    """One optimizer step: its loss and the configs it saw."""
 
-    def say(self, text: str) -> None:
-        """A progress line, from process 0 only."""
-        if self.rt.main and self.progress:
-            tqdm.write(text)
-
-    def checkpoint(self, st: LoopState, complete: bool, resumable: bool = False) -> dict[str, Any]:
-        """The checkpoint of the model as it stands: weights, config, constructor arguments, loop state."""
-        state = {
-            "format": CHECKPOINT_FORMAT,
-            "model": self.spec.name,
-            "model_args": self.model_args,
-            "config": to_dict(self.cfg),
-            "recipe": asdict(self.recipe),
-            "collection": self.collection,
-            "state_dict": unwrap(self.model).state_dict(),
-            "step": st.step,
-            "seconds": st.seconds,
-            "best": st.best,
-            "bad": st.bad,
-            "history": st.history,
-            "curve": st.curve,
-            "complete": complete,
-            "data": self.data_key,
-            "device": str(self.rt.device),
-            "precision": self.precision,
-        }
-        if resumable:
-            state.update(optimizer=self.opt.state_dict(), scheduler=self.sched.state_dict())
-        return state
+    loss: float
+    configs: int
 
 
 def fit(
@@ -149,7 +65,7 @@ def fit(
     valid: list[GraphData],
     rt: Runtime,
     progress: bool = True,
-) -> tuple[nn.Module, dict[str, Any]]:
+) -> Fitted:
     """The training loop; writes `model.pt`, `last.pt` and `model.json` under the model folder.
 
     Runs until `max_steps`, the time budget, or `patience` validations without a gain, validating
@@ -178,84 +94,11 @@ def fit(
     if run.segmented is not None and run.recipe.finetune_steps > 0 and run.final.exists():
         finetune(run, st, train, valid)
     summary = finish(run, st, paths)
-    return unwrap(run.model), summary
+    return Fitted(unwrap(run.model), summary)
 
 
-def build(
-    spec: ModelSpec,
-    paths: Paths,
-    cfg: Config,
-    collection: str,
-    train: list[GraphData],
-    rt: Runtime,
-    progress: bool,
-) -> Run:
-    """A new model (seeded), its optimizer, schedule and precision; checks what cannot train."""
-    kind = kind_of(collection)
-    r = spec.recipe(cfg, kind)
-    check_recipe(r)
-    if not train:
-        raise TpurankError(f"{collection}: no train graph has two configs with different runtimes")
-    if train[0].kind != kind:
-        raise TpurankError(f"{collection}: prepared graphs are {train[0].kind}, expected {kind}")
-    torch.manual_seed(cfg.seed)
-    args = spec.model_args(cfg, kind, int(train[0].node_feat.shape[1]))
-    model = spec.build(args)
-    if spec.fit_train is not None:
-        spec.fit_train(model, train)  # statistics of the train graphs only (saved in the state dict)
-    model = model.to(rt.device)
-    opt = make_optimizer(model, r)
-    segmented = gst.GstState(r, args["hidden"]) if r.segment_nodes and kind == "layout" else None
-    if segmented is not None and args.get("layer_attention"):
-        raise TpurankError(
-            "config: gnn.segment_nodes (GST) cannot be combined with gnn.layer_attention: a segment's "
-            "embedding would depend on the other configs of the step, not only its own (on by default for the "
-            f'default collections: --set collections."{collection}".gnn.layer_attention=false)'
-        )
-    precision = devices.pick_precision(rt.device, r.bf16)
-    run = Run(
-        spec=spec, cfg=cfg, collection=collection, recipe=r, model_args=args, model=model, opt=opt,
-        sched=None, segmented=segmented, rt=rt, precision=precision,
-        scaler=devices.grad_scaler(precision), data_key=prepared_fingerprint(paths, collection),
-        out=paths.model_dir(spec.name, collection), progress=progress,
-    )  # fmt: skip
-    run.sched = make_scheduler(opt, r, spent=lambda: run.spent)  # follows the time budget too
-    if rt.main:
-        member = run.out.name if run.out.name.startswith("seed-") else "seed-0"
-        run.board = run_log.tensorboard(spec.name, collection, member)
-    if rt.main and progress:
-        print(f"[{spec.name}] {collection}: {devices.describe(rt.device, precision)}")
-    return run
-
-
-def resume(run: Run) -> LoopState:
-    """The loop state of `last.pt` when it was written with the same config, model and data (its
-    weights, optimizer and schedule loaded), else a fresh one."""
-    state = load_resume_state(run.resume_file)  # None: absent, or unreadable (a one-line warning)
-    if state is None:
-        return LoopState()
-    same = (state.get("config"), state.get("model_args"), state.get("data")) == (
-        to_dict(run.cfg), run.model_args, run.data_key
-    )  # fmt: skip
-    if not (same and "step" in state):
-        return LoopState()
-    run.model.load_state_dict(state["state_dict"])
-    run.opt.load_state_dict(state["optimizer"])
-    run.sched.load_state_dict(state["scheduler"])
-    st = LoopState(step=state["step"], seconds=state["seconds"], best=state["best"], bad=state["bad"],
-                   history=state["history"], curve=state.get("curve", state["history"]))  # fmt: skip
-    st.stopped = "patience" if patience_ends(run.recipe, st, st.seconds) else ""
-    if run.rt.main and run.progress:
-        print(f"[{run.spec.name}] {run.collection}: resuming after step {st.step} from {run.resume_file}")
-    return st
-
-
-def step_once(run: Run, st: LoopState, train: list[GraphData], every: int) -> tuple[float, int]:
-    """One optimizer step on this step's graphs (seeded by the step: a resume repeats it exactly).
-
-    Returns:
-        The step's loss and the configs it saw.
-    """
+def step_once(run: Run, st: LoopState, train: list[GraphData], every: int) -> StepDone:
+    """One optimizer step on this step's graphs (seeded by the step: a resume repeats it exactly)."""
     r, rt = run.recipe, run.rt
     run.model.train()
     rnd, pos = divmod(st.step, every)
@@ -264,21 +107,16 @@ def step_once(run: Run, st: LoopState, train: list[GraphData], every: int) -> tu
     rng = np.random.default_rng([run.cfg.seed, st.step, rt.rank])
     graphs = [train[i] for i in step_graphs(order, pos, rt, r.graphs_per_batch)]
     rows = [sample_rows(g, r.configs_per_graph, rng) for g in graphs]
-    if run.segmented is not None:  # Graph Segment Training (gst.py)
-        loss = gst.train_step(
-            unwrap(run.model), run.opt, state=run.segmented, graphs=graphs, rows=rows, r=r,
-            device=rt.device, precision=run.precision, scaler=run.scaler, rng=rng,
-        )  # fmt: skip
+    if run.segmented is not None:  # Graph Segment Training (gst_step.py)
+        inputs = SegmentStep(run.segmented, graphs, rows, rng)
     else:
-        batches = micro_batches(graphs, rows, r.max_batch_nodes, tile_inputs.wanted(unwrap(run.model)))
-        loss = train_step(
-            run.model, run.opt, batches, r, rt.device, precision=run.precision, scaler=run.scaler
-        )
+        inputs = micro_batches(graphs, rows, r.max_batch_nodes, tile_inputs.wanted(unwrap(run.model)))
+    loss = train_step(run.model, run.opt, inputs, r, rt.device, precision=run.precision, scaler=run.scaler)
     run.sched.step()
     if rt.device.type == "cpu":
         release_free_memory()  # the heap's holes would keep growing (tpurank.core.memory)
     st.step += 1
-    return loss, sum(len(x) for x in rows)
+    return StepDone(loss, sum(len(x) for x in rows))
 
 
 def score_valid(run: Run, valid: list[GraphData], losses: list[float]) -> float:
@@ -330,12 +168,6 @@ def record(run: Run, st: LoopState, score: float, losses: list[float], seconds: 
         run.say(run_log.progress_line(f"{run.spec.name} {run.collection}", r.max_steps, st.history))
 
 
-def patience_ends(r: Recipe, st: LoopState, seconds: float) -> bool:
-    """`patience` validations without a gain, once at least `min_train_share` of the budget is spent
-    and while some is left: a run that spent its whole budget stopped for the budget, not patience."""
-    return st.bad >= r.patience and r.min_train_share <= budget_share(r, st.step, seconds) < 1
-
-
 def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]) -> None:
     """Train until max_steps, the time budget or patience; validate every `eval_interval` steps."""
     r, rt = run.recipe, run.rt
@@ -375,7 +207,7 @@ def finetune(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphD
     r, rt, model = run.recipe, run.rt, unwrap(run.model)
     model.load_state_dict(load_checkpoint(run.final)["state_dict"])
     t0 = time.perf_counter()
-    tune = gst.finetune_head(
+    tune = finetune_head(
         model, run.segmented, train, r=r, device=rt.device, precision=run.precision, seed=run.cfg.seed,
         sample=sample_rows,
     )  # fmt: skip

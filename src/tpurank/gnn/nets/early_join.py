@@ -1,4 +1,5 @@
-"""The official TpuGraphs baseline, reimplemented: early-join GraphSAGE with a pairwise hinge loss.
+"""The official TpuGraphs baseline network, reimplemented: early-join GraphSAGE (its family, with the
+pairwise hinge loss and the official recipe: `gnn/families/baseline.py`).
 
 Facts taken from the dataset paper and `google-research-datasets/tpu_graphs` (tpu_graphs/baselines),
 code written here: every node gets [opcode embedding (64), config features, node features], with the
@@ -16,22 +17,12 @@ about the model, not the data; early stopping uses the same validation metric as
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
 import torch
 from torch import nn
 from torch_geometric.nn import SAGEConv, global_add_pool
 
-from tpurank.core.config import Config
-from tpurank.core.paths import Paths
-from tpurank.gnn.data import Batch
-from tpurank.gnn.layers import CONFIG_POSITIONS, OPCODE_VOCAB, TILE_CONFIG_DIM, signed_log
-from tpurank.gnn.predict import predict_collection
-from tpurank.gnn.recipe import ModelSpec, Recipe, constructor_args
-from tpurank.gnn.trainer import train_collection
-
-NAME = "baseline"
+from tpurank.gnn.nets.batch import Batch
+from tpurank.gnn.nets.layers import CONFIG_POSITIONS, OPCODE_VOCAB, TILE_CONFIG_DIM, signed_log
 
 
 class EarlyJoinSAGE(nn.Module):
@@ -91,44 +82,3 @@ class EarlyJoinSAGE(nn.Module):
             x = nn.functional.normalize(nn.functional.leaky_relu(conv(x, both), 0.2), dim=-1)
         pooled = global_add_pool(x, batch.node_graph, size=batch.num_graphs)  # (C, B, H)
         return self.post(pooled.transpose(0, 1)).squeeze(-1)
-
-
-def model_args(cfg: Config, kind: str, node_feat_dim: int) -> dict[str, Any]:
-    return constructor_args(EarlyJoinSAGE, cfg.baseline, kind=kind, node_feat_dim=node_feat_dim)
-
-
-def recipe(cfg: Config, kind: str) -> Recipe:  # the official recipe is the same for both kinds
-    return Recipe.from_section(
-        cfg.baseline,
-        loss="hinge",
-        optimizer="adam",
-        weight_decay=0.0,
-        schedule="constant",
-        clip_per_tensor=True,
-    )
-
-
-SPEC = ModelSpec(name=NAME, build=lambda a: EarlyJoinSAGE(**a), model_args=model_args, recipe=recipe)
-
-
-def train(paths: Paths, cfg: Config, collection: str) -> None:
-    """Train the official baseline on one collection; writes models/baseline/<collection>/.
-
-    Args:
-        paths: resolved paths.
-        cfg: the collection's config (`Config.for_collection`; `baseline` section).
-        collection: one of tpurank.core.collections.COLLECTIONS.
-    """
-    train_collection(SPEC, paths, cfg, collection)
-
-
-def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str, np.ndarray]:
-    """Graph ID -> cost per original config index (lower = predicted faster).
-
-    Args:
-        paths: resolved paths.
-        cfg: the collection's config (`Config.for_collection`).
-        collection: one of tpurank.core.collections.COLLECTIONS.
-        split: train, valid or test.
-    """
-    return predict_collection(SPEC, paths, cfg, collection=collection, split=split)

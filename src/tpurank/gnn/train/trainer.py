@@ -1,5 +1,6 @@
-"""Train one collection's GNN ranker: skip it when a complete model of the same config and data
-exists, else load the prepared graphs and run the training loop (loop.py).
+"""Train one collection's GNN ranker: skip it when a complete model of the same key (config and
+data, `checkpoints.training_key`) exists, else load the prepared graphs and run the training loop
+(loop.py).
 
 Training length is a budget (`Recipe.max_steps` optimizer steps, `Recipe.time_budget_min`
 minutes), not epochs: collections differ 80-fold in size, so an epoch means nothing across them.
@@ -16,13 +17,13 @@ from dataclasses import replace
 from typing import Any
 
 from tpurank.core.collections import check_collection, kind_of
-from tpurank.core.config import Config, to_dict
+from tpurank.core.config import Config
 from tpurank.core.paths import Paths
-from tpurank.gnn.checkpoints import CHECKPOINT, load_checkpoint, prepared_fingerprint
 from tpurank.gnn.data import GraphData, load_split
 from tpurank.gnn.device import setup_runtime
-from tpurank.gnn.loop import fit
 from tpurank.gnn.recipe import ModelSpec, check_recipe
+from tpurank.gnn.train.checkpoints import CHECKPOINT, finished_model
+from tpurank.gnn.train.loop import fit
 
 
 def train_collection(
@@ -50,15 +51,12 @@ def train_collection(
     check_collection(collection)
     check_recipe(spec.recipe(cfg, kind_of(collection)))
     rt = setup_runtime()
-    final = paths.model_dir(spec.name, collection) / CHECKPOINT
-    if final.exists():
-        done = load_checkpoint(final)
-        same_data = done.get("data") == prepared_fingerprint(paths, collection)
-        if done.get("complete") and done.get("config") == to_dict(cfg) and same_data:
-            if rt.main and progress:
-                shown = replace(paths, staging=False).model_dir(spec.name, collection) / CHECKPOINT
-                print(f"[{spec.name}] {collection}: {shown} is up to date (same config and data); skipping")
-            return done.get("summary", {})
+    done = finished_model(spec, paths, cfg, collection)
+    if done is not None:
+        if rt.main and progress:
+            shown = replace(paths, staging=False).model_dir(spec.name, collection) / CHECKPOINT
+            print(f"[{spec.name}] {collection}: {shown} is up to date (same config and data); skipping")
+        return done.get("summary", {})
 
     dims = spec.recipe(cfg, kind_of(collection)).dim_features
     if train_graphs is None:
@@ -67,4 +65,4 @@ def train_collection(
         valid_graphs = load_split(paths, collection, "valid", progress, dim_features=dims)
     return fit(
         spec, paths, cfg, collection, train=train_graphs, valid=valid_graphs, rt=rt, progress=progress
-    )[1]
+    ).summary

@@ -1,5 +1,6 @@
-"""Checkpoints of the GNN rankers: written atomically, read as weights only, and keyed by the
-prepared data they were trained on (so a finished model is reused only while its data is the same).
+"""Checkpoints of the GNN rankers: written atomically, read as weights only, and keyed by what
+they were trained from (`training_key`: the config and the prepared train and valid files), so a
+finished model is reused only while that is unchanged.
 
 A checkpoint holds the resolved config and the model's constructor arguments (nanoGPT style), so
 a `model.pt` alone rebuilds the model.
@@ -7,42 +8,57 @@ a `model.pt` alone rebuilds the model.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
 
 from tpurank.core.atomic import write_model
 from tpurank.core.collections import collection_dir
+from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import TpurankError
-from tpurank.core.identity import file_identity
 from tpurank.core.paths import Paths
+from tpurank.core.staleness import Files, content_key
+from tpurank.gnn.recipe import ModelSpec
 from tpurank.prepare.cache import CACHE_SUFFIX
-
-if TYPE_CHECKING:
-    from tpurank.gnn.recipe import ModelSpec
 
 CHECKPOINT = "model.pt"  # best weights; `complete` once training ended
 RESUME = "last.pt"  # state after the latest validation, for resuming
 CHECKPOINT_FORMAT = 1  # saved in every checkpoint (absent: 1); another value is refused at load
 
 
-def prepared_fingerprint(paths: Paths, collection: str) -> str:
-    """sha256 over (split, name, content identity) of the collection's prepared train and valid files.
+class LoadedModel(NamedTuple):
+    """A model rebuilt from its checkpoint (in eval mode), and the checkpoint itself."""
 
-    `prepare` rewrites a cache file only when its input or parameters change, so this changes
-    exactly when the training data does; a finished model is reused only while it is unchanged.
+    model: nn.Module
+    checkpoint: dict[str, Any]
+
+
+def training_key(spec: ModelSpec, paths: Paths, cfg: Config, collection: str) -> str:
+    """The key of one training run's result: the family, the resolved config and the content of
+    the collection's prepared train and valid files (`tpurank.core.staleness.content_key`).
+
+    Every checkpoint stores it; a complete `model.pt`, or a `last.pt` to resume, is used only
+    while the key is unchanged. `prepare` rewrites a cache file only when its input or parameters
+    change, so the key changes exactly when the training data does.
     """
-    h = hashlib.sha256()
-    for split in ("train", "valid"):
-        folder = paths.prepared / collection_dir(collection) / split
-        for f in sorted(folder.glob(f"*{CACHE_SUFFIX}")) if folder.is_dir() else []:
-            h.update(f"{split}/{f.name}:{file_identity(f)}\n".encode())
-    return h.hexdigest()[:16]
+    folder = paths.prepared / collection_dir(collection)
+    files = [Files(folder / split, f"*{CACHE_SUFFIX}") for split in ("train", "valid")]
+    return content_key({"model": spec.name, "config": to_dict(cfg)}, files=files)
+
+
+def finished_model(spec: ModelSpec, paths: Paths, cfg: Config, collection: str) -> dict[str, Any] | None:
+    """The complete `model.pt` of this family, config and data (its checkpoint), or None: then the
+    model must be trained (or its training resumed)."""
+    final = paths.model_dir(spec.name, collection) / CHECKPOINT
+    if not final.exists():
+        return None
+    done = load_checkpoint(final)
+    same = done.get("key") == training_key(spec, paths, cfg, collection)
+    return done if done.get("complete") and same else None
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
@@ -105,9 +121,7 @@ def _torch_load(path: Path) -> dict[str, Any]:
     return state
 
 
-def load_model(
-    spec: ModelSpec, path: Path, collection: str | None = None
-) -> tuple[nn.Module, dict[str, Any]]:
+def load_model(spec: ModelSpec, path: Path, collection: str | None = None) -> LoadedModel:
     """Rebuild a model from its checkpoint alone (architecture from the saved arguments), after
     checking it is one of ours, of this model family, format and (given) collection.
 
@@ -135,7 +149,7 @@ def load_model(
             f"{path}: checkpoint does not fit its model ({_reason(e)}); retrain this model"
         ) from None
     model.eval()
-    return model, ckpt
+    return LoadedModel(model, ckpt)
 
 
 def _reason(e: Exception) -> str:
@@ -143,8 +157,3 @@ def _reason(e: Exception) -> str:
     lines = [x.strip() for x in str(e).splitlines() if x.strip()] or [type(e).__name__]
     named = [x for x in lines if x.startswith(("size mismatch", "Missing key", "Unexpected key"))]
     return (named or lines)[0]
-
-
-def unwrap(model: nn.Module) -> nn.Module:
-    """The model inside a DistributedDataParallel wrapper (or the model itself)."""
-    return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model

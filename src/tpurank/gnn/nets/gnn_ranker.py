@@ -1,4 +1,4 @@
-"""The tpurank GNN ranker and its registry entry points (`train`, `predict`).
+"""The tpurank GNN network (`GnnRanker`; its family: `gnn/families/gnn.py`).
 
 Layout: node features + an opcode embedding give config-independent node states, computed once per
 graph; each sampled config's 18 values are embedded per position and added at the configurable
@@ -13,18 +13,13 @@ values are embedded and fused with the pooled graph embedding.
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 from torch_geometric.nn import global_add_pool, global_max_pool, global_mean_pool
 
-from tpurank.core.config import Config
-from tpurank.core.paths import Paths
-from tpurank.gnn.data import Batch
-from tpurank.gnn.layers import (
+from tpurank.gnn.nets.batch import Batch
+from tpurank.gnn.nets.layers import (
     OPCODE_VOCAB,
     TILE_CONFIG_DIM,
     BiSAGE,
@@ -33,16 +28,7 @@ from tpurank.gnn.layers import (
     mlp,
     signed_log,
 )
-from tpurank.gnn.losses import resolve_loss
-from tpurank.gnn.predict import predict_collection
-from tpurank.gnn.recipe import ModelSpec, Recipe, constructor_args
-from tpurank.gnn.seeds import forget_seeds, predict_seeds, train_seeds, trained_seeds
-from tpurank.gnn.standardize import fit_train_stats
-from tpurank.gnn.tile_inputs import TILE_INPUTS
-from tpurank.gnn.trainer import train_collection
-
-NAME = "gnn"
-ALL_CONFIGS = 1 << 30  # configs_per_graph of `gnn.tile_all_configs`: sample_rows then takes every config
+from tpurank.gnn.nets.tile_inputs import TILE_INPUTS
 
 
 class GnnRanker(nn.Module):
@@ -123,7 +109,7 @@ class GnnRanker(nn.Module):
 
     def layout_states(self, batch: Batch, h: torch.Tensor) -> torch.Tensor:
         """(C, N, H) node states per config slot after every message-passing layer (layout).
-        Graph Segment Training (gst.py) runs the same stack on each segment."""
+        Graph Segment Training (`gnn/gst/sums.py`) runs the same stack on each segment."""
         c = batch.configs.shape[0]
         e = self.config_in(batch.configs)  # (C, K, H)
         if self.tile_in is not None:
@@ -186,58 +172,3 @@ class GnnRanker(nn.Module):
         cfg = self.config_in(signed_log(batch.configs))  # (B, C, H)
         graph = graph.unsqueeze(1).expand(-1, cfg.shape[1], -1)
         return self.fuse(torch.cat([graph, cfg.to(graph.dtype)], dim=-1))
-
-
-def model_args(cfg: Config, kind: str, node_feat_dim: int) -> dict[str, Any]:
-    """The constructor arguments (saved in the checkpoint) from the config's `gnn` section."""
-    return constructor_args(GnnRanker, cfg.gnn, kind=kind, node_feat_dim=node_feat_dim)
-
-
-def recipe(cfg: Config, kind: str) -> Recipe:
-    s = cfg.gnn
-    return Recipe.from_section(
-        s,
-        loss=resolve_loss(s.loss, kind),
-        configs_per_graph=ALL_CONFIGS if kind == "tile" and s.tile_all_configs else s.configs_per_graph,
-        optimizer="adamw",
-        schedule="cosine",
-        clip_norm=s.grad_clip,
-        clip_per_tensor=False,
-    )
-
-
-SPEC = ModelSpec(
-    name=NAME, build=lambda a: GnnRanker(**a), model_args=model_args, recipe=recipe, fit_train=fit_train_stats
-)
-
-
-def train(paths: Paths, cfg: Config, collection: str) -> None:
-    """Train on the prepared train split, early-stop on valid; writes models/gnn/<collection>/.
-
-    Args:
-        paths: resolved paths (reads `paths.prepared`, writes `paths.model_dir`).
-        cfg: the collection's config (`Config.for_collection`: its overrides applied).
-        collection: one of tpurank.core.collections.COLLECTIONS.
-    """
-    if cfg.gnn.seeds > 1:
-        train_seeds(SPEC, paths, cfg, collection)
-        return
-    forget_seeds(
-        SPEC, paths, collection
-    )  # first: an interrupted retrain must not leave stale members averaged
-    train_collection(SPEC, paths, cfg, collection)
-
-
-def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str, np.ndarray]:
-    """Graph ID -> cost per original config index (lower = predicted faster).
-
-    Args:
-        paths: resolved paths.
-        cfg: the collection's config (only prediction settings are read; the architecture comes from
-            the checkpoint).
-        collection: one of tpurank.core.collections.COLLECTIONS.
-        split: train, valid or test.
-    """
-    if trained_seeds(SPEC, paths, collection):  # as many seeds as were trained (seeds.json)
-        return predict_seeds(SPEC, paths, cfg, collection=collection, split=split)
-    return predict_collection(SPEC, paths, cfg, collection=collection, split=split)

@@ -1,0 +1,142 @@
+"""The one answer to "is it up to date?": a content key, and what a stage declares it reads and writes.
+
+Every stage that keeps a record declares, beside its code, a `StageIO`: the files it reads, the
+files it writes, the config sections and the options that change its result. The step records
+(tpurank.records) key a stage run with `content_key` over that declaration. The finer caches inside
+a stage (one prepared graph, one feature table, one model's checkpoint, one collection's
+predictions) call the same `content_key` with their own parts, so a change to what a stage reads
+is made in its declaration and nowhere else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import MISSING, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tpurank.core.errors import DataError
+from tpurank.core.identity import file_digest, file_identity
+
+KEY_CHARS = 32  # hex characters of a key: 128 bits, far from any collision at our file counts
+
+
+@dataclass(frozen=True)
+class Files:
+    """Files a stage reads or writes: everything under `root` (or `root` itself), or the matches
+    of `pattern` below it; `exclude` leaves out one top-level folder (the ensemble's own output).
+
+    Args:
+        root: a file or a folder.
+        pattern: a glob below `root` ("" = every file).
+        exclude: a top-level folder of `root` to leave out.
+        lock: lock its folder while the stage writes (False for files named per run in a shared
+            folder, as each model's submission CSV: two models may predict at once).
+    """
+
+    root: Path
+    pattern: str = ""
+    exclude: str = ""
+    lock: bool = True
+
+    def list(self) -> list[Path]:
+        """The files, sorted; hidden ones (locks, temporary files) left out."""
+        if self.pattern:
+            found = self.root.glob(self.pattern) if self.root.is_dir() else []
+        elif self.root.is_file():
+            return [self.root]
+        else:
+            found = self.root.rglob("*") if self.root.is_dir() else []
+        keep = []
+        for f in found:
+            rel = f.relative_to(self.root).parts
+            if any(p.startswith(".") for p in rel) or (self.exclude and rel[0] == self.exclude):
+                continue
+            if f.is_file():
+                keep.append(f)
+        return sorted(keep)
+
+    def folder(self) -> Path:
+        """The folder these files live in (what a run locks while it writes them)."""
+        return self.root if not self.root.suffix or self.pattern else self.root.parent
+
+
+def option(
+    default: Any = MISSING, *, result: bool = True, factory: Any = MISSING, positional: bool = False
+) -> Any:
+    """A field of a stage's `Options` dataclass; `result=False` marks an option that never changes
+    what the stage writes (how fast, whether progress shows, --force): it stays out of its record.
+    `positional`: typed without a flag on the command line."""
+    return field(
+        default=default, default_factory=factory, metadata={"result": result, "positional": positional}
+    )
+
+
+@dataclass(frozen=True)
+class StageIO:
+    """What one stage run reads, writes and depends on: its whole declaration.
+
+    Args:
+        reads: the files it opens.
+        writes: the files it writes (their folders are locked while it runs).
+        sections: the config sections it reads (per-collection tables count for these only).
+        record: keep a step record (False: the folders are only locked while it writes).
+    """
+
+    reads: list[Files]
+    writes: list[Files]
+    sections: tuple[str, ...] = ()
+    record: bool = True
+
+    def lock_folders(self) -> list[Path]:
+        """The folders written, each once, in order."""
+        return list(dict.fromkeys(f.folder() for f in self.writes if f.lock))
+
+
+_MEMO: dict[tuple, str] = {}
+
+
+def remembered_identity(f: Path) -> str:
+    """file_identity, remembered for this process while the file keeps its inode, size and times (a
+    rewrite, always by rename here, makes a new inode): a run names each file once."""
+    st = f.stat()
+    memo = (str(f), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if memo not in _MEMO:
+        try:
+            _MEMO[memo] = file_identity(f)
+        except DataError:  # a broken npz is the stage's to report, in its own words
+            _MEMO[memo] = file_digest(f) if stat.S_ISREG(st.st_mode) else "not a regular file"
+    return _MEMO[memo]
+
+
+def files_identity(groups: Iterable[Files]) -> str:
+    """One digest over every file of `groups`: relative path and content identity."""
+    h = hashlib.sha256()
+    for g in groups:
+        h.update(f"[{g.root.name}:{g.pattern}:{g.exclude}]\n".encode())
+        for f in g.list():
+            rel = f.relative_to(g.root).as_posix() if f != g.root else f.name
+            h.update(f"{rel}\0{remembered_identity(f)}\n".encode())
+    return h.hexdigest()[:KEY_CHARS]
+
+
+def content_key(parts: Mapping[str, Any], files: Iterable[Path | Files] = ()) -> str:
+    """The key of one result: `parts` (settings, versions, identities already known) and the content
+    of `files` (a missing file counts as missing). Equal keys mean the result is still valid.
+
+    Args:
+        parts: JSON-able values that change the result.
+        files: files (or groups of files) the result is computed from.
+    """
+    named = []
+    for f in files:
+        if isinstance(f, Files):
+            named.append(("group", files_identity([f])))
+        else:
+            f = Path(f)
+            named.append((f.name, remembered_identity(f) if f.exists() else "missing"))
+    text = json.dumps({"parts": parts, "files": named}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:KEY_CHARS]

@@ -1,0 +1,193 @@
+"""One training run as the loop sees it: what `fit` builds once (`Run`: model, optimizer, schedule,
+device, files) and where the run stands (`LoopState`), new or resumed from `last.pt`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from tpurank.core.collections import kind_of
+from tpurank.core.config import Config, to_dict
+from tpurank.core.errors import TpurankError
+from tpurank.core.paths import Paths
+from tpurank.core.progress import tqdm
+from tpurank.gnn import device as devices
+from tpurank.gnn.data import GraphData
+from tpurank.gnn.device import Runtime, unwrap
+from tpurank.gnn.gst.state import GstState
+from tpurank.gnn.recipe import ModelSpec, Recipe, check_recipe
+from tpurank.gnn.train import run_log
+from tpurank.gnn.train.budget import budget_share
+from tpurank.gnn.train.checkpoints import (
+    CHECKPOINT,
+    CHECKPOINT_FORMAT,
+    RESUME,
+    load_resume_state,
+    training_key,
+)
+from tpurank.gnn.train.schedule import make_scheduler
+from tpurank.gnn.train.step import make_optimizer
+
+
+@dataclass
+class LoopState:
+    """Where a training run stands: what a resume restores, and what the summary reports.
+
+    Args:
+        step: optimizer steps taken.
+        seconds: training seconds spent (validation included), carried over on resume.
+        best: the best validation score so far (its weights are in `model.pt`).
+        bad: validations since the last gain (early stopping counts these).
+        history: one record per validation.
+        curve: the rows of `metrics.csv` (training loss every `loss_interval` steps, and each validation).
+        stopped: why the loop ended ("patience", "time budget"; "" while running).
+    """
+
+    step: int = 0
+    seconds: float = 0.0
+    best: float = -math.inf
+    bad: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+    curve: list[dict[str, Any]] = field(default_factory=list)
+    stopped: str = ""
+
+
+@dataclass
+class Run:
+    """What one `fit` builds once and every phase reads: the model, its optimizer and schedule,
+    where it runs and where its files go."""
+
+    spec: ModelSpec
+    cfg: Config
+    collection: str
+    recipe: Recipe
+    model_args: dict[str, Any]
+    model: nn.Module
+    opt: torch.optim.Optimizer
+    sched: torch.optim.lr_scheduler.LRScheduler | None
+    segmented: GstState | None
+    rt: Runtime
+    precision: str
+    scaler: torch.amp.GradScaler | None
+    key: str  # training_key: a checkpoint is up to date, or resumable, while it is the same
+    out: Path
+    progress: bool
+    spent: float = 0.0  # training seconds spent, as of the last step (the same on every rank)
+    board: Any = None  # a TensorBoard writer when $TPURANK_TENSORBOARD is set (run_log.py)
+    logged: int = -1  # the tenth of the budget of the last progress line (run_log.log_mark)
+
+    @property
+    def final(self) -> Path:
+        return self.out / CHECKPOINT
+
+    @property
+    def resume_file(self) -> Path:
+        return self.out / RESUME
+
+    def say(self, text: str) -> None:
+        """A progress line, from process 0 only."""
+        if self.rt.main and self.progress:
+            tqdm.write(text)
+
+    def checkpoint(self, st: LoopState, complete: bool, resumable: bool = False) -> dict[str, Any]:
+        """The checkpoint of the model as it stands: weights, config, constructor arguments, loop state."""
+        state = {
+            "format": CHECKPOINT_FORMAT,
+            "model": self.spec.name,
+            "model_args": self.model_args,
+            "config": to_dict(self.cfg),
+            "recipe": asdict(self.recipe),
+            "collection": self.collection,
+            "state_dict": unwrap(self.model).state_dict(),
+            "step": st.step,
+            "seconds": st.seconds,
+            "best": st.best,
+            "bad": st.bad,
+            "history": st.history,
+            "curve": st.curve,
+            "complete": complete,
+            "key": self.key,
+            "device": str(self.rt.device),
+            "precision": self.precision,
+        }
+        if resumable:
+            state.update(optimizer=self.opt.state_dict(), scheduler=self.sched.state_dict())
+        return state
+
+
+def build(
+    spec: ModelSpec,
+    paths: Paths,
+    cfg: Config,
+    collection: str,
+    train: list[GraphData],
+    rt: Runtime,
+    progress: bool,
+) -> Run:
+    """A new model (seeded), its optimizer, schedule and precision; checks what cannot train."""
+    kind = kind_of(collection)
+    r = spec.recipe(cfg, kind)
+    check_recipe(r)
+    if not train:
+        raise TpurankError(f"{collection}: no train graph has two configs with different runtimes")
+    if train[0].kind != kind:
+        raise TpurankError(f"{collection}: prepared graphs are {train[0].kind}, expected {kind}")
+    torch.manual_seed(cfg.seed)
+    args = spec.model_args(cfg, kind, int(train[0].node_feat.shape[1]))
+    model = spec.build(args)
+    if spec.fit_train is not None:
+        spec.fit_train(model, train)  # statistics of the train graphs only (saved in the state dict)
+    model = model.to(rt.device)
+    opt = make_optimizer(model, r)
+    segmented = GstState(r, args["hidden"]) if r.segment_nodes and kind == "layout" else None
+    if segmented is not None and args.get("layer_attention"):
+        raise TpurankError(
+            "config: gnn.segment_nodes (GST) cannot be combined with gnn.layer_attention: a segment's "
+            "embedding would depend on the other configs of the step, not only its own (on by default for the "
+            f'default collections: --set collections."{collection}".gnn.layer_attention=false)'
+        )
+    precision = devices.pick_precision(rt.device, r.bf16)
+    run = Run(
+        spec=spec, cfg=cfg, collection=collection, recipe=r, model_args=args, model=model, opt=opt,
+        sched=None, segmented=segmented, rt=rt, precision=precision,
+        scaler=devices.grad_scaler(precision), key=training_key(spec, paths, cfg, collection),
+        out=paths.model_dir(spec.name, collection), progress=progress,
+    )  # fmt: skip
+    run.sched = make_scheduler(opt, r, spent=lambda: run.spent)  # follows the time budget too
+    if rt.main:
+        member = run.out.name if run.out.name.startswith("seed-") else "seed-0"
+        run.board = run_log.tensorboard(spec.name, collection, member)
+    if rt.main and progress:
+        print(f"[{spec.name}] {collection}: {devices.describe(rt.device, precision)}")
+    return run
+
+
+def resume(run: Run) -> LoopState:
+    """The loop state of `last.pt` when it was written with the same key (config and data) and
+    model (its weights, optimizer and schedule loaded), else a fresh one."""
+    state = load_resume_state(run.resume_file)  # None: absent, or unreadable (a one-line warning)
+    if state is None:
+        return LoopState()
+    same = (state.get("key"), state.get("model_args")) == (run.key, run.model_args)
+    if not (same and "step" in state):
+        return LoopState()
+    run.model.load_state_dict(state["state_dict"])
+    run.opt.load_state_dict(state["optimizer"])
+    run.sched.load_state_dict(state["scheduler"])
+    st = LoopState(step=state["step"], seconds=state["seconds"], best=state["best"], bad=state["bad"],
+                   history=state["history"], curve=state.get("curve", state["history"]))  # fmt: skip
+    st.stopped = "patience" if patience_ends(run.recipe, st, st.seconds) else ""
+    if run.rt.main and run.progress:
+        print(f"[{run.spec.name}] {run.collection}: resuming after step {st.step} from {run.resume_file}")
+    return st
+
+
+def patience_ends(r: Recipe, st: LoopState, seconds: float) -> bool:
+    """`patience` validations without a gain, once at least `min_train_share` of the budget is spent
+    and while some is left: a run that spent its whole budget stopped for the budget, not patience."""
+    return st.bad >= r.patience and r.min_train_share <= budget_share(r, st.step, seconds) < 1

@@ -1,0 +1,106 @@
+"""Step records: the one place that decides whether a stage run is up to date.
+
+Every successful run of a stage that declares a record (its `declare(args) -> StageIO`, beside its
+code), alone or inside `all`, leaves a record in `reports/steps/`: its options that change the
+result, the code, the config sections it reads, and the content key (tpurank.core.staleness) of
+what it read and of what it wrote. The next run of that stage with those options is skipped when
+all of these still match. Anything a manual command changed (a retrained model, a rewritten data
+file, a prediction made with other settings) changes some key, so that step, and through its
+outputs every step downstream, runs again: any sequence of commands followed by `all` ends where
+a clean `all` ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tpurank.core.atomic import write_json
+from tpurank.core.config import Config, to_dict
+from tpurank.core.errors import TpurankError
+from tpurank.core.staleness import StageIO, content_key, files_identity
+
+RECORDS = "steps"  # reports/steps/<stage>-<options digest>.json
+
+
+@functools.cache
+def source_hash() -> str:
+    """Hash of the package's source: a code change reruns the steps (read once per process)."""
+    h = hashlib.sha256()
+    pkg = Path(__file__).resolve().parent
+    for f in sorted(pkg.rglob("*.py")):
+        h.update(f.relative_to(pkg).as_posix().encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def result_options(options_type: type | None, args: argparse.Namespace) -> dict[str, Any]:
+    """The stage's options that change what it writes: the fields of its `Options` dataclass not
+    marked `result=False` (tpurank.core.staleness.option), read from `args`."""
+    if options_type is None:
+        return {}
+    fields = dataclasses.fields(options_type)
+    return {f.name: getattr(args, f.name) for f in fields if f.metadata.get("result", True)}
+
+
+def config_key(cfg: Config, sections: tuple[str, ...]) -> str:
+    """The key of the config sections a stage reads (with the seed, and of the per-collection tables
+    only those sections: a new GNN time budget does not make the prepared cache stale)."""
+    d = to_dict(cfg)
+    over = {c: {s: v for s, v in t.items() if s in sections} for c, t in d["collections"].items()}
+    return content_key({"seed": cfg.seed, "config": {s: d.get(s) for s in sections}, "overrides": over})
+
+
+class StepRecord:
+    """One stage run's record: its key computed before it runs, saved when it succeeds.
+
+    Args:
+        stage: the stage's name.
+        io: the stage's declaration for this run.
+        options: its options that change the result (`result_options`).
+        cfg: the run's config.
+        reports: the reports folder (records live in its `steps/`).
+    """
+
+    def __init__(self, stage: str, io: StageIO, options: dict[str, Any], cfg: Config, reports: Path) -> None:
+        self.io = io
+        self.key = {
+            "stage": stage,
+            "options": json.loads(json.dumps(options, sort_keys=True, default=str)),
+            "code": source_hash(),
+            "config": config_key(cfg, io.sections),
+            "reads": files_identity(io.reads),
+        }
+        digest = hashlib.sha256(json.dumps(self.key["options"], sort_keys=True).encode()).hexdigest()[:12]
+        self.path = reports / RECORDS / f"{stage}-{digest}.json"
+
+    def previous(self) -> dict[str, Any] | None:
+        """The saved record of this stage with these options, None if absent or unreadable."""
+        if not self.path.is_file():
+            return None
+        try:
+            rec = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            print(f"[steps] {self.path}: damaged step record (ignored: the step runs again)", file=sys.stderr)
+            return None
+        return rec if isinstance(rec, dict) else None
+
+    def up_to_date(self) -> bool:
+        """Same options, code, config and inputs as its last success, and its outputs untouched."""
+        rec = self.previous()
+        if rec is None or {k: rec.get(k) for k in self.key} != self.key:
+            return False
+        return rec.get("writes") == files_identity(self.io.writes)
+
+    def save(self) -> None:
+        """Record a success: what it read (named before it ran) and what it wrote."""
+        try:
+            write_json(self.path, {**self.key, "writes": files_identity(self.io.writes)})
+        except TpurankError as e:  # a file vanished under us: no record, so the next run redoes it
+            print(f"tpurank {self.key['stage']}: warning: no step record ({e})", file=sys.stderr)

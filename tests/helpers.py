@@ -1,0 +1,196 @@
+"""Helpers shared by the test files (fixtures live in conftest.py): the real sample's location, the
+command line driven in-process or as a child, the one-line error checks, and trees built once per
+test session and shared by the xdist workers.
+
+Test files import from here, never from each other: a test file is free to move or be renamed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tpurank.core.paths import Paths
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_ROOT = ROOT.parent / "shared" / "data" / "tpugraphs-sample"
+SAMPLE_NPZ = SAMPLE_ROOT / "npz_all" / "npz"
+NPZ = Path("npz_all/npz")
+
+# Small budgets so a whole `all` runs in well under a minute on tiny data; same code paths as the defaults.
+BUDGET = (
+    "gnn.max_steps=16", "gnn.eval_every=8", "gnn.hidden=16",
+    "baseline.max_steps=8", "lgbm.num_boost_round=40",
+)  # fmt: skip
+FAST = [arg for item in BUDGET for arg in ("--set", item)]
+
+# the trained tree (conftest.trained_tree): one collection's gnn (a few steps, one seed) and lgbm,
+# their valid predictions and the ensemble of the two; the stderr of training kept in TRAIN_LOG
+TRAINED_COLLECTION = "layout:xla:random"
+TRAINED_SMALL = ("gnn.max_steps=6", "gnn.eval_every=3", "gnn.hidden=16", "gnn.seeds=1")
+TRAINED_ENSEMBLE = "ensemble.models=['lgbm','gnn']"
+TRAIN_LOG = "train.log"
+
+
+def sample_files() -> list[Path]:
+    """Every npz of the real sample (empty where ../shared is absent: the parametrized tests vanish)."""
+    return sorted(SAMPLE_NPZ.rglob("*.npz")) if SAMPLE_NPZ.is_dir() else []
+
+
+# ----------------------------------------------------------------------------- the command line
+
+
+def common(paths: Paths) -> list[str]:
+    """The options that point a stage at a data root and an output folder."""
+    return ["--data-dir", str(paths.data), "--out-dir", str(paths.out)]
+
+
+def tpurank(*args: str, env: dict | None = None, cwd: Path = ROOT, timeout: float | None = None):
+    """`python -m tpurank ARGS` in a child process (a native crash or a kill must not take pytest)."""
+    return subprocess.run(
+        [sys.executable, "-m", "tpurank", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+    )
+
+
+def error_lines(capsys: pytest.CaptureFixture) -> list[str]:
+    """stderr lines that are not progress bars; asserts there is no traceback."""
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    return [ln for ln in err.replace("\r", "\n").splitlines() if ln.strip() and "%|" not in ln]
+
+
+def one_error(capsys: pytest.CaptureFixture, stage: str) -> str:
+    """The single `tpurank STAGE: error: ...` line of the captured stderr (asserted single)."""
+    lines = [ln for ln in error_lines(capsys) if ": error: " in ln]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"tpurank {stage}: error: ") and "[Errno" not in lines[0], lines[0]
+    return lines[0]
+
+
+def first_file(paths: Paths, folder: str) -> Path:
+    """The first npz (by name) of a folder below the data root's npz tree, e.g. "tile/xla/test"."""
+    return sorted((paths.data / NPZ / folder).glob("*.npz"))[0]
+
+
+def valid_rows(paths: Paths) -> list[tuple[str, str]]:
+    """The rows of a fresh valid_random.csv (predicted here), as (ID, TopConfigs)."""
+    from tpurank.cli import main
+
+    assert main(["predict", "--model", "random", "--split", "valid", *common(paths)]) == 0
+    text = (paths.submissions / "valid_random.csv").read_text().splitlines()[1:]
+    return [tuple(line.split(",", 1)) for line in text]  # type: ignore[misc]
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file below a folder and its bytes: equal snapshots mean nothing was touched."""
+    return {str(f.relative_to(folder)): f.read_bytes() for f in sorted(folder.rglob("*")) if f.is_file()}
+
+
+def ran_steps(stderr: str) -> set[str]:
+    """The steps an `all` ran (not skipped), from its `[all] STEP: tpurank ...` lines."""
+    return {line.split(":")[0].removeprefix("[all] ") for line in stderr.splitlines() if ": tpurank " in line}
+
+
+# ----------------------------------------------------------------------------- trees shared by the workers
+
+
+def shared_root(factory: pytest.TempPathFactory) -> Path:
+    """A folder of this test session that every xdist worker sees (each worker's temp folder is a
+    child of the session's), so the first worker to need a tree builds it and the others reuse it."""
+    base = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    root = base / "shared-trees"
+    root.mkdir(exist_ok=True)
+    return root
+
+
+def built_once(
+    factory: pytest.TempPathFactory, name: str, key: object, build: Callable[[Path], None]
+) -> Path:
+    """The folder `build(folder)` fills, built once per session under a file lock and named by `key`
+    (the settings it is built with), so a tree built another way is never reused for it. It is built
+    where it stays (stages record the paths they read), and is finished once its marker file exists:
+    a build that failed is started afresh by the next worker that asks (and fails the same way)."""
+    from filelock import FileLock
+
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    root = shared_root(factory)
+    folder = root / f"{name}-{digest}"
+    finished = root / f"{name}-{digest}.done"
+    with FileLock(str(folder) + ".lock"):
+        if not finished.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            finished.touch()
+    return folder
+
+
+def copy_tree(src: Paths, dst: Path) -> Paths:
+    """A private copy of a data root and its output folder (tiny: a few hundred KB), to damage freely."""
+    shutil.copytree(src.data, dst / "data", symlinks=True)
+    shutil.copytree(src.out, dst / "out", symlinks=True)
+    return Paths(data=dst / "data", out=dst / "out")
+
+
+def copy_without_times(src: Path, dst: Path) -> None:
+    """A copy as Kaggle's /kaggle/input gives one: same bytes, new timestamps."""
+    for f in src.rglob("*"):
+        if f.is_file():
+            (dst / f.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, dst / f.relative_to(src))
+
+
+# ----------------------------------------------------------------------------- raw protobufs
+
+
+def layout_pb(path: Path) -> Path:
+    """A raw layout tuning file (ModuleTuningData) of two instructions and one default run, the
+    least featurize-pb turns into an npz."""
+    from tpurank.pb.schema import ModuleTuningData
+
+    m = ModuleTuningData(fingerprint=7)
+    entry = m.module.computations.add(name="entry", id=1, root_id=2)
+    for iid, opcode, operands in ((1, "parameter", []), (2, "negate", [1])):
+        inst = entry.instructions.add(id=iid, name=f"{opcode}.{iid}", opcode=opcode)
+        inst.shape.element_type = 11  # F32
+        inst.shape.dimensions.extend([4, 3])
+        inst.shape.layout.minor_to_major.extend([1, 0])
+        inst.operand_ids.extend(operands)
+    entry.instructions[0].parameter_number = 0
+    m.config_index_to_node.extend([1])
+    run = m.runs.add(error=False, is_default=True)
+    run.profile.compute_time_ns = 100
+    run.module_config.layout_config.nodes.add().tensors.add().dims.extend([0, 1])
+    path.write_bytes(m.SerializeToString())
+    return path
+
+
+def script_help(factory: pytest.TempPathFactory, script: str | Path, *sub: str) -> str:
+    """`python SCRIPT [SUB] --help` (SCRIPT relative to the checkout, or absolute below it), run once
+    per session for every worker and test file: a benchmark script imports torch and the package
+    before it parses its options, seconds each time. Asserts it exits 0."""
+    rel = Path(script).resolve().relative_to(ROOT) if Path(script).is_absolute() else Path(script)
+
+    def run(folder: Path) -> None:
+        r = subprocess.run(
+            [sys.executable, str(rel), *sub, "--help"], capture_output=True, text=True, cwd=ROOT, timeout=120
+        )
+        assert r.returncode == 0, f"{rel} {' '.join(sub)} --help: {r.stderr[-2000:]}"
+        (folder / "help.txt").write_text(r.stdout)
+
+    return (built_once(factory, "help", [str(rel), *sub], run) / "help.txt").read_text()

@@ -1,0 +1,167 @@
+"""Step records (tpurank.records) and the one content key (tpurank.core.staleness): what a stage
+read and wrote, named by content, decides whether it runs again, alone or inside `all`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tpurank.cli import STAGES, stage_module, stage_parser
+from tpurank.core.config import Config
+from tpurank.core.paths import Paths
+from tpurank.core.staleness import Files, content_key, files_identity
+from tpurank.stages import StageRun, stage_namespace
+
+RECORDED = ("prepare", "features", "train", "predict", "ensemble", "validate")
+
+
+def _args(paths: Paths, stage: str, **opts) -> argparse.Namespace:
+    options = stage_module(stage).Options(**opts)
+    return stage_namespace(stage, options, paths, Config())
+
+
+def _run(paths: Paths, stage: str, **opts) -> StageRun:
+    return StageRun(stage_module(stage), _args(paths, stage, **opts))
+
+
+def test_identity_follows_content_not_timestamps(tmp_path: Path) -> None:
+    np.savez(tmp_path / "a.npz", x=np.arange(5))
+    (tmp_path / "b.txt").write_text("hello")
+    (tmp_path / ".lock").write_text("held")  # locks and temporary files are not outputs
+    files = [Files(tmp_path)]
+    before = files_identity(files)
+    for f in (tmp_path / "a.npz", tmp_path / "b.txt"):
+        os.utime(f, (1, 1))
+    (tmp_path / ".lock").write_text("other")
+    assert files_identity(files) == before
+    (tmp_path / "b.txt").write_text("hellp")
+    assert files_identity(files) != before
+    np.savez(tmp_path / "a.npz", x=np.arange(5)[::-1])  # same size, another order
+    changed = files_identity(files)
+    (tmp_path / "b.txt").write_text("hello")
+    assert files_identity(files) not in (before, changed)
+
+
+def test_content_key_names_parts_and_files(tmp_path: Path) -> None:
+    f = tmp_path / "x.bin"
+    key = content_key({"a": 1}, [f])  # missing counts as missing
+    f.write_bytes(b"1")
+    assert content_key({"a": 1}, [f]) != key
+    assert content_key({"a": 1}, [f]) == content_key({"a": 1}, [Path(str(f))])
+    assert content_key({"a": 2}, [f]) != content_key({"a": 1}, [f])
+    assert content_key({"a": 1}, [Files(tmp_path)]) != content_key({"a": 1}, [Files(tmp_path / "none")])
+
+
+def test_files_pattern_and_exclude(tmp_path: Path) -> None:
+    for m in ("lgbm", "gnn", "ensemble"):
+        (tmp_path / m).mkdir()
+        for split in ("valid", "test"):
+            (tmp_path / m / f"{split}.npz").write_bytes(b"x")
+    found = Files(tmp_path, "*/valid.npz", exclude="ensemble").list()
+    assert [f.relative_to(tmp_path).as_posix() for f in found] == ["gnn/valid.npz", "lgbm/valid.npz"]
+    assert Files(tmp_path / "absent").list() == []
+
+
+@pytest.mark.parametrize(
+    ("stage", "opts", "locks"),
+    [
+        ("prepare", {}, ["prepared"]),
+        ("features", {}, ["tabular"]),
+        ("train", {"model": "gnn"}, ["gnn"]),
+        ("train", {"model": "ensemble"}, ["ensemble"]),
+        ("predict", {"model": "lgbm", "split": "test"}, ["lgbm"]),
+        ("ensemble", {}, ["ensemble", "ensemble"]),
+        ("validate", {}, ["reports", "plots"]),
+    ],
+)
+def test_every_stage_read_by_another_keeps_a_record(
+    tmp_path: Path, stage: str, opts: dict, locks: list
+) -> None:
+    run = _run(Paths(tmp_path / "d", tmp_path / "o"), stage, **opts)
+    assert run.record is not None and run.io is not None
+    assert [f.name for f in run.io.lock_folders()] == locks
+    assert run.io.reads and run.io.sections
+
+
+def test_prepare_records_its_own_out_folder(tmp_path: Path) -> None:
+    run = _run(Paths(tmp_path / "d", tmp_path / "o"), "prepare", out=tmp_path / "elsewhere")
+    assert run.io is not None and run.io.lock_folders() == [tmp_path / "elsewhere"]
+
+
+def test_a_record_matches_until_an_output_or_input_changes(tmp_path: Path) -> None:
+    paths = Paths(tmp_path / "data", tmp_path / "out")
+    (paths.tabular).mkdir(parents=True)
+    (paths.tabular / "t.parquet").write_bytes(b"table")
+    run = _run(paths, "train", model="lgbm")
+    assert not run.up_to_date()  # never ran
+    (paths.models / "lgbm").mkdir(parents=True)
+    (paths.models / "lgbm" / "model.txt").write_text("trained")
+    assert run.record is not None
+    run.record.save()
+    assert _run(paths, "train", model="lgbm").up_to_date()
+    (paths.models / "lgbm" / "model.txt").write_text("retrained by hand")
+    assert not _run(paths, "train", model="lgbm").up_to_date()
+    run.record.save()
+    (paths.tabular / "t.parquet").write_bytes(b"tablf")
+    assert not _run(paths, "train", model="lgbm").up_to_date()
+    other = _args(paths, "train", model="lgbm")
+    other.cfg.lgbm.num_boost_round += 1
+    assert not StageRun(stage_module("train"), other).up_to_date()
+    run.record.path.write_text("{not json")
+    assert not _run(paths, "train", model="lgbm").up_to_date()  # a damaged record: the step runs again
+
+
+def test_options_that_do_not_change_the_result_keep_one_record(tmp_path: Path) -> None:
+    paths = Paths(tmp_path / "d", tmp_path / "o")
+    a = _run(paths, "predict", model="gnn", split="valid")
+    b = _run(paths, "predict", model="gnn", split="valid", force=True)
+    c = _run(paths, "predict", model="gnn", split="test")
+    assert a.record and b.record and c.record
+    assert a.record.path == b.record.path != c.record.path
+    quiet = _run(paths, "prepare", no_progress=True, jobs=1)
+    loud = _run(paths, "prepare")
+    assert quiet.record and loud.record and quiet.record.path == loud.record.path
+
+
+@pytest.mark.parametrize("stage", list(STAGES))
+def test_typed_options_match_the_command_line(stage: str) -> None:
+    """A stage's `Options` (what `all` builds) has exactly the fields its parser fills, and the
+    defaults agree; a stage that declares a record takes `--force`."""
+    module = stage_module(stage)
+    if not hasattr(module, "Options"):
+        assert stage not in (*RECORDED, "check-submission"), f"{stage}: `all` runs it, so it needs Options"
+        return
+
+    parser = stage_parser(stage, module, common=False)
+    dests = {a.dest for a in parser._actions if a.dest != "help"}
+    fields = {f.name: f for f in dataclasses.fields(module.Options)}
+    assert set(fields) == dests, stage
+    for name, f in fields.items():
+        if f.default is not dataclasses.MISSING:
+            assert parser.get_default(name) == f.default, (stage, name)
+        elif f.default_factory is not dataclasses.MISSING:
+            assert parser.get_default(name) == f.default_factory(), (stage, name)
+    assert stage == module.Options.STAGE
+
+
+@pytest.mark.parametrize("subset", [None, ["tile:xla", "layout:nlp:random"]])
+def test_a_step_shown_as_a_command_parses_back_to_its_options(subset: list[str] | None) -> None:
+    """`all` prints each step as the command a user would type: typed, that command gives the
+    step's own options."""
+    from tpurank.pipeline import plan
+    from tpurank.stages import command_argv
+    from tpurank.submission import check
+
+    steps = [s.options for s in plan(["lgbm", "gnn", "baseline"], 2, subset, partial=True)]
+    for options in [*steps, check.Options("sub.csv", partial=True, collections=subset)]:
+        argv = command_argv(options)
+        assert argv[0] == options.STAGE
+        parsed = stage_parser(argv[0], stage_module(argv[0]), common=False).parse_args(argv[1:])
+        assert (
+            type(options)(**{f.name: getattr(parsed, f.name) for f in dataclasses.fields(options)}) == options
+        )
