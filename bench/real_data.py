@@ -1,4 +1,4 @@
-"""The pieces of `bench_real.py` that are cheap and tested (tests/test_bench_real.py): the temporary
+"""The pieces of `bench_real.py` that are cheap and tested (tests/project/test_bench_real.py): the temporary
 data roots of symlinks to the real sample files, the kernel-grouped folds of the tile benchmark,
 and scoring a split's costs with the competition metric.
 

@@ -1,8 +1,11 @@
 """Helpers shared by the test files (fixtures live in conftest.py): the real sample's location, the
-command line driven in-process or as a child, the one-line error checks, and trees built once per
-test session and shared by the xdist workers.
+command line driven in-process or as a child, the one-line error checks, hand-made GNN inputs, the
+benchmarks' --help, and trees built once per test session and shared by the xdist workers.
 
-Test files import from here, never from each other: a test file is free to move or be renamed.
+Test files import from here, never from each other: a test file is free to move or be renamed. The
+test files sit in folders named for the package rooms they test (tests/gnn/, tests/pipeline/, ...);
+`from helpers import ...` works from each because pytest puts the folder of the rootdir's
+conftest.py (tests/) on sys.path.
 """
 
 from __future__ import annotations
@@ -15,10 +18,16 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import numpy as np
 import pytest
 
 from tpurank.core.paths import Paths
+
+if TYPE_CHECKING:
+    from tpurank.core.config import Config
+    from tpurank.prepare.cache import PreparedGraph
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_ROOT = ROOT.parent / "shared" / "data" / "tpugraphs-sample"
@@ -26,16 +35,17 @@ SAMPLE_NPZ = SAMPLE_ROOT / "npz_all" / "npz"
 NPZ = Path("npz_all/npz")
 
 # Small budgets so a whole `all` runs in well under a minute on tiny data; same code paths as the defaults.
+# One LightGBM thread: its default, a thread per core, spins beside a busy worker (13 s, not 0.3 s).
 BUDGET = (
     "gnn.max_steps=16", "gnn.eval_every=8", "gnn.hidden=16",
-    "baseline.max_steps=8", "lgbm.num_boost_round=40",
+    "baseline.max_steps=8", "lgbm.num_boost_round=40", "lgbm.threads=1",
 )  # fmt: skip
 FAST = [arg for item in BUDGET for arg in ("--set", item)]
 
 # the trained tree (conftest.trained_tree): one collection's gnn (a few steps, one seed) and lgbm,
 # their valid predictions and the ensemble of the two; the stderr of training kept in TRAIN_LOG
 TRAINED_COLLECTION = "layout:xla:random"
-TRAINED_SMALL = ("gnn.max_steps=6", "gnn.eval_every=3", "gnn.hidden=16", "gnn.seeds=1")
+TRAINED_SMALL = ("gnn.max_steps=6", "gnn.eval_every=3", "gnn.hidden=16", "gnn.seeds=1", "lgbm.threads=1")
 TRAINED_ENSEMBLE = "ensemble.models=['lgbm','gnn']"
 TRAIN_LOG = "train.log"
 
@@ -140,6 +150,26 @@ def built_once(
     return folder
 
 
+# one tile and one layout collection: the code paths of all five at less than half the cost
+TWO_COLLECTIONS = ["tile:xla", "layout:nlp:random"]
+
+
+def two_collection_all(factory: pytest.TempPathFactory) -> Paths:
+    """A tiny data root of TWO_COLLECTIONS only (its sample submission lists just those) and the
+    output of `all --collections TWO_COLLECTIONS` with FAST on it, built once per session; read-only."""
+
+    def build(folder: Path) -> None:
+        from tpurank.cli import main
+        from tpurank.synth import generate
+
+        generate(folder / "data", scale="tiny", seed=0, collections=TWO_COLLECTIONS)
+        argv = ["all", "--data-dir", str(folder / "data"), "--out-dir", str(folder / "out"), *FAST]
+        assert main([*argv, "--collections", *TWO_COLLECTIONS]) == 0
+
+    root = built_once(factory, "two-collections", {"fast": FAST, "subset": TWO_COLLECTIONS}, build)
+    return Paths(data=root / "data", out=root / "out")
+
+
 def copy_tree(src: Paths, dst: Path) -> Paths:
     """A private copy of a data root and its output folder (tiny: a few hundred KB), to damage freely."""
     shutil.copytree(src.data, dst / "data", symlinks=True)
@@ -153,6 +183,63 @@ def copy_without_times(src: Path, dst: Path) -> None:
         if f.is_file():
             (dst / f.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(f, dst / f.relative_to(src))
+
+
+# ----------------------------------------------------------------------------- hand-made GNN inputs
+
+FEAT = 7  # node feature width of the hand-made graphs
+
+
+def prepared_graph(
+    kind: str, seed: int, n: int = 30, k: int = 5, u: int = 20, split: str = "train"
+) -> PreparedGraph:
+    """A small random graph in the prepared-cache format; runtimes depend on the configs (learnable)."""
+    from tpurank.prepare.cache import PreparedGraph
+
+    r = np.random.default_rng(seed)
+    edges = r.integers(0, n, size=(2 * n, 2)).astype(np.int32)
+    coll = "layout:xla:random" if kind == "layout" else "tile:xla"
+    if kind == "layout":
+        config_nodes = np.sort(r.choice(n, k, replace=False)).astype(np.int32)
+        configs = r.integers(-1, 5, size=(u, k, 18)).astype(np.int8)
+        runtime = (
+            1.0 + (configs[:, :, 0] == 0).sum(1) + 0.5 * (configs[:, :, 6] == 1).sum(1) + r.random(u) * 0.1
+        )
+    else:
+        config_nodes = np.zeros(0, np.int32)
+        configs = r.integers(1, 200, size=(u, 24)).astype(np.float32)
+        runtime = 1.0 + np.log(configs[:, 0]) + r.random(u) * 0.1
+    return PreparedGraph(
+        id=f"{coll}:g{seed}",
+        collection=coll,
+        split=split,
+        stem=f"g{seed}",
+        node_feat=r.normal(size=(n, FEAT)).astype(np.float32),
+        node_feat_raw=np.zeros((n, 140), np.float32),
+        node_opcode=r.integers(0, 121, n).astype(np.uint8),
+        edge_index=edges,
+        node_map=np.arange(n),
+        config_nodes=config_nodes,
+        configs=configs,
+        runtime_min=runtime,
+        runtime_mean=runtime,
+        count=np.ones(u, np.int32),
+        inverse=np.arange(u, dtype=np.int32),
+        config_runtime=runtime,
+        is_test=False,
+    )
+
+
+def small_cfg(**gnn: object) -> Config:
+    """A small config built as a user's file is (from_dict), so each key set here beats the collections' own."""
+    from tpurank.core.config import from_dict
+
+    return from_dict(
+        {
+            "gnn": {"hidden": 16, "layers": 2, "opcode_dim": 4, "config_dim": 4, **gnn},
+            "baseline": {"hidden": 16, "layers": 2, "op_dim": 8},
+        }
+    )
 
 
 # ----------------------------------------------------------------------------- raw protobufs
@@ -180,11 +267,59 @@ def layout_pb(path: Path) -> Path:
     return path
 
 
+# Runs each bench script given (paths relative to the checkout) as `python SCRIPT --help` would, in
+# ONE interpreter: torch and the package are imported once, not once per script (seconds each).
+# A helper module of the benchmarks (no `__main__`) is only imported. Prints {script: [exit, stdout]}.
+HELP_DRIVER = """
+import contextlib, io, json, runpy, sys, traceback
+from pathlib import Path
+
+results = {}
+for script in sys.argv[1:]:
+    sys.argv, path, out = [script, "--help"], list(sys.path), io.StringIO()
+    sys.path.insert(0, str(Path(script).resolve().parent))  # as `python SCRIPT` puts it first
+    try:
+        with contextlib.redirect_stdout(out):
+            runpy.run_path(script, run_name="__main__")
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else str(e.code))
+    except BaseException:
+        code = traceback.format_exc()
+    sys.path[:] = path
+    results[script] = [code, out.getvalue()]
+print(json.dumps(results))
+"""
+
+
+def bench_helps(factory: pytest.TempPathFactory) -> dict[str, list]:
+    """`--help` of every script in bench/ (an import for a helper module), run once per session for
+    every worker and test file in one child interpreter (HELP_DRIVER): {"bench/x.py": [exit, stdout]}."""
+    scripts = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "bench").glob("*.py"))]
+
+    def run(folder: Path) -> None:
+        r = subprocess.run(
+            [sys.executable, "-c", HELP_DRIVER, *scripts],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=300,
+        )
+        assert r.returncode == 0, f"the bench --help driver: {r.stderr[-2000:]}"
+        (folder / "helps.json").write_text(r.stdout.splitlines()[-1])
+
+    return json.loads((built_once(factory, "bench-helps", scripts, run) / "helps.json").read_text())
+
+
 def script_help(factory: pytest.TempPathFactory, script: str | Path, *sub: str) -> str:
     """`python SCRIPT [SUB] --help` (SCRIPT relative to the checkout, or absolute below it), run once
     per session for every worker and test file: a benchmark script imports torch and the package
     before it parses its options, seconds each time. Asserts it exits 0."""
     rel = Path(script).resolve().relative_to(ROOT) if Path(script).is_absolute() else Path(script)
+    if not sub and rel.parent == Path("bench"):  # all of bench/ at once
+        code, text = bench_helps(factory)[str(rel)]
+        assert code == 0, f"{rel} --help: {code}"
+        return text
 
     def run(folder: Path) -> None:
         r = subprocess.run(

@@ -5,7 +5,7 @@ exists (its `value(doc=...)`), then each collection's own value beneath it: what
 with. `--toml` prints it as a file that `--config` reads back to the same config.
 
 The same docs make the key table of docs/usage.md (`markdown_keys`), so the reference there never
-drifts from the code: tests/test_config_show.py fails, saying how to rewrite it, when it does.
+drifts from the code: tests/report/test_config_show.py fails, saying how to rewrite it, when it does.
 """
 
 from __future__ import annotations

@@ -1,0 +1,498 @@
+"""GNN rankers: losses, invariances, training on tiny data, checkpoints, prediction and errors."""
+
+from __future__ import annotations
+
+import math
+import zipfile
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from helpers import FEAT, prepared_graph, small_cfg
+
+from tpurank.core.collections import kind_of
+from tpurank.core.config import Config
+from tpurank.core.errors import TpurankError
+from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
+from tpurank.core.paths import Paths
+from tpurank.gnn.data import from_prepared, load_split, make_batch, sample_rows
+from tpurank.gnn.device import Runtime
+from tpurank.gnn.entry import GNN
+from tpurank.gnn.families import baseline
+from tpurank.gnn.families import gnn as gnn_model
+from tpurank.gnn.gst.segments import segment_batch, split_graph
+from tpurank.gnn.nets.early_join import EarlyJoinSAGE
+from tpurank.gnn.nets.gnn_ranker import GnnRanker
+from tpurank.gnn.nets.tile_inputs import NODE_TILE_INPUTS, TILE_INPUTS
+from tpurank.gnn.predict import predict_collection
+from tpurank.gnn.scoring import score_rows
+from tpurank.gnn.train import loop
+from tpurank.gnn.train.checkpoints import CHECKPOINT, load_model
+from tpurank.gnn.train.loop import fit
+from tpurank.gnn.train.losses import listmle, pairwise_hinge, ranking_loss, resolve_loss
+from tpurank.gnn.train.trainer import train_collection
+from tpurank.prepare.cache import PreparedGraph
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
+
+
+def models(kind: str) -> list[torch.nn.Module]:
+    torch.manual_seed(0)
+    out = [
+        GnnRanker(kind, FEAT, hidden=16, layers=2),
+        GnnRanker(kind, FEAT, hidden=16, layers=2, cross_config_attention=True),
+        EarlyJoinSAGE(kind, FEAT, hidden=16, layers=2, op_dim=8),
+    ]
+    return [m.eval() for m in out]
+
+
+# ------------------------------------------------------------------------------------------- losses
+
+
+def test_pairwise_hinge_equals_hand_computed() -> None:
+    cost = torch.tensor([[0.0, 0.5, 0.2], [1.0, 0.0, 9.0]])
+    runtime = torch.tensor([[1.0, 2.0, 3.0], [2.0, 1.0, 5.0]], dtype=torch.float64)
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    # graph 0, margin 1: pairs (0<1) 1-0.5=0.5, (0<2) 1-0.2=0.8, (1<2) 1-(0.2-0.5)=1.3 -> mean 2.6/3
+    # graph 1: only pair (1 faster than 0): max(0, 1 - (1 - 0)) = 0; the masked slot is ignored
+    got = pairwise_hinge(cost, runtime, mask, margin=1.0)
+    assert got.item() == pytest.approx((2.6 / 3 + 0.0) / 2, abs=1e-6)
+    # margin 0.1: graph 0 -> only pair (1<2) contributes 0.1 + 0.3 = 0.4 -> 0.4/3; graph 1 -> 0
+    assert pairwise_hinge(cost, runtime, mask, margin=0.1).item() == pytest.approx(0.4 / 3 / 2, abs=1e-6)
+
+
+def test_weighted_hinge_counts_duplicates_like_the_expanded_list() -> None:
+    cost = torch.tensor([[0.0, 0.5, 0.2]])
+    runtime = torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float64)
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    weight = torch.tensor([[2.0, 1.0, 1.0]])  # config 0 stands for two original configs
+    # pairs (0<1) 0.5 x2, (0<2) 0.8 x2, (1<2) 1.3 x1 -> 3.9 / 5
+    assert pairwise_hinge(cost, runtime, mask, 1.0, weight).item() == pytest.approx(3.9 / 5, abs=1e-6)
+    g = torch.Generator().manual_seed(0)
+    cost, runtime = torch.randn(1, 6, generator=g), torch.rand(1, 6, generator=g).double()
+    counts = torch.tensor([3, 1, 2, 1, 4, 1])
+    expanded = torch.repeat_interleave(torch.arange(6), counts)
+    want = pairwise_hinge(
+        cost[:, expanded], runtime[:, expanded], torch.ones(1, len(expanded), dtype=torch.bool), 0.3
+    )
+    got = pairwise_hinge(cost, runtime, torch.ones(1, 6, dtype=torch.bool), 0.3, counts[None].float())
+    assert got.item() == pytest.approx(want.item(), rel=1e-6)
+
+
+def test_listmle_equals_hand_computed() -> None:
+    cost = torch.tensor([[0.0, 0.5, 0.2, 7.0]])
+    runtime = torch.tensor([[3.0, 1.0, 2.0, 0.5]], dtype=torch.float64)
+    mask = torch.tensor([[True, True, True, False]])
+    s = [-0.5, -0.2, 0.0]  # scores (-cost) in true order: config 1, 2, 0 (config 3 is padding)
+    want = sum(math.log(sum(math.exp(v) for v in s[i:])) - s[i] for i in range(3)) / 3
+    assert listmle(cost, runtime, mask).item() == pytest.approx(want, abs=1e-6)
+    assert ranking_loss("listmle", cost, runtime, mask).item() == pytest.approx(want, abs=1e-6)
+    with pytest.raises(TpurankError, match="unknown gnn.loss"):
+        ranking_loss("mse", cost, runtime, mask)
+
+
+def test_auto_loss_is_listmle_for_layout_and_hinge_for_tile() -> None:
+    assert resolve_loss("auto", "layout") == "listmle" and resolve_loss("auto", "tile") == "hinge"
+    assert resolve_loss("hinge", "layout") == "hinge"
+    assert gnn_model.SPEC.recipe(Config(), "tile").loss == "hinge"
+    with pytest.raises(TpurankError, match="unknown loss"):
+        resolve_loss("ranknet", "layout")
+
+
+def test_losses_reward_the_right_order() -> None:
+    runtime = torch.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.float64)
+    mask = torch.ones(1, 4, dtype=torch.bool)
+    good, bad = runtime.float() * 10, -runtime.float() * 10
+    assert pairwise_hinge(good, runtime, mask, 0.1).item() == 0.0
+    assert pairwise_hinge(bad, runtime, mask, 0.1).item() > 10
+    assert listmle(good, runtime, mask).item() < 0.01 < listmle(bad, runtime, mask).item()
+
+
+# -------------------------------------------------------------------------------------- invariances
+
+
+@pytest.mark.parametrize("kind", ["layout", "tile"])
+def test_scores_follow_configs_not_their_order(kind: str) -> None:
+    g = from_prepared(prepared_graph(kind, seed=1))
+    rows = np.arange(12)
+    perm = np.random.default_rng(0).permutation(12)
+    for m in models(kind):
+        with torch.no_grad():
+            a = m(make_batch([g], [rows]))[0]
+            b = m(make_batch([g], [rows[perm]]))[0]
+        assert torch.allclose(a[perm], b, atol=1e-5), type(m).__name__
+        assert a.std() > 0  # configs get different scores
+
+
+@pytest.mark.parametrize("kind", ["layout", "tile"])
+def test_configs_do_not_interact_without_attention(kind: str) -> None:
+    """Scored together in one pass or one at a time: the same costs (the pass shares only the graph)."""
+    g = from_prepared(prepared_graph(kind, seed=2))
+    rows = np.arange(6)
+    for m in (models(kind)[0], models(kind)[2]):
+        together = score_rows(m, g, rows, chunk=6, device=torch.device("cpu"), precision="fp32")
+        alone = score_rows(m, g, rows, chunk=1, device=torch.device("cpu"), precision="fp32")
+        np.testing.assert_allclose(together, alone, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["layout", "tile"])
+def test_scores_invariant_to_node_reindexing(kind: str) -> None:
+    p = prepared_graph(kind, seed=3)
+    n = len(p.node_opcode)
+    perm = np.random.default_rng(1).permutation(n)  # new node j is old node perm[j]
+    new_of_old = np.empty(n, dtype=np.int64)
+    new_of_old[perm] = np.arange(n)
+    q = replace(
+        p,
+        node_feat=p.node_feat[perm],
+        node_opcode=p.node_opcode[perm],
+        edge_index=new_of_old[p.edge_index].astype(np.int32),
+        config_nodes=new_of_old[p.config_nodes].astype(np.int32),
+    )
+    a, b = from_prepared(p), from_prepared(q)
+    rows = np.arange(10)
+    for m in models(kind):
+        with torch.no_grad():
+            assert torch.allclose(m(make_batch([a], [rows])), m(make_batch([b], [rows])), atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["layout", "tile"])
+def test_graph_without_edges_is_scored(kind: str) -> None:
+    g = from_prepared(replace(prepared_graph(kind, seed=4), edge_index=np.zeros((0, 2), np.int32)))
+    assert g.edge_index.shape == (2, 0)
+    for m in models(kind):
+        cost = score_rows(m, g, np.arange(5), chunk=5, device=torch.device("cpu"), precision="fp32")
+        assert np.isfinite(cost).all() and np.ptp(cost) > 0
+
+
+def test_batching_graphs_matches_scoring_alone() -> None:
+    gs = [from_prepared(prepared_graph("layout", seed=s, n=20 + 5 * s, k=3 + s)) for s in range(3)]
+    rows = [np.arange(8), np.arange(5), np.arange(8)]
+    m = models("layout")[0]
+    with torch.no_grad():
+        together = m(make_batch(gs, rows))
+        for b, g in enumerate(gs):
+            alone = m(make_batch([g], [rows[b]]))[0]
+            assert torch.allclose(together[b, : len(rows[b])], alone, atol=1e-5)
+    assert make_batch(gs, rows).mask.sum().item() == 21
+
+
+@pytest.mark.parametrize("kind", ["layout", "tile"])
+def test_micro_batches_give_the_gradient_of_the_whole_step(kind: str) -> None:
+    graphs = [from_prepared(prepared_graph(kind, seed=s, n=20 + 4 * s)) for s in range(3)]
+    rows = [np.arange(10), np.arange(7), np.arange(10)]
+    r = gnn_model.SPEC.recipe(small_cfg(), kind)
+    after = []
+    for max_nodes in (0, 30):  # one batch; then three micro-batches (each graph alone)
+        torch.manual_seed(0)
+        m = GnnRanker(kind, FEAT, hidden=16, layers=2)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        batches = loop.micro_batches(graphs, rows, max_nodes)
+        assert len(batches) == (1 if max_nodes == 0 else 3)
+        loop.train_step(m, opt, batches, r, torch.device("cpu"))
+        after.append(m.state_dict())
+    for k in after[0]:
+        assert torch.allclose(after[0][k], after[1][k], atol=1e-6), k
+
+
+# --------------------------------------------------------------------------------- tiny-data training
+
+
+TRAINED = [
+    (gnn_model.SPEC, "layout:xla:random"),
+    (gnn_model.SPEC, "tile:xla"),
+    (baseline.SPEC, "layout:nlp:default"),
+]
+
+
+@pytest.mark.parametrize(("spec", "collection"), TRAINED)
+def test_training_steps_reduce_the_loss_on_tiny(tiny_paths: Paths, spec, collection: str) -> None:
+    cfg = small_cfg()
+    r = spec.recipe(cfg, kind_of(collection))
+    graphs = [g for g in load_split(tiny_paths, collection, "train", progress=False) if g.rankable]
+    rng = np.random.default_rng(0)
+    batches = [make_batch(graphs, [sample_rows(g, 32, rng) for g in graphs]) for _ in range(2)]
+    torch.manual_seed(0)
+    model = spec.build(spec.model_args(cfg, graphs[0].kind, graphs[0].node_feat.shape[1]))
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)  # a few steps only: a brisk learning rate
+
+    def loss_of(b) -> torch.Tensor:
+        return ranking_loss(r.loss, model(b), b.runtime, b.mask, r.margin)
+
+    model.eval()
+    with torch.no_grad():
+        before = float(sum(loss_of(b) for b in batches))
+    model.train()
+    for step in range(20):
+        opt.zero_grad()
+        loss_of(batches[step % 2]).backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        after = float(sum(loss_of(b) for b in batches))
+    assert after < 0.95 * before, (before, after)
+
+
+def test_train_predict_checkpoint_roundtrip(tiny_paths: Paths, tmp_path) -> None:
+    paths = Paths(data=tiny_paths.data, out=tmp_path)
+    # the prepared cache stays in the fixture's out folder: read it from there
+    collection = "layout:xla:default"
+    train = load_split(tiny_paths, collection, "train", progress=False)
+    valid = load_split(tiny_paths, collection, "valid", progress=False)
+    cfg = small_cfg(max_steps=4, eval_every=2, graphs_per_batch=2, configs_per_graph=16)
+    rt = Runtime(device=torch.device("cpu"))
+    model, summary = fit(gnn_model.SPEC, paths, cfg, collection, train, valid, rt, progress=False)
+    assert summary["steps_run"] == 4 and [h["step"] for h in summary["history"]] == [2, 4]
+    assert summary["stopped_by"] == "max_steps"
+    assert summary["history"][0]["configs_per_s"] > 0
+    out = paths.model_dir("gnn", collection)
+    assert (out / CHECKPOINT).exists() and (out / "model.json").exists() and not (out / "last.pt").exists()
+
+    reloaded, ckpt = load_model(gnn_model.SPEC, out / CHECKPOINT)
+    assert ckpt["complete"] and ckpt["config"]["gnn"]["hidden"] == 16  # the resolved config is inside
+    preds = predict_collection(gnn_model.SPEC, paths, cfg, collection, "valid", graphs=valid, progress=False)
+    best_step = max(summary["history"], key=lambda h: h["valid_score"])["step"]
+    # early stopping watched the very score the validation report computes (tiny graphs: < 1000 configs)
+    report = [
+        graph_metrics(collection, order_from_costs(preds[g.id]), g.config_runtime)["score"] for g in valid
+    ]
+    assert summary["best_valid_score"] == pytest.approx(mean_score(report)[0], abs=1e-6)
+    for g in valid:
+        assert preds[g.id].shape == (len(g.inverse),)
+        again = score_rows(
+            reloaded, g, np.arange(g.num_unique), cfg.gnn.predict_chunk, torch.device("cpu"), "fp32"
+        )
+        np.testing.assert_array_equal(preds[g.id], again[g.inverse])  # reloads to identical scores
+        if best_step == 4:  # the last weights are the best ones: the in-memory model scores the same
+            mine = score_rows(model.eval(), g, np.arange(g.num_unique), 256, torch.device("cpu"), "fp32")
+            np.testing.assert_allclose(preds[g.id], mine[g.inverse], atol=1e-6)
+
+    # a second run with the same config and data is skipped; new prepared data or config retrains
+    mtime = (out / CHECKPOINT).stat().st_mtime_ns
+    train_collection(gnn_model.SPEC, paths, cfg, collection, train, valid, progress=False)
+    assert (out / CHECKPOINT).stat().st_mtime_ns == mtime
+    changed = paths.prepared / "layout/xla/default/train/new.tpg"
+    changed.parent.mkdir(parents=True)
+    with zipfile.ZipFile(changed, "w") as z:  # a cache file is a zip: named by its members' CRCs
+        z.writestr("meta.json", "a rebuilt cache file")
+    train_collection(gnn_model.SPEC, paths, cfg, collection, train, valid, progress=False)
+    assert (out / CHECKPOINT).stat().st_mtime_ns != mtime
+    mtime = (out / CHECKPOINT).stat().st_mtime_ns
+    train_collection(gnn_model.SPEC, paths, small_cfg(max_steps=1), collection, train, valid, progress=False)
+    assert (out / CHECKPOINT).stat().st_mtime_ns != mtime
+
+
+def test_interrupted_training_resumes_to_the_same_weights(tiny_paths: Paths, tmp_path, monkeypatch) -> None:
+    collection = "layout:nlp:random"
+    train = load_split(tiny_paths, collection, "train", progress=False)
+    valid = load_split(tiny_paths, collection, "valid", progress=False)
+    cfg = small_cfg(max_steps=4, eval_every=2, graphs_per_batch=2, configs_per_graph=8, dropout=0.1)
+    rt = Runtime(device=torch.device("cpu"))
+    straight, _ = fit(
+        gnn_model.SPEC, Paths(tmp_path, tmp_path / "a"), cfg, collection, train, valid, rt, False
+    )
+
+    paths = Paths(tmp_path, tmp_path / "b")
+    real_step, calls = loop.train_step, []
+
+    def dies_at_step_three(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:  # step 3: after the first validation (every 2 steps)
+            raise KeyboardInterrupt
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "train_step", dies_at_step_three)
+    with pytest.raises(KeyboardInterrupt):
+        fit(gnn_model.SPEC, paths, cfg, collection, train, valid, rt, False)
+    assert (paths.model_dir("gnn", collection) / "last.pt").exists()
+    calls.clear()
+    monkeypatch.setattr(loop, "train_step", lambda *a, **k: calls.append(1) or real_step(*a, **k))
+    resumed, summary = fit(gnn_model.SPEC, paths, cfg, collection, train, valid, rt, False)
+    assert len(calls) == 2  # only steps 3 and 4 ran again
+    assert [h["step"] for h in summary["history"]] == [2, 4]
+    a, b = straight.state_dict(), resumed.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)  # sampling, dropout, optimizer and schedule all resumed
+
+
+def test_errors_are_one_line(tmp_path) -> None:
+    paths = Paths(data=tmp_path / "data", out=tmp_path / "out")
+    with pytest.raises(TpurankError, match="no trained model"):
+        GNN.predict(paths, Config(), "layout:xla:random", "valid")
+    with pytest.raises(TpurankError, match="no prepared train graphs"):
+        GNN.train(paths, Config(), "tile:xla")
+    # a config built in code skips from_dict's checks: the trainer checks again
+    for change, message in [
+        ({"configs_per_graph": 1}, "configs_per_graph"),
+        ({"loss": "ranknet"}, "unknown loss"),
+    ]:
+        cfg = small_cfg()
+        cfg.gnn = replace(cfg.gnn, **change)
+        with pytest.raises(TpurankError, match=message):
+            train_collection(gnn_model.SPEC, paths, cfg, "tile:xla")
+    with pytest.raises(TpurankError, match="gnn.aggr"):
+        GnnRanker("layout", FEAT, aggr="max")
+    bad = paths.model_dir("gnn", "tile:xla") / CHECKPOINT
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(TpurankError, match="unreadable checkpoint"):
+        GNN.predict(paths, Config(), "tile:xla", "valid")
+
+
+def test_training_stops_at_its_time_budget(tiny_paths: Paths, tmp_path) -> None:
+    collection = "layout:xla:random"
+    train = load_split(tiny_paths, collection, "train", progress=False)
+    valid = load_split(tiny_paths, collection, "valid", progress=False)
+    cfg = small_cfg(max_steps=1000, eval_every=500, time_budget_min=1e-9, configs_per_graph=8)
+    rt = Runtime(device=torch.device("cpu"))
+    _, summary = fit(gnn_model.SPEC, Paths(tmp_path, tmp_path), cfg, collection, train, valid, rt, False)
+    # the budget is spent after the first step: validated once, then stopped
+    assert summary["stopped_by"] == "time budget" and summary["steps_run"] == 1
+    assert [h["step"] for h in summary["history"]] == [1]
+
+
+def test_graphs_stream_configs_from_the_cache(tiny_paths: Paths) -> None:
+    from tpurank.prepare.store import ConfigStore
+
+    train = load_split(tiny_paths, "layout:nlp:default", "train", progress=False)
+    g = max(train, key=lambda g: g.num_unique)
+    assert isinstance(g.configs, ConfigStore)  # nothing decoded until a batch indexes it
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        rows = sample_rows(g, 4, rng)
+        assert len(set(rows.tolist())) == 4 and rows.max() < g.num_unique
+        # a window of at most 4 x 4 consecutive stored rows (wrapping): one or two chunks per step
+        assert g.num_unique > 16 and any(((rows - s) % g.num_unique < 16).all() for s in rows)
+    np.testing.assert_array_equal(g.configs[rows], np.asarray(g.configs)[rows])
+
+
+def test_validation_uses_the_official_subset(tiny_paths: Paths) -> None:
+    from tpurank.gnn.data import eval_configs
+
+    valid = load_split(tiny_paths, "layout:xla:random", "valid", progress=False)
+    g = valid[0]
+    assert len(eval_configs(g, 1000)) == len(g.inverse)  # no subset in the cache: every config
+    g.eval_rows = np.array([3, 1, 2])
+    np.testing.assert_array_equal(eval_configs(g, 1000), [3, 1, 2])
+
+
+@pytest.mark.parametrize("layer_attention", [False, True])
+def test_checkpointed_layers_give_the_same_loss_and_gradients(layer_attention: bool) -> None:
+    g = from_prepared(prepared_graph("layout", seed=2, n=30))
+    batch = make_batch([g], [np.arange(10)])
+    grads, losses = [], []
+    for ck in (False, True):
+        torch.manual_seed(0)
+        m = GnnRanker(
+            "layout", FEAT, hidden=16, layers=3, checkpoint_layers=ck, layer_attention=layer_attention
+        )
+        m.train()
+        loss = ranking_loss("listmle", m(batch), batch.runtime, batch.mask, 0.1, batch.weight)
+        loss.backward()
+        losses.append(loss.item())
+        grads.append({k: p.grad.clone() for k, p in m.named_parameters() if p.grad is not None})
+    assert losses[0] == pytest.approx(losses[1], rel=1e-6)
+    assert grads[0].keys() == grads[1].keys()
+    for k in grads[0]:
+        assert torch.allclose(grads[0][k], grads[1][k], atol=1e-6), k
+
+
+def shaped_graph(seed: int) -> PreparedGraph:
+    """`prepared_graph` with real shape dims and own layouts at its nodes (the tile-aware inputs read them)."""
+    p = prepared_graph("layout", seed=seed)
+    r = np.random.default_rng(seed)
+    raw = np.zeros((len(p.node_opcode), 140), np.float32)
+    raw[:, 21:24] = r.integers(1, 300, size=(len(raw), 3))
+    raw[:, 134:137] = [2, 1, 0]
+    return replace(p, node_feat_raw=raw, configs=r.integers(-1, 3, size=p.configs.shape).astype(np.int8))
+
+
+def test_tile_features_feed_the_configured_layout_to_the_model() -> None:
+    """A model with `tile_features` reads `make_batch(..., tile=True)`'s inputs: they change its scores,
+    configs scored together or alone still get the same costs, and gradients reach the new layer."""
+    g = from_prepared(shaped_graph(seed=5))
+    torch.manual_seed(0)
+    m = GnnRanker("layout", FEAT, hidden=16, layers=2, tile_features=True).eval()
+    rows = np.arange(8)
+    with pytest.raises(ValueError, match="tile=True"):
+        m(make_batch([g], [rows]))
+    batch = make_batch([g], [rows], tile=True)
+    assert batch.config_tile.shape == (8, len(g.config_nodes), TILE_INPUTS)
+    together = score_rows(m, g, rows, chunk=8, device=torch.device("cpu"), precision="fp32")
+    alone = score_rows(m, g, rows, chunk=1, device=torch.device("cpu"), precision="fp32")
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    with torch.no_grad():
+        m.tile_in.weight.zero_()
+    blind = score_rows(m, g, rows, chunk=8, device=torch.device("cpu"), precision="fp32")
+    assert not np.allclose(blind, together)  # the inputs mattered
+    m.train()
+    m(make_batch([g], [rows], tile=True)).sum().backward()
+    assert m.tile_in.weight.grad.abs().sum() > 0
+
+
+def test_segments_carry_their_nodes_tile_inputs() -> None:
+    g = from_prepared(shaped_graph(seed=6))
+    full = make_batch([g], [np.arange(6)], tile=True)
+    segs = split_graph(g, 10)
+    part = segment_batch(full, segs)
+    cols = np.concatenate([s.config_cols for s in segs])
+    np.testing.assert_array_equal(part.config_tile.numpy(), full.config_tile.numpy()[:, cols])
+
+
+def test_a_model_with_tile_features_trains_saves_and_predicts(tiny_paths: Paths, tmp_path) -> None:
+    paths = Paths(data=tiny_paths.data, out=tmp_path)
+    collection = "layout:xla:random"
+    train = load_split(tiny_paths, collection, "train", progress=False)
+    valid = load_split(tiny_paths, collection, "valid", progress=False)
+    cfg = small_cfg(max_steps=3, eval_every=3, graphs_per_batch=2, configs_per_graph=8, tile_features=True)
+    model, _ = fit(
+        gnn_model.SPEC, paths, cfg, collection, train, valid, Runtime(torch.device("cpu")), progress=False
+    )
+    reloaded, ckpt = load_model(gnn_model.SPEC, paths.model_dir("gnn", collection) / CHECKPOINT)
+    assert ckpt["model_args"]["tile_features"] is True and reloaded.tile_in is not None
+    preds = predict_collection(gnn_model.SPEC, paths, cfg, collection, "valid", graphs=valid, progress=False)
+    for g in valid:
+        again = score_rows(reloaded, g, np.arange(g.num_unique), 64, torch.device("cpu"), "fp32")
+        np.testing.assert_array_equal(preds[g.id], again[g.inverse])
+
+
+@pytest.mark.parametrize("seeds", [1, 2])
+def test_dim_features_widen_the_node_inputs_and_predict_reads_them_as_trained(
+    tiny_paths: Paths, tmp_path, seeds: int
+) -> None:
+    """`gnn.dim_features` adds NODE_TILE_INPUTS node columns; `predict` (one model or a seed average)
+    loads the graphs as the checkpoint's recipe says, whatever the predicting config says."""
+    paths = Paths(data=tiny_paths.data, out=tmp_path, work=tiny_paths.work or tiny_paths.out)
+    collection = "layout:xla:random"
+    cfg = small_cfg(max_steps=2, eval_every=2, graphs_per_batch=2, configs_per_graph=8, dim_features=True,
+                    seeds=seeds)  # fmt: skip
+    GNN.train(paths, cfg, collection)
+    plain = load_split(tiny_paths, collection, "valid", progress=False)
+    wide = load_split(tiny_paths, collection, "valid", progress=False, dim_features=True)
+    assert wide[0].node_feat.shape[1] == plain[0].node_feat.shape[1] + NODE_TILE_INPUTS
+    np.testing.assert_array_equal(wide[0].node_feat[:, : plain[0].node_feat.shape[1]], plain[0].node_feat)
+    model, ckpt = load_model(gnn_model.SPEC, paths.model_dir("gnn", collection) / CHECKPOINT)
+    assert ckpt["recipe"]["dim_features"] is True
+    assert ckpt["model_args"]["node_feat_dim"] == wide[0].node_feat.shape[1]
+    preds = GNN.predict(paths, small_cfg(), collection, "valid")  # the default config: no dim_features
+    assert set(preds) == {g.id for g in wide}
+    if seeds == 1:
+        for g in wide:
+            again = score_rows(model, g, np.arange(g.num_unique), 64, torch.device("cpu"), "fp32")
+            np.testing.assert_array_equal(preds[g.id], again[g.inverse])
+
+
+def test_a_checkpoint_from_before_the_mxu_inputs_names_what_differs(tmp_path) -> None:
+    """A model trained with 7 tile inputs (before the MXU flags) is one line naming the layer, not
+    torch's header line."""
+    from tpurank.gnn.train.checkpoints import CHECKPOINT_FORMAT, save_checkpoint
+
+    m = GnnRanker("layout", FEAT, hidden=16, layers=2, tile_features=True)
+    state = m.state_dict()
+    state["tile_in.weight"] = state["tile_in.weight"][:, :7]
+    args = {"kind": "layout", "node_feat_dim": FEAT, "hidden": 16, "layers": 2, "tile_features": True}
+    path = tmp_path / CHECKPOINT
+    save_checkpoint(path, {"format": CHECKPOINT_FORMAT, "model": "gnn", "collection": "layout:xla:random",
+                           "model_args": args, "state_dict": state})  # fmt: skip
+    with pytest.raises(TpurankError, match=r"size mismatch for tile_in.weight.*; retrain this model$"):
+        load_model(gnn_model.SPEC, path, "layout:xla:random")

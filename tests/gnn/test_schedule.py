@@ -1,0 +1,168 @@
+"""The training schedule follows the budget; early stopping cannot fire before a minimum share of
+it; the best checkpoint is what predict loads; metrics.csv has a row per validation (and rows of
+training loss between them: tests/report/test_curves.py)."""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from tpurank.core.config import Config, from_dict
+from tpurank.core.errors import TpurankError
+from tpurank.core.paths import Paths
+from tpurank.gnn.data import load_split
+from tpurank.gnn.families import gnn as gnn_model
+from tpurank.gnn.train import loop, run_log
+from tpurank.gnn.train.checkpoints import CHECKPOINT, load_model
+from tpurank.gnn.train.schedule import lr_factor
+from tpurank.gnn.train.trainer import train_collection
+
+COLLECTION = "layout:xla:random"
+
+
+def small_cfg(**gnn: object) -> Config:
+    return from_dict(
+        {"gnn": {"hidden": 16, "layers": 2, "opcode_dim": 4, "config_dim": 4, "seeds": 1, **gnn}}
+    )
+
+
+def metrics(paths: Paths, column: str = "valid_score") -> list[dict[str, str]]:
+    """The rows of metrics.csv with a `column` (by default the validations: the training-loss rows
+    between them have no valid_score)."""
+    with open(paths.model_dir("gnn", COLLECTION) / run_log.METRICS) as f:
+        return [r for r in csv.DictReader(f) if r[column]]
+
+
+@pytest.fixture
+def graphs(tiny_paths: Paths):
+    return load_split(tiny_paths, COLLECTION, "train", False), load_split(
+        tiny_paths, COLLECTION, "valid", False
+    )
+
+
+@pytest.mark.parametrize(
+    ("step", "share", "expected"), [(0, 0.0, 1.0), (50, 0.0, 0.5), (10, 0.5, 0.5), (10, 1.0, 0.0)]
+)
+def test_the_cosine_follows_the_larger_share_of_the_budget(step: int, share: float, expected: float) -> None:
+    assert lr_factor(step, 100, 0, "cosine", time_share=share) == pytest.approx(
+        max(expected, 0.5 * (1 + math.cos(math.pi * step / 100))) if share == 0 else expected, abs=0.02
+    )
+
+
+@pytest.mark.parametrize(
+    ("step", "share", "expected"),
+    [
+        (3, 0.0, 0.4),  # over steps: linear from 1/warmup_steps
+        (3, 0.05, 0.5),  # half the warm-up's share (10 of 100 steps) of the time spent: half the rate
+        (3, 0.1, 1.0),  # the warm-up's share of the time spent: the peak, whatever the step
+        (3, 0.55, 0.5),  # the cosine over the rest of the time: half-way
+        (3, 1.0, 0.0),
+    ],
+)
+def test_the_warm_up_follows_the_larger_share_of_the_budget(step: int, share: float, expected: float) -> None:
+    assert lr_factor(step, 100, 10, "cosine", time_share=share) == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_a_time_budgeted_run_ends_near_a_zero_rate(tiny_paths: Paths, graphs, tmp_path: Path) -> None:
+    paths = Paths(tiny_paths.data, tmp_path)
+    # a one-step warm-up and 3 s: the first validation (step 5) comes before a loaded machine (CI's two
+    # test workers) has spent much of the budget, so it shows the peak
+    cfg = small_cfg(max_steps=1_000_000, eval_every=5, time_budget_min=0.05, warmup_steps=1, patience=10**6)
+    summary = train_collection(gnn_model.SPEC, paths, cfg, COLLECTION, *graphs, progress=False)
+    rows = metrics(paths)
+    assert summary["stopped_by"] == "time budget" and len(rows) == summary["evals_run"] >= 3
+    assert float(rows[-1]["lr"]) <= 0.05 * cfg.gnn.lr
+    assert float(rows[0]["lr"]) > 0.5 * cfg.gnn.lr  # the peak was reached: the decay is the budget's
+    assert [int(r["step"]) for r in rows] == sorted(int(r["step"]) for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("share", "steps", "why"), [(0.0, 2, "patience"), (0.5, 10, "patience"), (1.0, 20, "max_steps")]
+)
+def test_patience_never_stops_before_the_minimum_share(
+    tiny_paths: Paths,
+    graphs,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    share: float,
+    steps: int,
+    why: str,
+) -> None:
+    """Every validation is worse than the first: patience 1 stops at the first validation past the
+    share (validating every step of 20); at share 1 the run spends its budget, and says so."""
+    scores = iter(range(1000, 0, -1))
+    monkeypatch.setattr(loop, "score_valid", lambda run, valid, losses: float(next(scores)))
+    paths = Paths(tiny_paths.data, tmp_path)
+    cfg = small_cfg(max_steps=20, eval_every=1, patience=1, min_train_share=share)
+    summary = train_collection(gnn_model.SPEC, paths, cfg, COLLECTION, *graphs, progress=False)
+    assert summary["steps_run"] == steps
+    assert summary["stopped_by"] == why
+    assert len(metrics(paths)) == summary["evals_run"] == steps
+
+
+def test_the_best_checkpoint_is_what_predict_loads(
+    tiny_paths: Paths, graphs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scores = iter([0.1, 0.2, 0.9, 0.3, 0.4, 0.5])
+    monkeypatch.setattr(loop, "score_valid", lambda run, valid, losses: next(scores))
+    paths = Paths(tiny_paths.data, tmp_path)
+    cfg = small_cfg(max_steps=12, eval_every=2, patience=100)
+    train_collection(gnn_model.SPEC, paths, cfg, COLLECTION, *graphs, progress=False)
+    _, ckpt = load_model(gnn_model.SPEC, paths.model_dir("gnn", COLLECTION) / CHECKPOINT, COLLECTION)
+    assert ckpt["complete"] and ckpt["step"] == 6 and ckpt["best"] == 0.9
+    assert [float(r["valid_score"]) for r in metrics(paths)] == [0.1, 0.2, 0.9, 0.3, 0.4, 0.5]
+
+
+def test_validate_reads_every_models_metrics_for_its_curves(tmp_path: Path) -> None:
+    from tpurank.report.curves import read_curves
+
+    paths = Paths(tmp_path / "data", tmp_path / "out")
+    for rel in ("gnn/layout-xla-random", "gnn/layout-xla-random/seed-1", "gnn/.next-tile-xla"):
+        (paths.models / rel).mkdir(parents=True)
+        run_log.write_metrics(paths.models / rel / run_log.METRICS, [
+            {"step": 5, "elapsed": 1.0, "lr": 1e-3, "train_loss": 0.5, "valid_score": 0.2},
+            {"step": 10, "elapsed": 2.0, "lr": 1e-5, "train_loss": 0.4, "valid_score": 0.3},
+        ])  # fmt: skip
+    curves = read_curves(paths.models)
+    assert list(curves) == ["layout:xla:random"]  # not a retrain in progress
+    assert sorted(curves["layout:xla:random"]) == ["gnn", "gnn seed-1"]
+    assert curves["layout:xla:random"]["gnn"] == {
+        "step": [5.0, 10.0],
+        "train_loss": [0.5, 0.4],
+        "valid_step": [5.0, 10.0],
+        "valid_score": [0.2, 0.3],
+    }
+
+
+def test_tensorboard_gets_the_rows_of_metrics_csv(
+    tiny_paths: Paths, graphs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    monkeypatch.setenv(run_log.TENSORBOARD_ENV, str(tmp_path / "tb"))
+    paths = Paths(tiny_paths.data, tmp_path / "out")
+    train_collection(gnn_model.SPEC, paths, small_cfg(max_steps=6, eval_every=2), COLLECTION, *graphs,
+                     progress=False)  # fmt: skip
+    events = EventAccumulator(str(tmp_path / "tb" / "gnn" / "layout-xla-random" / "seed-0"))
+    events.Reload()
+    steps = {"valid_score": [2, 4, 6], "train_loss": [1, 2, 3, 4, 5, 6], "lr": [1, 2, 3, 4, 5, 6]}
+    for tag, column in (("valid/score", "valid_score"), ("train/loss", "train_loss"), ("lr", "lr")):
+        got = [(e.step, e.value) for e in events.Scalars(tag)]
+        want = [(int(r["step"]), float(r[column])) for r in metrics(paths, column)]
+        assert [s for s, _ in got] == [s for s, _ in want] == steps[column], tag
+        assert [v for _, v in got] == pytest.approx([v for _, v in want], rel=1e-6), tag  # float32 events
+
+
+def test_tensorboard_costs_nothing_unset_and_says_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(run_log.TENSORBOARD_ENV, raising=False)
+    assert run_log.tensorboard("gnn", COLLECTION, "seed-0") is None
+    run_log.log_scalars(None, {"step": 1, "lr": 1.0})  # a no-op without a writer
+    monkeypatch.setenv(run_log.TENSORBOARD_ENV, "tb")
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # as if the package were absent
+    with pytest.raises(TpurankError, match="TPURANK_TENSORBOARD=tb: .*pip install tensorboard"):
+        run_log.tensorboard("gnn", COLLECTION, "seed-0")

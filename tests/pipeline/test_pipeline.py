@@ -1,0 +1,325 @@
+"""The ensemble and `tpurank all` end to end on tiny data (the Kaggle notebooks: test_kaggle_notebooks).
+
+One clean `all` is built once per session (shared by the xdist workers); each test works on a copy
+of it, and the checks that need a run of their own share one where they can (the run on changed
+data is also the one killed while training). The tests that run `all` again do it on a tree of two
+collections (helpers.two_collection_all, shared with test_declarations.py): the same code paths at
+less than half the cost.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+from helpers import (
+    FAST,
+    ROOT,
+    TWO_COLLECTIONS,
+    built_once,
+    copy_without_times,
+    ran_steps,
+    tpurank,
+    two_collection_all,
+)
+
+from tpurank.core.collections import COLLECTIONS
+from tpurank.core.config import Config
+from tpurank.core.paths import Paths
+from tpurank.rankers.ensemble import collection_score, normalize, train, valid_truth, weight_grid
+from tpurank.rankers.predictions import save_predictions
+
+
+def test_weight_grid_covers_the_simplex() -> None:
+    g = weight_grid(3, 0.5)
+    assert sorted(map(tuple, g.tolist())) == sorted(
+        [(1, 0, 0), (0, 1, 0), (0, 0, 1), (0.5, 0.5, 0), (0.5, 0, 0.5), (0, 0.5, 0.5)]
+    )
+    assert np.allclose(weight_grid(2).sum(axis=1), 1) and len(weight_grid(2)) == 11
+
+
+def test_normalize() -> None:
+    np.testing.assert_allclose(normalize(np.array([10.0, 30.0, 20.0]), "rank"), [0, 1, 0.5])
+    z = normalize(np.array([1.0, 2.0, 3.0]), "zscore")
+    assert abs(z.mean()) < 1e-12 and abs(z.std() - 1) < 1e-12
+    assert (normalize(np.array([4.0, 4.0]), "zscore") == 0).all()
+
+
+def test_ensemble_never_worse_than_the_worse_member(tiny_paths: Paths) -> None:
+    """Two members of different quality: a noisy truth and a random ranking, fitted on valid."""
+    rng = np.random.default_rng(0)
+    cfg = Config()
+    cfg.ensemble.models = ["noisy", "rand"]
+    for collection in COLLECTIONS:
+        truth = valid_truth(tiny_paths, collection)
+        assert truth, f"tiny data has no {collection} valid graphs"
+        noisy = {g: np.log(rt + 1) + rng.normal(0, 0.05, len(rt)) for g, rt in truth.items()}
+        rand = {g: rng.random(len(rt)) for g, rt in truth.items()}
+        for name, preds in (("noisy", noisy), ("rand", rand)):
+            save_predictions(tiny_paths.prediction_file(name, "valid"), preds)
+        train(tiny_paths, cfg, collection)
+        rec = json.loads((tiny_paths.model_dir("ensemble", collection) / "weights.json").read_text())
+        singles = [collection_score(collection, p, truth) for p in (noisy, rand)]
+        assert rec["valid_score"] >= min(singles) - 1e-12
+        assert rec["valid_score"] >= max(singles) - 1e-12  # the grid holds each member alone
+        assert rec["member_valid_scores"]["noisy"] == pytest.approx(singles[0])
+
+
+def test_all_trains_the_ensemble_members_and_what_is_asked(tmp_path: Path) -> None:
+    from tpurank.core.errors import TpurankError
+    from tpurank.pipeline import models_to_train, plan
+
+    assert models_to_train(["lgbm", "gnn"], []) == ["lgbm", "gnn"]
+    assert models_to_train(["gnn", "lgbm"], ["baseline"]) == ["lgbm", "gnn", "baseline"]
+    assert models_to_train(["gnn"], []) == ["gnn"]
+    with pytest.raises(TpurankError, match="unknown model"):
+        models_to_train(["xgb"], [])
+    names = [s.name for s in plan(["gnn"], 1)]
+    assert "train gnn" in names and "features" not in names and "train baseline" not in names
+
+
+class CleanRun(NamedTuple):
+    """A clean `all` on a private copy of the tiny data: its data root, out folder, and output."""
+
+    data: Path
+    out: Path
+    stdout: str
+    stderr: str
+
+
+def _clean_all_tree(tiny_root: Path, folder: Path) -> None:
+    shutil.copytree(tiny_root, folder / "data")
+    r = tpurank("all", "--data-dir", str(folder / "data"), "--out-dir", str(folder / "run"), *FAST)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (folder / "stdout.txt").write_text(r.stdout)
+    (folder / "stderr.txt").write_text(r.stderr)
+
+
+@pytest.fixture(scope="module")
+def clean_all(tiny_root: Path, tmp_path_factory: pytest.TempPathFactory) -> CleanRun:
+    """One clean `all` on the tiny data, built by the first worker that asks; read-only."""
+    folder = built_once(tmp_path_factory, "clean-all", FAST, lambda f: _clean_all_tree(tiny_root, f))
+    return CleanRun(
+        folder / "data",
+        folder / "run",
+        (folder / "stdout.txt").read_text(),
+        (folder / "stderr.txt").read_text(),
+    )
+
+
+@pytest.fixture(scope="module")
+def small_all(tmp_path_factory: pytest.TempPathFactory) -> Paths:
+    """A clean `all --collections TWO_COLLECTIONS` on a data root of just those; read-only."""
+    return two_collection_all(tmp_path_factory)
+
+
+# `all` on the two-collection tree (its sample submission lists only those collections)
+TWO = ["--collections", *TWO_COLLECTIONS]
+
+
+def test_all_end_to_end_on_tiny(clean_all: CleanRun) -> None:
+    data, out, r = clean_all.data, clean_all.out, clean_all
+    sub = out / "submissions" / "submission.csv"
+    assert sub.exists() and (out / "submissions" / "submission.json").exists()
+    check = tpurank("check-submission", str(sub), "--data-dir", str(data))
+    assert check.returncode == 0, check.stdout + check.stderr
+    ids = [line.split(",")[0] for line in sub.read_text().splitlines()[1:]]
+    sample = [line.split(",")[0] for line in (data / "sample_submission.csv").read_text().splitlines()[1:]]
+    assert ids == sample
+    for m in ("random", "heuristic", "lgbm", "gnn", "ensemble"):
+        assert (out / "submissions" / f"valid_{m}.csv").exists(), m
+    # baseline is not an ensemble member: trained only when asked (--models baseline)
+    assert not (out / "models" / "baseline").exists() and "[all] models: lgbm gnn" in r.stderr
+    assert (out / "reports" / "validation.md").exists()
+    assert "Validation scores" in r.stdout and "time per step" in r.stdout
+
+
+def test_commands_by_hand_find_the_synthetic_data_all_used(
+    clean_all: CleanRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """After `all` on synthetic data in data/synthetic-<scale>/ (where `all` puts it), the commands a
+    user runs next without --data-dir use it and say so in one line (run in-process: the data root
+    is resolved from $TPURANK_HOME and the working folder at each call)."""
+    from tpurank.cli import main
+
+    home = tmp_path / "project"
+    shutil.copytree(clean_all.out, home)  # the outputs of `all`, in the project root
+    shutil.copytree(clean_all.data, home / "data" / "synthetic-tiny")
+    (home / "data" / ".last-data-root").write_text("synthetic-tiny\n")  # as `all` records it
+    monkeypatch.delenv("TPURANK_DATA", raising=False)
+    monkeypatch.setenv("TPURANK_HOME", str(home))
+    monkeypatch.chdir(home)
+    line = "tpurank: data: data/synthetic-tiny (synthetic 'tiny', the data the last ./run.sh all used; "
+    for cmd in (
+        ["check"],
+        ["check-submission", "submissions/submission.csv"],
+        ["score", "--submission", "submissions/valid_ensemble.csv"],
+        ["validate"],
+        ["config", "show"],
+    ):
+        capsys.readouterr()
+        rc = main(cmd)
+        r = capsys.readouterr()
+        assert rc == 0, r.err[-2000:]
+        assert [x for x in r.err.splitlines() if x.startswith("tpurank: data: ")] == [
+            line + "--data-dir DIR to use another)"
+        ], r.err[-2000:]
+    assert f"`{home / 'data' / 'synthetic-tiny'}`" in (home / "reports" / "validation.md").read_text()
+    # config show read the same data, so it shows the demo preset that `all` trained with
+    steps = next(x for x in r.out.splitlines() if x.startswith("gnn.max_steps "))
+    assert "preset demo.toml" in steps
+    monkeypatch.chdir(ROOT)
+    assert main(["runs"]) == 0
+    runs = capsys.readouterr()
+    assert "synthetic" in runs.out, runs.err[-2000:]
+
+
+def here(capsys: pytest.CaptureFixture, *args: str) -> subprocess.CompletedProcess:
+    """`tpurank ARGS` in this process (a child costs seconds of imports): its exit code and output."""
+    from tpurank.cli import main
+
+    capsys.readouterr()
+    rc = main(list(args))
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(args, rc, captured.out, captured.err)
+
+
+def _table(out: Path) -> str:
+    """The validation report without the lines naming its own folder."""
+    return "\n".join(
+        x for x in (out / "reports" / "validation.md").read_text().splitlines() if str(out) not in x
+    )
+
+
+def test_manual_commands_then_all_equal_a_clean_all(small_all: Paths, tmp_path: Path, capsys) -> None:
+    """Retrain one model by hand with other settings and predict with it, then `all`: every step
+    the manual commands touched, and those downstream, run again; the rest is skipped; the
+    submission bytes and the validation table are the clean run's."""
+    clean = small_all.out
+    out = tmp_path / "run"
+    shutil.copytree(clean, out)
+    run = ["--data-dir", str(small_all.data), "--out-dir", str(out), *TWO]
+    again = here(capsys, "all", *run, *FAST)  # a second `all` on an unchanged run skips everything
+    assert again.returncode == 0 and again.stderr.count("up to date, skipped") == 14, again.stderr[-3000:]
+    assert "tpurank train" not in again.stderr
+    other = [*FAST, "--set", "gnn.hidden=8", "--set", "gnn.max_steps=5"]
+    one = ["--data-dir", str(small_all.data), "--out-dir", str(out), "--collections", "layout:nlp:random"]
+    for cmd in (["train", "--model", "gnn"], ["predict", "--model", "gnn", "--split", "valid"]):
+        r = here(capsys, *cmd, *one, *other)
+        assert r.returncode == 0, r.stderr[-2000:]
+    assert _table(out) == _table(clean)  # validate has not run yet: the report is the old one
+    r = here(capsys, "all", *run, *FAST)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ran = ran_steps(r.stderr)
+    assert {"train gnn", "predict gnn valid", "predict gnn test"} <= ran
+    assert not ran & {"prepare", "features", "train lgbm", "predict lgbm valid"}
+    sub = "submissions/submission.csv"
+    assert (out / sub).read_bytes() == (clean / sub).read_bytes()
+    assert _table(out) == _table(clean)
+
+
+def _kill_while_training(cmd: list[str], out: Path) -> None:
+    """Start `cmd` (an `all` into `out`) and SIGKILL it once the GNN's first resume state is written."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not list((out / "models/gnn").glob(".next-*/last.pt")) and time.monotonic() < deadline:
+        assert proc.poll() is None, "all ended before the GNN trained"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def test_all_follows_the_data_content_and_a_killed_all_resumes(
+    small_all: Paths, tmp_path: Path, capsys
+) -> None:
+    """The same bytes with new timestamps reuse every step; a test file rewritten under its own
+    name (configs reordered) reruns what depends on it. A fresh `all` on the changed data, SIGKILLed
+    while the GNN trains and run again, keeps its finished steps; both runs end byte for byte alike
+    (and unlike the clean run on the old data)."""
+    clean = small_all.out
+    data, out = tmp_path / "data", tmp_path / "run"
+    copy_without_times(small_all.data, data)
+    shutil.copytree(clean, out)
+    run = ["--data-dir", str(data), "--out-dir", str(out), *TWO]
+    r = here(capsys, "all", *run, *FAST)
+    assert r.returncode == 0 and r.stderr.count("up to date, skipped") == 14, r.stderr[-3000:]
+    assert ": tpurank " not in r.stderr  # nothing ran, training least of all
+
+    f = sorted((data / "npz_all/npz/layout/nlp/random/test").glob("*.npz"))[0]
+    with np.load(f) as z:
+        arrays = {k: z[k] for k in z.files}
+    order = np.arange(len(arrays["config_runtime"]))[::-1]
+    arrays["node_config_feat"], arrays["config_runtime"] = (
+        arrays["node_config_feat"][order],
+        arrays["config_runtime"][order],
+    )
+    np.savez(f, **arrays)
+    r = here(capsys, "all", *run, *FAST)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert {"prepare", "predict gnn test", "predict lgbm test", "predict ensemble test"} <= ran_steps(
+        r.stderr
+    )
+
+    fresh = tmp_path / "fresh"
+    cmd = [
+        sys.executable,
+        "-m",
+        "tpurank",
+        "all",
+        "--data-dir",
+        str(data),
+        "--out-dir",
+        str(fresh),
+        *TWO,
+        *FAST,
+    ]
+    _kill_while_training(cmd, fresh)
+    assert not (fresh / "submissions/submission.csv").exists()
+    r = here(capsys, *cmd[3:])
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "[all] prepare: up to date, skipped" in r.stderr
+    sub = "submissions/submission.csv"
+    assert (out / sub).read_bytes() == (fresh / sub).read_bytes() != (clean / sub).read_bytes()
+    assert _table(out) == _table(fresh)
+
+
+def test_infer_on_a_copy_of_the_data_keeps_the_models_rule(
+    clean_all: CleanRun, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Kaggle's /kaggle/input is a copy without timestamps, and may lack the train files: infer uses
+    the feature rule shipped with the models as it is (never refits it), writes its cache under
+    --work-dir, and submits what `all` submitted (in-process: the notebooks test runs it as Kaggle does)."""
+    from tpurank.cli import main
+
+    clean = clean_all.out
+    pack = tmp_path / "models-dataset"
+    rc = main([
+        "build-models-dataset", "--dest", str(pack), "--data-dir", str(clean_all.data), "--out-dir", str(clean),
+        "--allow-synthetic",  # the tiny data is synthetic: refused without it
+    ])  # fmt: skip
+    assert rc == 0, capsys.readouterr().err[-2000:]
+    data = tmp_path / "input"
+    copy_without_times(clean_all.data, data)
+    shutil.rmtree(data / "npz_all/npz/layout/xla/random/train")  # a rule refitted would differ
+    out, work = tmp_path / "working", tmp_path / "temp"
+    capsys.readouterr()
+    rc = main([
+        "infer", "--models-dataset", str(pack), "--data-dir", str(data), "--out-dir", str(out),
+        "--work-dir", str(work),
+    ])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 0, err[-3000:]
+    assert "fit feature rule" not in err
+    rule = "features/prepared/node_feature_rule.json"
+    assert (work / rule).read_bytes() == (clean / rule).read_bytes()
+    assert (work / "features/prepared/index.parquet").is_file() and not (out / "features").exists()
+    sub = "submissions/submission.csv"
+    assert (out / sub).read_bytes() == (clean / sub).read_bytes()

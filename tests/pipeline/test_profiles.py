@@ -1,0 +1,251 @@
+"""Profiles picked by the device (faked GPUs: no GPU is at hand), their layering under the user's config,
+and the whole run's budget: its split over collections and seeds, and a run that stops within it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from tpurank import budget
+from tpurank.budget import MARGIN, apply_plan, make_plan
+from tpurank.core import profiles
+from tpurank.core.collections import COLLECTIONS
+from tpurank.core.config_files import config_layers, from_layers, load_config
+from tpurank.core.errors import TpurankError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fake_cuda(
+    monkeypatch: pytest.MonkeyPatch, name: str, gb: float, capability=(7, 5), archs=("sm_75",)
+) -> None:
+    """A CUDA device as torch would report it, without one."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(profiles, "nvidia_device_files", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i=0: capability)
+    monkeypatch.setattr(torch.cuda, "get_arch_list", lambda: list(archs))
+    props = types.SimpleNamespace(name=name, total_memory=int(gb * 2**30))  # torch reports bytes
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i=0: props)
+
+
+@pytest.mark.parametrize(
+    ("name", "gb", "capability", "archs", "want"),
+    [
+        ("Tesla T4", 14.7, (7, 5), ("sm_75", "sm_80"), "kaggle-t4"),
+        ("Tesla P100-PCIE-16GB", 15.9, (6, 0), ("sm_60",), "kaggle-t4"),
+        ("NVIDIA A10G", 22.0, (8, 6), ("sm_80", "sm_86"), "gpu"),
+        ("NVIDIA H100 80GB HBM3", 79.1, (9, 0), ("sm_80", "sm_90"), "gpu"),
+        ("Tesla P100-PCIE-16GB", 15.9, (6, 0), ("sm_75", "sm_80"), "cpu"),  # torch has no kernels for sm_60
+    ],
+)
+def test_auto_picks_the_profile_the_device_fits(monkeypatch, name, gb, capability, archs, want) -> None:
+    fake_cuda(monkeypatch, name, gb, capability, archs)
+    monkeypatch.delenv(profiles.ENV, raising=False)
+    p = profiles.resolve_profile("auto")
+    assert p.name == want
+    assert (name in p.reason) == (want != "cpu")
+
+
+def test_a_device_that_errors_is_no_gpu(monkeypatch) -> None:
+    torch = pytest.importorskip("torch")
+    fake_cuda(monkeypatch, "busy", 15.0)
+
+    def busy(i=0):
+        raise RuntimeError("CUDA error: all CUDA-capable devices are busy or unavailable")
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", busy)
+    assert profiles.resolve_profile("auto").name == "cpu"
+
+
+def test_no_gpu_is_the_cpu_profile_and_names_win(monkeypatch) -> None:
+    monkeypatch.setattr(profiles, "nvidia_device_files", lambda: False)
+    monkeypatch.delenv(profiles.ENV, raising=False)
+    assert profiles.resolve_profile(None).name == "cpu"
+    assert profiles.resolve_profile("gpu") == profiles.Profile("gpu", "chosen with --profile")
+    monkeypatch.setenv(profiles.ENV, "kaggle-t4")
+    assert profiles.resolve_profile(None).name == "kaggle-t4"
+    monkeypatch.setenv(profiles.ENV, "h100")
+    with pytest.raises(TpurankError, match=r"\$TPURANK_PROFILE must be one of"):
+        profiles.resolve_profile(None)
+
+
+@pytest.mark.parametrize("name", profiles.PROFILES)
+def test_each_profile_file_loads_and_names_itself(name: str) -> None:
+    p = profiles.Profile(name, "test")
+    assert p.file.exists()
+    assert load_config(profile=p.file).profile == name
+
+
+def test_the_profile_sits_under_the_preset_the_file_and_set(tmp_path: Path) -> None:
+    cpu = profiles.Profile("cpu", "test").file
+    mine = tmp_path / "mine.toml"
+    mine.write_text("[gnn]\nlr = 0.005\n")
+    layers = config_layers(mine, ["gnn.hidden=48"], ROOT / "configs" / "demo.toml", cpu)
+    assert [x.source.split()[0] for x in layers] == ["profile", "preset", "file", "--set"]
+    cfg = from_layers(layers)
+    assert (cfg.profile, cfg.gnn.hidden, cfg.gnn.lr, cfg.gnn.max_steps) == ("cpu", 48, 0.005, 240)
+    assert cfg.gnn.time_budget_min == 3.5  # from the profile: the demo preset does not set it
+    # the cpu profile has no MXU columns anywhere (lower on every real seed) and the tile-aware GNN
+    # inputs on every layout collection (higher on every real seed)
+    for c in COLLECTIONS:
+        one = cfg.for_collection(c)
+        assert not one.features.mxu_columns
+        assert one.gnn.tile_features == c.startswith("layout:")
+
+
+def test_a_key_set_at_top_level_above_beats_a_collection_table_below(tmp_path: Path) -> None:
+    """The cpu profile's xla:random table sets eval_every = 100; the demo preset above it sets
+    eval_every = 0 at top level, which then holds for every collection (as over the GPU scale)."""
+    cpu = profiles.Profile("cpu", "test").file
+    cfg = load_config(None, [], preset=ROOT / "configs" / "demo.toml", profile=cpu)
+    assert {cfg.for_collection(c).gnn.eval_every for c in COLLECTIONS} == {0}
+    assert not cfg.for_collection("layout:xla:random").gnn.checkpoint_layers  # a key the demo leaves alone
+    off = load_config(None, ["gnn.tile_features=false"], profile=cpu)
+    assert not any(off.for_collection(c).gnn.tile_features for c in COLLECTIONS)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("2h", 7200), ("90m", 5400), ("1h30m", 5400), ("45s", 45), ("15", 900), ("1.5h", 5400)],
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert profiles.parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "2 hours", "0", "-5", "h", "inf", "nan", "1e400"])
+def test_bad_durations_are_one_line(text: str) -> None:
+    with pytest.raises(TpurankError, match="--budget"):
+        profiles.parse_duration(text)
+
+
+def _tree(root: Path, sizes: dict[str, int]) -> Path:
+    """A data root whose train files of each collection have the given size (bytes), two files each."""
+    for c, size in sizes.items():
+        folder = root / "npz_all" / "npz" / c.replace(":", "/") / "train"
+        folder.mkdir(parents=True)
+        for i in range(2):
+            (folder / f"g{i}.npz").write_bytes(b"x" * size)
+    return root
+
+
+def test_graph_size_reads_the_pruned_size_from_the_headers(sample_root: Path) -> None:
+    """The typical train graph of a collection, from array headers: layout keeps the configurable
+    nodes and their neighbours (never more than the graph), tile the whole kernel."""
+    from tpurank.data.npz import load_graph
+
+    g = load_graph(sample_root / "npz_all/npz/layout/xla/default/train/unet3d.npz", config_dtype=None)
+    want = min(len(g.node_opcode), budget.NEIGHBOURHOOD * len(g.node_config_ids))
+    assert budget.graph_size(sample_root, "layout:xla:default") == want
+    t = load_graph(sample_root / "npz_all/npz/tile/xla/train/retinanet.2x2.fp32_-342c949e14733d96.npz")
+    assert budget.graph_size(sample_root, "tile:xla") == len(t.node_opcode)
+
+
+def test_the_plan_splits_by_need_and_seeds(tmp_path: Path, monkeypatch) -> None:
+    cfg = load_config(overrides=['collections."layout:nlp:default".gnn.seeds=2'])
+    sizes = {"tile:xla": 1000, "layout:xla:default": 50_000, "layout:nlp:default": 50_000}
+    root = _tree(tmp_path, sizes)
+    monkeypatch.setattr(budget, "graph_size", lambda root, c: sizes[c] / 10)
+    plan = make_plan(3600, cfg, root, list(sizes), ["lgbm", "gnn"])
+    by = {s.collection: s for s in plan.shares}
+    assert set(by) == set(sizes) and all(s.model == "gnn" for s in plan.shares)
+    # the whole plan fits: fixed estimate + training + margin <= the budget
+    assert plan.fixed_s + plan.training_s <= 3600 * (1 - MARGIN) + 0.01 * len(plan.shares) * 60
+    # need = the 1st place's steps x configs per step x file size: nlp:default 50k steps, xla:default 11.5k
+    total = {c: s.minutes * s.seeds for c, s in by.items()}
+    assert total["layout:nlp:default"] / total["layout:xla:default"] == pytest.approx(
+        50_000 / 11_500, rel=0.01
+    )
+    assert by["layout:nlp:default"].seeds == 2 and by["tile:xla"].minutes < by["layout:xla:default"].minutes
+    assert make_plan(3600, cfg, root, list(sizes), ["lgbm", "gnn"]) == plan  # no clock in it
+    planned = apply_plan(cfg, plan, [])
+    for c, s in by.items():
+        assert planned.for_collection(c).gnn.time_budget_min == s.minutes
+    # the user's own time budget wins over the plan's
+    layers = config_layers(overrides=["gnn.time_budget_min=3"])
+    mine = apply_plan(from_layers(layers), plan, layers)
+    assert {mine.for_collection(c).gnn.time_budget_min for c in sizes} == {3.0}
+
+
+def test_a_spent_budget_still_ends_every_training(tmp_path: Path) -> None:
+    """A time budget of 0 means none: when nothing is left, every share is still a few seconds."""
+    root = _tree(tmp_path, {"layout:xla:default": 10_000, "tile:xla": 100})
+    cfg = load_config()
+    plan = make_plan(60, cfg, root, ["tile:xla", "layout:xla:default"], ["gnn"], spent_s=600)
+    assert plan.shares and all(s.minutes == budget.LEAST_MIN for s in plan.shares)
+    assert all(
+        apply_plan(cfg, plan, []).for_collection(s.collection).gnn.time_budget_min > 0 for s in plan.shares
+    )
+
+
+def test_the_plan_file_keeps_one_plan_per_run(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "data", {"tile:xla": 100, "layout:xla:default": 100})
+    cfg, f = load_config(), tmp_path / "budget-plan.json"
+    keys = {}
+    for subset in (["tile:xla"], ["tile:xla", "layout:xla:default"]):
+        keys[len(subset)] = budget.plan_key(600, cfg, root, subset, ["gnn"])
+        budget.save_plan(f, keys[len(subset)], make_plan(600, cfg, root, subset, ["gnn"]))
+    assert len(budget.saved_plan(f, keys[1]).shares) == 1 and len(budget.saved_plan(f, keys[2]).shares) == 2
+    # a change the split does not read keeps the key; one it reads changes it
+    other = load_config(overrides=["lgbm.num_boost_round=7"])
+    assert budget.plan_key(600, other, root, ["tile:xla"], ["gnn"]) == keys[1]
+    wider = load_config(overrides=["gnn.seeds=2"])
+    assert budget.plan_key(600, wider, root, ["tile:xla"], ["gnn"]) != keys[1]
+
+
+def test_a_baseline_takes_a_fifth_of_the_neural_time(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"layout:xla:default": 10_000})  # sizes do not matter with one collection
+    plan = make_plan(1800, load_config(), root, ["layout:xla:default"], ["gnn", "baseline"])
+    minutes = {s.model: s.minutes * s.seeds for s in plan.shares}
+    assert minutes["baseline"] / (minutes["gnn"] + minutes["baseline"]) == pytest.approx(0.2, rel=0.01)
+
+
+def test_config_show_names_the_profile_as_the_source(tmp_path: Path, monkeypatch) -> None:
+    env = {"PATH": "/usr/bin:/bin", "TPURANK_HOME": str(tmp_path), "TPURANK_PROFILE": "cpu"}
+    cmd = [sys.executable, "-m", "tpurank", "config", "show", "--data-dir", str(tmp_path)]
+    cpu = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    gpu = subprocess.run([*cmd, "--profile", "gpu"], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert cpu.returncode == gpu.returncode == 0, cpu.stderr + gpu.stderr
+    row = {r.split()[0]: r for r in cpu.stdout.splitlines() if r.strip()}
+    assert "32" in row["gnn.hidden"] and "profile cpu" in row["gnn.hidden"]
+    assert "3.5" in row["gnn.time_budget_min"] and "profile cpu" in row["gnn.time_budget_min"]
+    row = {r.split()[0]: r for r in gpu.stdout.splitlines() if r.strip()}
+    assert "256" in row["gnn.hidden"] and "profile" not in row["gnn.hidden"].split("256", 1)[1].split()[0:1]
+
+
+def test_all_within_a_tiny_budget_stops_training_on_time(tiny_root: Path, tmp_path: Path) -> None:
+    """`all --budget 50s` on one tiny collection: the plan printed, the GNN stopped by its share of
+    time (its step cap is out of reach), a checked submission, and the run within the budget. The
+    other stages are estimated at about a minute, so the GNN's share is what the tiny data leaves
+    of that estimate: seconds, where a longer budget would only train longer."""
+    out = tmp_path / "run"
+    sets = ["gnn.max_steps=100000", "gnn.hidden=16", "gnn.eval_every=20", "gnn.min_train_share=1"]
+    sets += ["lgbm.num_boost_round=20", "lgbm.threads=1"]
+    cmd = [sys.executable, "-m", "tpurank", "all", "--data-dir", str(tiny_root), "--out-dir", str(out)]
+    cmd += ["--collections", "layout:xla:default", "--budget", "50s", "--profile", "cpu"]
+    cmd += [x for s in sets for x in ("--set", s)]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "[all] profile cpu: chosen with --profile" in r.stderr
+    assert "[all] budget 50s:" in r.stderr and "step 1/" in r.stderr
+    planned = [line for line in r.stderr.splitlines() if line.startswith("[all]   gnn")]
+    assert len(planned) == 2 and all("layout:xla:default" in x for x in planned)  # first plan, second look
+    assert "[all] the plan again" in r.stderr and (out / "reports" / "budget-plan.json").exists()
+    model = json.loads((out / "models" / "gnn" / "layout-xla-default" / "model.json").read_text())
+    assert model["stopped_by"] == "time budget"
+    share = model["config"]["gnn"]["time_budget_min"]  # the collection's config, the plan applied
+    assert 0.1 <= share < 1.5 and model["seconds"] < share * 60 + 15
+    assert (out / "submissions" / "submission.csv").exists()
+    closing = [line for line in r.stdout.splitlines() if "the budget of 50s" in line]
+    assert closing and "under" in closing[0]
+    # a rerun takes the saved plan, not a new one on another clock: every step is up to date
+    again = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    assert (
+        again.returncode == 0 and "[all] the plan the last run with this budget trained with" in again.stderr
+    )
+    assert again.stderr.count("up to date, skipped") == 14 and ": tpurank " not in again.stderr

@@ -1,0 +1,146 @@
+"""A retrain never loses the finished model; corrupt or foreign models are one line; each trained
+model ends with one line."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import ROOT, TRAIN_LOG, TRAINED_COLLECTION, TRAINED_SMALL, common, snapshot
+
+from tpurank.cli import main
+from tpurank.core.errors import DiskFullError
+from tpurank.core.paths import Paths
+
+COLLECTION = TRAINED_COLLECTION
+SMALL = [arg for item in TRAINED_SMALL for arg in ("--set", item)]
+# seconds of training for a retrain with another config: enough to interrupt it once it has written
+# its first resume state, and what its resumed run then waits out before it stops on time
+RETRAIN_S = 3
+# that config, validating (and so writing last.pt) every 2 steps, its step cap out of reach
+OTHER = [*SMALL, "--set", "gnn.hidden=8", "--set", "gnn.max_steps=100000", "--set", "gnn.eval_every=2"]
+OTHER += ["--set", f"gnn.time_budget_min={RETRAIN_S / 60}", "--set", "gnn.patience=1000000"]
+
+
+def _default_sigint() -> None:
+    """Ctrl-C as a terminal gives it: a test run in the background (`cmd &`, CI) inherits SIGINT
+    ignored, and Python then installs no KeyboardInterrupt handler, so the child would not stop."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def tpurank(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tpurank", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_an_interrupted_retrain_leaves_the_finished_model_and_resumes(trained: Paths, sig: int) -> None:
+    final = trained.model_dir("gnn", COLLECTION)
+    staging = final.with_name(".next-" + final.name)
+    before, preds = snapshot(final), trained.prediction_file("gnn", "valid").read_bytes()
+    args = ["train", "--model", "gnn", "--collections", COLLECTION, *common(trained), *OTHER]
+    proc = tpurank(*args)
+    deadline = time.monotonic() + 120
+    while not (staging / "last.pt").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "Traceback" not in err, err
+    assert snapshot(final) == before  # byte for byte, model.pt included
+    assert trained.prediction_file("gnn", "valid").read_bytes() == preds
+    assert (staging / "last.pt").is_file()  # the retrain's own state, for its resume
+    done = subprocess.run([sys.executable, "-m", "tpurank", *args], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "resuming after step" in done.stdout + done.stderr
+    assert snapshot(final) != before and not staging.exists()
+    line = [ln for ln in done.stderr.splitlines() if ln.startswith(f"[gnn {COLLECTION}] ")]
+    assert len(line) == 1 and "stopped: time budget; best " in line[0], done.stderr[-2000:]
+
+
+def test_a_full_disk_during_training_is_one_line_and_keeps_the_model(
+    trained: Paths, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from tpurank.gnn.train import loop
+
+    final = trained.model_dir("gnn", COLLECTION)
+    before = snapshot(final)
+    calls = []
+
+    def full(path: Path, state: dict) -> None:
+        calls.append(path)
+        if len(calls) > 1:
+            raise DiskFullError(path)
+
+    monkeypatch.setattr(loop, "save_checkpoint", full)
+    capsys.readouterr()
+    rc = main(["train", "--model", "gnn", "--collections", COLLECTION, *common(trained), *OTHER])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err
+    lines = [ln for ln in err.splitlines() if ": error: " in ln]
+    assert len(lines) == 1 and "no space left" in lines[0].lower(), err
+    assert snapshot(final) == before
+
+
+def _predict_error(paths: Paths, model: str) -> str:
+    """predict in a child process (a native crash would kill pytest itself): its one error line."""
+    r = subprocess.run(
+        [sys.executable, "-m", "tpurank", "predict", "--model", model, "--split", "valid", "--force",
+         "--collections", COLLECTION, *common(paths)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 1 and "Traceback" not in r.stderr, (r.returncode, r.stderr[-2000:])
+    return r.stderr
+
+
+# a truncated lgbm model.txt, a gnn model of another collection and an ensemble weights.json `{}`:
+# one line saying so, in test_hostile.py (its cases with `says`)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["{not json", '{"members": ["lgbm"], "weights": [1e999], "normalize": "rank"}'],  # {}: hostile
+)
+def test_a_broken_ensemble_weights_file_is_one_line(trained: Paths, text: str) -> None:
+    wfile = trained.model_dir("ensemble", COLLECTION) / "weights.json"  # fitted on lgbm and gnn
+    assert json.loads(wfile.read_text())["members"] == ["lgbm", "gnn"]
+    wfile.write_text(text)
+    assert str(wfile) in _predict_error(trained, "ensemble")
+
+
+def test_each_trained_model_ends_with_one_line(trained: Paths) -> None:
+    """The trained tree's stderr of `train --model gnn` then `train --model lgbm` (TRAINED_SMALL)."""
+    err = (trained.data.parent / TRAIN_LOG).read_text()
+    gnn = [ln for ln in err.splitlines() if ln.startswith(f"[gnn {COLLECTION}] ")]
+    assert len(gnn) == 1 and "6 steps in " in gnn[0] and "stopped: max_steps; best " in gnn[0], err
+    assert json.loads((trained.model_dir("lgbm", COLLECTION) / "provenance.json").read_text())["model_digest"]
+
+
+def test_a_swap_killed_between_its_renames_is_recovered(tmp_path: Path) -> None:
+    from tpurank.rankers.staging import OLD_PREFIX, recover, staged
+
+    paths = Paths(tmp_path / "data", tmp_path / "out")
+    final = paths.model_dir("lgbm", COLLECTION)
+    final.mkdir(parents=True)
+    (final / "model.txt").write_text("finished")
+    with staged(paths, "lgbm", COLLECTION) as p:
+        staging = p.model_dir("lgbm", COLLECTION)
+        assert (staging / "model.txt").read_text() == "finished"  # a link to the finished file
+        (staging / "model.txt.tmp").write_text("retrained")
+        (staging / "model.txt.tmp").rename(staging / "model.txt")
+        assert (final / "model.txt").read_text() == "finished"
+    assert (final / "model.txt").read_text() == "retrained" and not staging.exists()
+    final.rename(final.with_name(OLD_PREFIX + final.name))  # killed after the first rename
+    recover(final)
+    assert (final / "model.txt").read_text() == "retrained"
