@@ -55,6 +55,10 @@ STAGES: dict[str, tuple[str, str]] = {
         "tpurank.kaggle.infer",
         "test submission from a models dataset: prepare test, predict, no training",
     ),
+    "rank": (
+        "tpurank.rank.cli",
+        "rank the candidate configs of your own .pb or .npz files with trained models",
+    ),
 }
 
 
@@ -88,7 +92,7 @@ def stage_parser(name: str, module: ModuleType, common: bool = True) -> argparse
 # fallback (core.paths.synthetic_fallback) stays out of them
 NO_DATA_FALLBACK = (
     "all", "download", "synth", "compare-synth", "featurize-pb", "runs", "build-code-dataset",
-    "build-models-dataset",
+    "build-models-dataset", "rank",
 )  # fmt: skip
 
 

@@ -110,6 +110,7 @@ ELSEWHERE = {
     "build-code-dataset": "test_kaggle_notebooks.py",
     "build-models-dataset": "test_models_dataset.py",
     "infer": "test_models_dataset.py",
+    "rank": "test_rank.py",
 }
 
 

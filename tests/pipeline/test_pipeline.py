@@ -323,3 +323,12 @@ def test_infer_on_a_copy_of_the_data_keeps_the_models_rule(
     assert (work / "features/prepared/index.parquet").is_file() and not (out / "features").exists()
     sub = "submissions/submission.csv"
     assert (out / sub).read_bytes() == (clean / sub).read_bytes()
+    # the same models dataset serves `rank`: a test graph ranked as `all` predicted it
+    from tpurank.rank import Ranker
+    from tpurank.rankers.predictions import load_predictions
+
+    f = sorted((clean_all.data / "npz_all/npz/tile/xla/test").glob("*.npz"))[0]
+    with Ranker.load(pack, tmp_path / "rank-work") as ranker:
+        (ranked,) = ranker.rank(f)
+    costs = load_predictions(clean / "predictions/ensemble/test.npz")[f"tile:xla:{f.stem}"]
+    assert ranked.cost.tolist() == sorted(costs.tolist()) and len(ranked.order) == len(costs)

@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("records",),
     ("stages",),
     ("kaggle",),
+    ("rank",),
     ("budget",),
     ("pipeline",),
     ("cli",),

@@ -1,0 +1,154 @@
+"""`Ranker`: trained models as a cost model for an autotuner, candidates in, order out.
+
+    from tpurank.rank import Ranker
+
+    with Ranker.load("out") as ranker:           # a trained out folder, or a models dataset
+        ranking = ranker.rank("candidates.pb")[0]  # one Ranking per graph of the file
+        best = ranking.order[:10]                  # the file's config indices, fastest first
+
+The user's graphs become test files of a dataset tree in a work folder, and the same stages that
+rank the competition's test files run on them (`prepare --keep-rule`, `features`, `predict` for
+each model): a graph is ranked exactly as `predict` ranks it placed as a test file. Nothing is
+written outside the work folder (a temporary one unless named, removed on `close`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+
+from tpurank.core.atomic import write_text
+from tpurank.core.collections import COLLECTIONS, collection_dir, kind_of
+from tpurank.core.errors import TpurankError
+from tpurank.features import stage as features
+from tpurank.prepare import cli as prepare
+from tpurank.rank.candidates import Candidates, read_candidates
+from tpurank.rank.models import ENSEMBLE, TrainedModels, load_models
+from tpurank.rank.ranking import Ranking
+from tpurank.rankers import predict
+from tpurank.rankers.predictions import load_predictions
+from tpurank.stages import command_line, run_step
+
+DEFAULT_LAYOUT = "layout:xla:random"  # a user's layout candidates come from a search of their own
+
+
+class Ranker:
+    """Rank candidate configs of a user's programs with trained models.
+
+    Args:
+        models: the trained models, staged in the work folder.
+        work: the work folder.
+        temporary: remove the work folder on `close`.
+    """
+
+    def __init__(self, models: TrainedModels, work: Path, temporary: bool) -> None:
+        self.models, self.work, self.temporary = models, work, temporary
+
+    @classmethod
+    def load(cls, models: str | Path, work: str | Path | None = None) -> Ranker:
+        """The models of a trained out folder or a models dataset, staged in `work` (default: a new
+        temporary folder).
+
+        Raises:
+            TpurankError: `models` holds no usable models.
+        """
+        temporary = work is None
+        folder = Path(tempfile.mkdtemp(prefix="tpurank-rank-")) if work is None else Path(work)
+        try:
+            return cls(load_models(Path(models), folder), folder, temporary)
+        except BaseException:
+            if temporary:
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
+
+    def rank(
+        self, path: str | Path, kind: str | None = None, collection: str | None = None, model: str = ENSEMBLE
+    ) -> list[Ranking]:
+        """Every graph of one file (a tile protobuf holds one per kernel), fastest predicted first."""
+        return self.rank_files([Path(path)], kind, collection, model)
+
+    def rank_files(
+        self,
+        files: Iterable[Path],
+        kind: str | None = None,
+        collection: str | None = None,
+        model: str = ENSEMBLE,
+    ) -> list[Ranking]:
+        """Every graph of several files, ranked in one pass of the stages.
+
+        Args:
+            files: `.npz` files in the dataset's format or raw `.pb` tuning files.
+            kind: "layout" or "tile" to insist on one (default: told apart by content).
+            collection: the collection whose models rank a layout graph (default `DEFAULT_LAYOUT`).
+            model: "ensemble" or one of its members.
+
+        Raises:
+            TpurankError: a file that cannot be ranked, or a graph the models were not trained for.
+        """
+        graphs = [(c, _collection(c, collection)) for f in files for c in read_candidates(Path(f), kind)]
+        names = [f"{col}:{c.name}" for c, col in graphs]
+        if len(set(names)) < len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise TpurankError(f"two inputs give the graph {dup}: rank them in separate runs")
+        needed = {col: self.models.models_for(col, model) for _, col in graphs}
+        self._write_tree(graphs)
+        self._run_stages(needed)
+        return [self._ranking(c, col, model) for c, col in graphs]
+
+    def _write_tree(self, graphs: list[tuple[Candidates, str]]) -> None:
+        """The graphs as test files of a fresh dataset tree (the cache keeps what it can reuse)."""
+        paths = self.models.paths
+        shutil.rmtree(paths.data, ignore_errors=True)
+        for c, col in graphs:
+            c.write(paths.npz / collection_dir(col) / "test" / f"{c.name}.npz")
+        rows = "".join(f"{col}:{c.name},0\n" for c, col in graphs)
+        write_text(paths.sample_submission, "ID,TopConfigs\n" + rows)
+
+    def _run_stages(self, needed: dict[str, list[str]]) -> None:
+        """prepare (the models' rule), features when LightGBM ranks, then predict for each model."""
+        cols = [c for c in COLLECTIONS if c in needed]
+        models = list(dict.fromkeys(m for c in cols for m in needed[c]))
+        steps: list[object] = [prepare.Options(splits=["test"], keep_rule=True, collections=cols)]
+        if "lgbm" in models:
+            steps.append(features.Options(collections=cols, splits=["test"]))
+        members = [m for m in models if m != ENSEMBLE] + [m for m in models if m == ENSEMBLE]
+        steps += [predict.Options(model=m, split="test", collections=cols, partial=True) for m in members]
+        for options in steps:
+            print(f"[rank] tpurank {command_line(options)}", file=sys.stderr)
+            if run_step(options, self.models.paths, self.models.cfg) != 0:
+                raise TpurankError(
+                    f"step '{command_line(options)}' failed (above); the work folder is {self.work}"
+                )
+
+    def _ranking(self, c: Candidates, collection: str, model: str) -> Ranking:
+        costs = load_predictions(self.models.paths.prediction_file(model, "test"))[f"{collection}:{c.name}"]
+        return Ranking.of(c, collection, model, costs)
+
+    def close(self) -> None:
+        """Remove the work folder when it is a temporary one."""
+        if self.temporary:
+            shutil.rmtree(self.work, ignore_errors=True)
+
+    def __enter__(self) -> Ranker:
+        return self
+
+    def __exit__(self, kind: type | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _collection(c: Candidates, named: str | None) -> str:
+    """The collection whose models rank `c`: tile:xla for a tile graph; for a layout graph the named
+    layout collection, else `DEFAULT_LAYOUT`.
+
+    Raises:
+        TpurankError: a layout graph where `named` is the tile collection.
+    """
+    if c.kind == "tile":
+        return "tile:xla"
+    if named is not None and kind_of(named) != "layout":
+        raise TpurankError(f"{c.source}: a layout graph, but {named} is not a layout collection")
+    return named or DEFAULT_LAYOUT
