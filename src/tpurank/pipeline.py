@@ -249,7 +249,7 @@ def progress_line(k: int, steps: list[Step], step: Step, elapsed: float, budget_
 
 
 def run_steps(steps: list[Step], paths: Paths, budget: RunBudget, force: bool, t0: float) -> Config:
-    """Run the steps in order, skipping those whose record still matches (tpurank.chain); the config
+    """Run the steps in order, skipping those whose record still matches (tpurank.records); the config
     they ran with (the budget's plan applied) is returned."""
     cfg = budget.config()
     for k, step in enumerate(steps, 1):

@@ -131,3 +131,41 @@ def test_what_cannot_be_ranked_says_so_in_one_line(small: Paths, case: str, tmp_
 def test_a_folder_without_models_is_refused(tmp_path: Path, capsys) -> None:
     assert main(["rank", str(layout_pb(tmp_path / "m.pb")), "--models", str(tmp_path)]) == 1
     assert "neither a trained out folder (with models/) nor a models dataset" in one_error(capsys, "rank")
+
+
+def test_a_work_folder_holding_other_files_is_refused_untouched(small: Paths, tmp_path: Path, capsys) -> None:
+    work = tmp_path / "mine"
+    (work / "data").mkdir(parents=True)
+    (work / "data" / "keep.txt").write_text("a user's file")
+    pb = str(layout_pb(tmp_path / "m.pb"))
+    assert main(["rank", pb, "--models", str(small.out), "--collection", LAYOUT, "--work", str(work)]) == 1
+    assert "not a work folder of `rank` and not empty" in one_error(capsys, "rank")
+    assert (work / "data" / "keep.txt").read_text() == "a user's file"
+
+
+def test_a_work_folder_linked_to_an_out_folder_never_unpacks_into_it(small: Paths, tmp_path: Path) -> None:
+    """A kept work folder links an out folder's models; a models dataset named next must not be
+    unpacked through that link into the user's models."""
+    from tpurank.core.errors import TpurankError
+
+    work, before = tmp_path / "work", snapshot(small.out)
+    Ranker.load(small.out, work).close()
+    dataset = tmp_path / "dataset"
+    dataset.mkdir()
+    (dataset / "tpurank-models.json").write_text("{}")
+    with pytest.raises(TpurankError, match="holds other models"):
+        Ranker.load(dataset, work)
+    assert snapshot(small.out) == before
+
+
+def test_a_tile_kernel_whose_runs_all_failed_is_left_out(small: Paths, tmp_path: Path) -> None:
+    if not PB.is_dir():
+        pytest.skip(f"real protobufs not found at {PB} (../shared is absent on a fresh clone)")
+    msg = TuningData.FromString((PB / "op_tuning_data.pb").read_bytes())
+    for run in msg.modules[0].runs:
+        run.error = True
+    f = tmp_path / "op_tuning_data.pb"
+    f.write_bytes(msg.SerializeToString())
+    with Ranker.load(small.out, tmp_path / "work") as ranker:
+        rankings = ranker.rank(f)
+    assert len(rankings) == len(_configs_of(f)) == len(_configs_of(PB / "op_tuning_data.pb")) - 1

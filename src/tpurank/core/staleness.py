@@ -61,7 +61,7 @@ class Files:
 
     def folder(self) -> Path:
         """The folder these files live in (what a run locks while it writes them)."""
-        return self.root if not self.root.suffix or self.pattern else self.root.parent
+        return self.root if self.pattern or self.root.is_dir() or not self.root.suffix else self.root.parent
 
 
 def option(

@@ -38,6 +38,8 @@ class Candidates:
         file_index: the user's config index of each config the graph holds, in its order.
         runtime: the measured runtime of each config (ns), 0 where it was not measured.
         graph: the arrays to write (None: `source` is an npz, copied as it is).
+        normalizer: tile: each config's runtime normalizer (the default's runtime), which the
+            competition's tile score divides by; None: 1.
     """
 
     name: str
@@ -46,6 +48,7 @@ class Candidates:
     file_index: np.ndarray
     runtime: np.ndarray
     graph: LayoutGraph | TileGraph | None = None
+    normalizer: np.ndarray | None = None
 
     @property
     def measured(self) -> np.ndarray:
@@ -89,12 +92,18 @@ def _npz(path: Path, kind: str | None) -> Candidates:
     """An npz in the dataset's format (keys, dtypes and shapes checked from its headers)."""
     found, shapes = read_header(path, kind)
     configs = shapes["config_feat" if found == "tile" else "node_config_feat"][0]
+    runtime = _member(path, "config_runtime").astype(np.int64)
+    normalizer = _member(path, "config_runtime_normalizers").astype(np.int64) if found == "tile" else None
+    return Candidates(path.stem, found, path, np.arange(configs), runtime, normalizer=normalizer)
+
+
+def _member(path: Path, key: str) -> np.ndarray:
+    """One small array of an npz (its runtimes), read without loading the configs."""
     try:
-        with zipfile.ZipFile(path) as z, z.open("config_runtime.npy") as f:
-            runtime = np.lib.format.read_array(f).astype(np.int64)
+        with zipfile.ZipFile(path) as z, z.open(f"{key}.npy") as f:
+            return np.lib.format.read_array(f)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
-        raise DataError(path, f"config_runtime unreadable ({e})") from None
-    return Candidates(path.stem, found, path, np.arange(configs), runtime)
+        raise DataError(path, f"{key} unreadable ({e})") from None
 
 
 def _pb(path: Path, kind: str | None) -> list[Candidates]:
@@ -148,6 +157,8 @@ def _tile_kernel(path: Path, md: Any) -> Candidates | None:
     name = tile_name(path, md)
     g = _encoded(path, md.module, f"module {name}: ")
     index = [i for i, r in enumerate(md.runs) if r.op_config.HasField("tile_size_config") and not r.error]
+    if not index:  # a kernel whose every run failed: nothing to rank
+        return None
     runs = [md.runs[i] for i in index]
     runtime = np.array([r.profile.compute_time_ns for r in runs], dtype=np.int64)
     runtime[runtime <= MIN_TILE_RUNTIME_NS] = 0  # the dataset's floor: below it, not a measurement
@@ -162,4 +173,5 @@ def _tile_kernel(path: Path, md: Any) -> Candidates | None:
         config_runtime=runtime,
         config_runtime_normalizers=np.full(len(runs), default, dtype=np.int64),
     )
-    return Candidates(name, "tile", path, np.array(index, dtype=np.int64), runtime, graph)
+    normalizer = graph.config_runtime_normalizers
+    return Candidates(name, "tile", path, np.array(index, dtype=np.int64), runtime, graph, normalizer)

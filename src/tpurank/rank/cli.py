@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import math
+import os
 from pathlib import Path
 
 from tpurank.core.atomic import write_text
@@ -106,7 +107,9 @@ def run(args: argparse.Namespace) -> int:
         raise TpurankError(f"--top must be >= 1, got {args.top}")
     if args.out is not None and args.out.suffix not in (".csv", ".json"):
         raise TpurankError(f"{args.out}: --out must end in .csv or .json")
-    with Ranker.load(args.models, args.work) as ranker:
+    # the prepared cache training used, when it lives apart from the models (`--work-dir`)
+    apart = args.work_dir or os.environ.get("TPURANK_WORK")
+    with Ranker.load(args.models, args.work, args.paths.prepared if apart else None) as ranker:
         rankings = ranker.rank_files([Path(f) for f in args.files], args.kind, args.collection, args.model)
     for r in rankings:
         print(report(r, args.top) + "\n")

@@ -60,18 +60,26 @@ class TrainedModels:
         return [model]
 
 
-def load_models(source: Path, work: Path) -> TrainedModels:
+def load_models(source: Path, work: Path, prepared: Path | None = None) -> TrainedModels:
     """The models of `source` (a trained out folder, or a folder holding a models dataset), staged in
     the work folder `work`.
+
+    Args:
+        source: the trained out folder or models dataset.
+        work: the work folder (rank's own).
+        prepared: where the out folder's prepared cache lives when not in `source/features/prepared`
+            (training ran with `--work-dir`).
 
     Raises:
         TpurankError: `source` holds neither, or its ensemble, rule or config is missing or broken.
     """
     paths = Paths(data=work / "data", out=work / "out")
     if (source / "models").is_dir():
-        cfg = _from_out_folder(source, paths)
+        cfg = _from_out_folder(source, paths, prepared)
     elif source.is_dir() and ((source / MANIFEST).is_file() or any(source.rglob(MANIFEST))):
         manifest_file = find_manifest(source)
+        if paths.models.is_symlink():  # an out folder's models, linked: unpacking would write into them
+            raise TpurankError(f"{paths.models}: the work folder holds other models; use another --work")
         unpack(manifest_file.parent, read_manifest(manifest_file), paths)
         cfg = load_config(manifest_file.parent / CONFIG, [])
     else:
@@ -81,23 +89,24 @@ def load_models(source: Path, work: Path) -> TrainedModels:
     return TrainedModels(paths, cfg, _members(paths), source)
 
 
-def _from_out_folder(source: Path, paths: Paths) -> Config:
+def _from_out_folder(source: Path, paths: Paths, prepared: Path | None) -> Config:
     """Link the out folder's models into the work tree, copy its rule; its models' config."""
-    rule = source / "features" / "prepared" / RULE_FILE
-    if not rule.is_file():
+    rules = [source / "features" / "prepared" / RULE_FILE, *([prepared / RULE_FILE] if prepared else [])]
+    rule = next((r for r in rules if r.is_file()), None)
+    if rule is None:
         raise TpurankError(
-            f"{rule}: missing (the node-feature rule the models were trained with); pass the folder "
-            "that holds features/ too, or a models dataset (./run.sh build-models-dataset)"
+            f"{rules[0]}: missing (the node-feature rule the models were trained with); name the work folder "
+            "training used (--work-dir), or pass a models dataset (./run.sh build-models-dataset)"
         )
-    paths.prepared.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(rule, paths.prepared / RULE_FILE)
-    paths.out.mkdir(parents=True, exist_ok=True)
     link = paths.models
     if link.is_symlink() or link.exists():
-        if link.resolve() != (source / "models").resolve():
+        if not link.is_symlink() or link.resolve() != (source / "models").resolve():
             raise TpurankError(f"{link}: the work folder holds other models; use another --work")
     else:
+        paths.out.mkdir(parents=True, exist_ok=True)
         link.symlink_to((source / "models").resolve(), target_is_directory=True)
+    paths.prepared.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(rule, paths.prepared / RULE_FILE)
     members = sorted({m for ms in _members(paths).values() for m in ms})
     cfg, _ = trained_config(read_sidecars(Paths(data=paths.data, out=source), members), members, Config())
     return cfg

@@ -14,6 +14,7 @@ written outside the work folder (a temporary one unless named, removed on `close
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sys
 import tempfile
@@ -24,6 +25,7 @@ from types import TracebackType
 from tpurank.core.atomic import write_text
 from tpurank.core.collections import COLLECTIONS, collection_dir, kind_of
 from tpurank.core.errors import TpurankError
+from tpurank.core.lock import output_lock
 from tpurank.features import stage as features
 from tpurank.prepare import cli as prepare
 from tpurank.rank.candidates import Candidates, read_candidates
@@ -34,6 +36,7 @@ from tpurank.rankers.predictions import load_predictions
 from tpurank.stages import command_line, run_step
 
 DEFAULT_LAYOUT = "layout:xla:random"  # a user's layout candidates come from a search of their own
+MARKER = ".tpurank-rank"  # in a work folder `rank` made: only such a folder is ever emptied
 
 
 class Ranker:
@@ -49,17 +52,26 @@ class Ranker:
         self.models, self.work, self.temporary = models, work, temporary
 
     @classmethod
-    def load(cls, models: str | Path, work: str | Path | None = None) -> Ranker:
+    def load(
+        cls, models: str | Path, work: str | Path | None = None, prepared: str | Path | None = None
+    ) -> Ranker:
         """The models of a trained out folder or a models dataset, staged in `work` (default: a new
         temporary folder).
 
+        Args:
+            models: a trained out folder, or a folder holding a models dataset.
+            work: a work folder to keep (rank's own: a folder holding anything else is refused).
+            prepared: the prepared cache training used, when it is not under `models` (`--work-dir`).
+
         Raises:
-            TpurankError: `models` holds no usable models.
+            TpurankError: `models` holds no usable models, or `work` holds other files.
         """
         temporary = work is None
         folder = Path(tempfile.mkdtemp(prefix="tpurank-rank-")) if work is None else Path(work)
         try:
-            return cls(load_models(Path(models), folder), folder, temporary)
+            claim(folder)
+            cached = Path(prepared) if prepared is not None else None
+            return cls(load_models(Path(models), folder, cached), folder, temporary)
         except BaseException:
             if temporary:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -95,9 +107,10 @@ class Ranker:
             dup = next(n for n in names if names.count(n) > 1)
             raise TpurankError(f"two inputs give the graph {dup}: rank them in separate runs")
         needed = {col: self.models.models_for(col, model) for _, col in graphs}
-        self._write_tree(graphs)
-        self._run_stages(needed)
-        return [self._ranking(c, col, model) for c, col in graphs]
+        with output_lock(self.work, "rank"), contextlib.redirect_stdout(sys.stderr):
+            self._write_tree(graphs)  # the stages' own lines go to stderr: stdout is the ranking
+            self._run_stages(needed)
+            return [self._ranking(c, col, model) for c, col in graphs]
 
     def _write_tree(self, graphs: list[tuple[Candidates, str]]) -> None:
         """The graphs as test files of a fresh dataset tree (the cache keeps what it can reuse)."""
@@ -120,9 +133,8 @@ class Ranker:
         for options in steps:
             print(f"[rank] tpurank {command_line(options)}", file=sys.stderr)
             if run_step(options, self.models.paths, self.models.cfg) != 0:
-                raise TpurankError(
-                    f"step '{command_line(options)}' failed (above); the work folder is {self.work}"
-                )
+                kept = "" if self.temporary else f"; the work folder is {self.work}"
+                raise TpurankError(f"step '{command_line(options)}' failed (above){kept}")
 
     def _ranking(self, c: Candidates, collection: str, model: str) -> Ranking:
         costs = load_predictions(self.models.paths.prediction_file(model, "test"))[f"{collection}:{c.name}"]
@@ -138,6 +150,20 @@ class Ranker:
 
     def __exit__(self, kind: type | None, error: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+def claim(work: Path) -> None:
+    """Make `work` rank's own folder (a marker file); refuse a folder holding anything else, since
+    each run replaces the dataset tree inside it.
+
+    Raises:
+        TpurankError: `work` exists, is not empty, and has no marker.
+    """
+    marker = work / MARKER
+    if work.exists() and not marker.exists() and (not work.is_dir() or any(work.iterdir())):
+        raise TpurankError(f"{work}: not a work folder of `rank` and not empty; name a new or empty folder")
+    work.mkdir(parents=True, exist_ok=True)
+    marker.touch()
 
 
 def _collection(c: Candidates, named: str | None) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tpurank.core.metrics import graph_metrics, order_from_costs
+from tpurank.core.metrics import graph_metrics, normalized_runtime, order_from_costs
 from tpurank.rank.candidates import Candidates
 
 
@@ -26,6 +26,7 @@ class Ranking:
         order: the file's config indices, fastest predicted first.
         cost: the predicted cost of each, in that order (lower = faster; a ranking score, not seconds).
         runtime: the measured runtime of each (ns), in that order; 0 where not measured.
+        normalizer: tile: each one's runtime normalizer, in that order (None: 1).
     """
 
     source: Path
@@ -36,12 +37,16 @@ class Ranking:
     order: np.ndarray
     cost: np.ndarray
     runtime: np.ndarray
+    normalizer: np.ndarray | None = None
 
     @classmethod
     def of(cls, c: Candidates, collection: str, model: str, costs: np.ndarray) -> Ranking:
         """The ranking of `c` from a model's costs per config of its graph."""
         by = order_from_costs(costs)
-        return cls(c.source, c.name, c.kind, collection, model, c.file_index[by], costs[by], c.runtime[by])
+        norm = c.normalizer[by] if c.normalizer is not None else None
+        return cls(
+            c.source, c.name, c.kind, collection, model, c.file_index[by], costs[by], c.runtime[by], norm
+        )
 
     @property
     def relative(self) -> np.ndarray:
@@ -58,14 +63,18 @@ class Ranking:
 
         Over the measured configs only: `score` (Kendall tau for layout; 2 - top-5 slowdown for
         tile, as the competition), `slowdown@1` (the measured runtime of the predicted best over the
-        true best), `slowdown@5`, and for layout `pair_accuracy`.
+        true best), `slowdown@5`, and for layout `pair_accuracy`. Tile runtimes are divided by
+        their normalizers first, as the competition scores them.
         """
         keep = self.runtime > 0
         if keep.sum() < 2:
             return None
         # `order` is already fastest first: the measured configs keep that order among themselves
         within = np.arange(int(keep.sum()))
-        return graph_metrics(self.collection, within, self.runtime[keep].astype(np.float64))
+        runtime = normalized_runtime(
+            self.runtime[keep], None if self.normalizer is None else self.normalizer[keep]
+        )
+        return graph_metrics(self.collection, within, runtime)
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per config, fastest predicted first (what `rank --out` writes)."""

@@ -37,17 +37,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def declare(args: argparse.Namespace) -> StageIO:
-    """A model reads the prepared cache and the feature tables, and writes its own folder. The
-    ensemble reads the members' valid predictions and the data they are scored against."""
+    """A model reads the prepared cache (LightGBM also the feature tables) and writes its own
+    folder. The ensemble reads the members' valid predictions and the data they are scored against."""
     paths = args.paths
     writes = [Files(paths.models / args.model)]
     if args.model == "ensemble":
         from tpurank.rankers.ensemble import ensemble_reads
 
         return StageIO(ensemble_reads(paths), writes, EVERY_SECTION)
-    own = () if args.model in UNTRAINED else (args.model,)
-    sections = ("prepare", "features", *own)
-    return StageIO([Files(paths.prepared), Files(paths.tabular)], writes, sections)
+    if args.model == "lgbm":  # the feature tables
+        return StageIO([Files(paths.prepared), Files(paths.tabular)], writes, ("prepare", "features", "lgbm"))
+    if args.model in UNTRAINED:
+        return StageIO([Files(paths.prepared)], writes, ("prepare",))
+    # a GNN reads the graphs; `ensemble.normalize` averages its seeds
+    return StageIO([Files(paths.prepared)], writes, ("prepare", args.model, "ensemble"))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -38,8 +38,8 @@ class LoadedModel(NamedTuple):
 
 
 def training_key(spec: ModelSpec, paths: Paths, cfg: Config, collection: str) -> str:
-    """The key of one training run's result: the family, the resolved config and the content of
-    the collection's prepared train and valid files (`tpurank.core.staleness.content_key`).
+    """The key of one training run's result: the family, its config section and seed, and the
+    content of the collection's prepared train and valid files (`tpurank.core.staleness.content_key`).
 
     Every checkpoint stores it; a complete `model.pt`, or a `last.pt` to resume, is used only
     while the key is unchanged. `prepare` rewrites a cache file only when its input or parameters
@@ -47,7 +47,9 @@ def training_key(spec: ModelSpec, paths: Paths, cfg: Config, collection: str) ->
     """
     folder = paths.prepared / collection_dir(collection)
     files = [Files(folder / split, f"*{CACHE_SUFFIX}") for split in ("train", "valid")]
-    return content_key({"model": spec.name, "config": to_dict(cfg)}, files=files)
+    # the sections a GNN reads: its own, and the seed (a LightGBM or features change keeps it)
+    parts = {"model": spec.name, "seed": cfg.seed, spec.section: to_dict(getattr(cfg, spec.section))}
+    return content_key(parts, files=files)
 
 
 def finished_model(spec: ModelSpec, paths: Paths, cfg: Config, collection: str) -> dict[str, Any] | None:
