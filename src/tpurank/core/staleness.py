@@ -20,6 +20,7 @@ from typing import Any
 
 from tpurank.core.errors import DataError
 from tpurank.core.identity import file_digest, file_identity
+from tpurank.core.paths import SYNTH_MARKER, Paths
 
 KEY_CHARS = 32  # hex characters of a key: 128 bits, far from any collision at our file counts
 
@@ -94,6 +95,14 @@ class StageIO:
     def lock_folders(self) -> list[Path]:
         """The folders written, each once, in order."""
         return list(dict.fromkeys(f.folder() for f in self.writes if f.lock))
+
+
+def dataset_files(paths: Paths, subsets: Path | None = None) -> list[Files]:
+    """The data root's files a stage reads: the npz files, the sample submission (test IDs and
+    order), the official validation subsets (`subsets`, else the data root's) and the synthetic marker."""
+    subsets = subsets or paths.eval_indices
+    found = [Files(paths.npz, "**/*.npz"), Files(paths.sample_submission), Files(subsets)]
+    return [*found, Files(paths.data / SYNTH_MARKER)]
 
 
 _MEMO: dict[tuple, str] = {}

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from tpurank.core.options import add_collections, add_jobs, add_splits
-from tpurank.core.staleness import Files, StageIO, option
+from tpurank.core.staleness import Files, StageIO, dataset_files, option
 from tpurank.prepare.stage import prepare_dataset
 
 
@@ -51,9 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def declare(args: argparse.Namespace) -> StageIO:
     """It reads the dataset's npz files and the official validation subsets; it writes the cache."""
     paths = args.paths
-    subsets = args.eval_indices or paths.eval_indices
-    reads = [Files(paths.npz, "**/*.npz"), Files(paths.sample_submission), Files(subsets)]
-    return StageIO(reads, [Files(args.out or paths.prepared)], ("prepare",))
+    return StageIO(dataset_files(paths, args.eval_indices), [Files(args.out or paths.prepared)], ("prepare",))
 
 
 def run(args: argparse.Namespace) -> int:

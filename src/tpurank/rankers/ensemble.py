@@ -34,7 +34,7 @@ from tpurank.core.normalize import normalize
 from tpurank.core.options import add_collections
 from tpurank.core.paths import Paths
 from tpurank.core.provenance import write_sidecar
-from tpurank.core.staleness import Files, StageIO, option
+from tpurank.core.staleness import Files, StageIO, dataset_files, option
 from tpurank.prepare.cache import iter_prepared
 
 WEIGHT_STEP = 0.1  # grid resolution: 66 weight vectors for 3 members, 286 for 4
@@ -313,9 +313,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def ensemble_reads(paths: Paths) -> list[Files]:
     """What fitting the weights reads: the data, the prepared cache (runtimes) and the members'
     valid predictions."""
-    from tpurank.rankers.predict import data_files, member_predictions
+    from tpurank.rankers.predict import member_predictions
 
-    return [*data_files(paths), Files(paths.prepared), member_predictions(paths, "valid")]
+    return [*dataset_files(paths), Files(paths.prepared), member_predictions(paths, "valid")]
 
 
 def declare(args: argparse.Namespace) -> StageIO:

@@ -30,10 +30,10 @@ from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import DataError, TpurankError
 from tpurank.core.metrics import summarize
 from tpurank.core.options import add_collections
-from tpurank.core.paths import SYNTH_MARKER, Paths
+from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import data_fingerprint, write_sidecar
-from tpurank.core.staleness import Files, StageIO, content_key, option
+from tpurank.core.staleness import Files, StageIO, content_key, dataset_files, option
 from tpurank.prepare.belongs import check_cache
 from tpurank.rankers.predictions import load_predictions, save_predictions
 from tpurank.rankers.registry import EVERY_SECTION, MODEL_NAMES, get_model
@@ -94,13 +94,6 @@ def _expected(paths: Paths, split: str, partial: bool) -> list[ExpectedGraph]:
     return expected
 
 
-def data_files(paths: Paths) -> list[Files]:
-    """The dataset files a stage scoring against the data reads: the npz files, the sample
-    submission (test IDs and order), the official validation subsets and the synthetic marker."""
-    files = [Files(paths.npz, "**/*.npz"), Files(paths.sample_submission), Files(paths.eval_indices)]
-    return [*files, Files(paths.data / SYNTH_MARKER)]
-
-
 def member_predictions(paths: Paths, split: str) -> Files:
     """The ensemble members' predictions of a split (what the ensemble reads)."""
     return Files(paths.predictions, f"*/{split}.npz", exclude="ensemble")
@@ -110,7 +103,7 @@ def declare(args: argparse.Namespace) -> StageIO:
     """It reads the data, the prepared cache, the model's folder and its inputs (the feature tables;
     for the ensemble, the members' predictions); it writes its predictions and the split's CSV."""
     paths, m, split = args.paths, args.model, args.split
-    reads = [*data_files(paths), Files(paths.prepared), Files(paths.models / m)]
+    reads = [*dataset_files(paths), Files(paths.prepared), Files(paths.models / m)]
     reads.append(member_predictions(paths, split) if m == "ensemble" else Files(paths.tabular))
     writes = [
         Files(paths.prediction_file(m, split)),

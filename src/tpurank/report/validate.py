@@ -29,11 +29,10 @@ from tpurank.core.errors import TpurankError
 from tpurank.core.metrics import rank_from_order, summarize
 from tpurank.core.paths import Paths
 from tpurank.core.provenance import write_sidecar
-from tpurank.core.staleness import Files, StageIO, option
+from tpurank.core.staleness import Files, StageIO, dataset_files, option
 from tpurank.data.dataset import discover
 from tpurank.data.subsets import load_subsets
 from tpurank.rankers.ensemble import WEIGHTS_FILE, read_weights, report_lines
-from tpurank.rankers.predict import data_files
 from tpurank.rankers.registry import EVERY_SECTION, MODEL_NAMES
 from tpurank.report import plots, reference
 from tpurank.report.curves import read_curves
@@ -289,7 +288,7 @@ def declare(args: argparse.Namespace) -> StageIO:
     """It reads the data, the models (their curves and ensemble weights), every model's valid
     predictions and CSV; it writes the report and its plots."""
     paths = args.paths
-    reads = [*data_files(paths), Files(paths.prepared), Files(paths.models)]
+    reads = [*dataset_files(paths), Files(paths.prepared), Files(paths.models)]
     reads += [Files(paths.predictions, "*/valid.npz"), Files(paths.submissions, "valid_*")]
     if args.official_subsets:
         reads.append(Files(Path(args.official_subsets)))
