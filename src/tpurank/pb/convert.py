@@ -125,14 +125,6 @@ def layout_graph(path: Path, msg: Any, layout_pad: int = DEFAULT_LAYOUT_PAD) -> 
     Raises:
         DataError: an inconsistent module or config.
     """
-    try:
-        g = encode_module(msg.module, layout_pad)
-    except ModuleError as e:
-        raise DataError(path, str(e)) from None
-    n = len(g.node_opcode)
-    ids = np.array(msg.config_index_to_node, dtype=np.int64)
-    if ids.size and (ids.max() >= n or (np.diff(ids) <= 0).any()):
-        raise DataError(path, f"config_index_to_node must be ascending node indices below {n}")
     runs, zero_time = layout_runs(msg.runs)
     if zero_time:
         warnings.warn(f"{path}: left out {zero_time} valid run(s) timed at 0 ns", PbWarning, stacklevel=2)
@@ -146,6 +138,26 @@ def layout_graph(path: Path, msg: Any, layout_pad: int = DEFAULT_LAYOUT_PAD) -> 
         warnings.warn(
             f"{path}: no valid runs ({len(msg.runs)} in file): writing zero configs", PbWarning, stacklevel=2
         )
+    return layout_arrays(path, msg, runs, layout_pad)
+
+
+def layout_arrays(path: Path, msg: Any, runs: list[Any], layout_pad: int = DEFAULT_LAYOUT_PAD) -> LayoutGraph:
+    """The layout npz arrays of a ModuleTuningData's module with the configs of `runs`, in order.
+
+    Args:
+        path: the source file (named in errors).
+        msg: the parsed ModuleTuningData.
+        runs: the runs whose configs become rows (featurize-pb: the measured ones; rank: candidates).
+        layout_pad: padding of the node-layout columns 134-139 (the dataset uses 0).
+
+    Raises:
+        DataError: an inconsistent module or config.
+    """
+    g = encoded(path, msg.module, layout_pad)
+    n = len(g.node_opcode)
+    ids = np.array(msg.config_index_to_node, dtype=np.int64)
+    if ids.size and (ids.max() >= n or (np.diff(ids) <= 0).any()):
+        raise DataError(path, f"config_index_to_node must be ascending node indices below {n}")
     feats = np.empty((len(runs), len(ids), LAYOUT_CONFIG_DIM), dtype=np.float32)
     seen: dict[bytes, int] = {}  # random-search files repeat configs: decode each distinct one once
     bar = tqdm(runs, desc="layout runs", unit="run", disable=len(runs) < 1000, leave=False)
@@ -170,6 +182,14 @@ def layout_graph(path: Path, msg: Any, layout_pad: int = DEFAULT_LAYOUT_PAD) -> 
     )
 
 
+def encoded(path: Path, module: Any, layout_pad: int, what: str = "") -> Any:
+    """`encode_module`, its error as one DataError naming the file (and `what`, e.g. the module)."""
+    try:
+        return encode_module(module, layout_pad)
+    except ModuleError as e:
+        raise DataError(path, f"{what}{e}") from None
+
+
 def tile_name(source: Path, module_data: Any) -> str:
     """File stem of a tile kernel as the dataset names them: `<pb stem>_<fingerprint>`.
 
@@ -178,6 +198,33 @@ def tile_name(source: Path, module_data: Any) -> str:
     fp = module_data.fingerprint
     signed = fp - (1 << 64) if fp >= 1 << 63 else fp
     return f"{source.stem}_{signed:x}"
+
+
+def tile_arrays(path: Path, md: Any, runs: list[Any], normalizer: int, layout_pad: int) -> TileGraph:
+    """The tile npz arrays of one TuningData module with the configs of `runs`, in order.
+
+    Args:
+        path: the source file (named in errors).
+        md: the module's ModuleTuningData-like entry of the TuningData.
+        runs: the runs whose tile configs become rows.
+        normalizer: every row's runtime normalizer (the default config's runtime).
+        layout_pad: padding of the node-layout columns 134-139.
+
+    Raises:
+        DataError: an inconsistent module.
+    """
+    g = encoded(path, md.module, layout_pad, f"module {md.module.name}: ")
+    config_feat = np.array(
+        [tile_config_features(r.op_config.tile_size_config) for r in runs], dtype=np.int64
+    ).reshape(-1, TILE_CONFIG_DIM)
+    return TileGraph(
+        node_feat=g.node_feat,
+        node_opcode=g.node_opcode,
+        edge_index=g.edge_index,
+        config_feat=config_feat.astype(np.float32),
+        config_runtime=np.array([r.profile.compute_time_ns for r in runs], dtype=np.int64),
+        config_runtime_normalizers=np.full(len(runs), normalizer, dtype=np.int64),
+    )
 
 
 def tile_graphs(path: Path, msg: Any, layout_pad: int = DEFAULT_LAYOUT_PAD) -> dict[str, TileGraph]:
@@ -202,10 +249,6 @@ def tile_graphs(path: Path, msg: Any, layout_pad: int = DEFAULT_LAYOUT_PAD) -> d
         stem = tile_name(path, md)
         if stem in out:
             raise DataError(path, f"two modules share the fingerprint of {stem}")
-        try:
-            g = encode_module(md.module, layout_pad)
-        except ModuleError as e:
-            raise DataError(path, f"module {md.module.name}: {e}") from None
         runs, normalizer = tile_runs(md.runs)
         if runs and normalizer is None:
             warnings.warn(
@@ -218,17 +261,7 @@ def tile_graphs(path: Path, msg: Any, layout_pad: int = DEFAULT_LAYOUT_PAD) -> d
             warnings.warn(
                 f"{path}: module {stem}: no valid runs: writing zero configs", PbWarning, stacklevel=2
             )
-        config_feat = np.array(
-            [tile_config_features(r.op_config.tile_size_config) for r in runs], dtype=np.int64
-        ).reshape(-1, TILE_CONFIG_DIM)
-        out[stem] = TileGraph(
-            node_feat=g.node_feat,
-            node_opcode=g.node_opcode,
-            edge_index=g.edge_index,
-            config_feat=config_feat.astype(np.float32),
-            config_runtime=np.array([r.profile.compute_time_ns for r in runs], dtype=np.int64),
-            config_runtime_normalizers=np.full(len(runs), normalizer or 1, dtype=np.int64),
-        )
+        out[stem] = tile_arrays(path, md, runs, normalizer or 1, layout_pad)
     if skipped:
         warnings.warn(
             f"{path}: skipped {skipped} of {len(msg.modules)} modules (fewer than 2 runs or a run without a tile config, as the dataset does)",

@@ -17,14 +17,10 @@ from typing import Any
 import numpy as np
 
 from tpurank.core.errors import DataError, TpurankError
-from tpurank.core.progress import tqdm
-from tpurank.data.npz import LAYOUT_CONFIG_DIM, LayoutGraph, TileGraph, read_header, save_graph
-from tpurank.pb.configs import MIN_TILE_RUNTIME_NS, layout_config_features, tile_config_features
-from tpurank.pb.convert import parse_pb, read_bytes, tile_name
-from tpurank.pb.graph import ModuleError, encode_module
+from tpurank.data.npz import LayoutGraph, TileGraph, read_header, save_graph
+from tpurank.pb.configs import MIN_TILE_RUNTIME_NS
+from tpurank.pb.convert import layout_arrays, parse_pb, read_bytes, tile_arrays, tile_name
 from tpurank.pb.node_features import DEFAULT_LAYOUT_PAD
-
-KINDS = ("layout", "tile")
 
 
 @dataclass
@@ -113,49 +109,17 @@ def _pb(path: Path, kind: str | None) -> list[Candidates]:
     return [c for md in msg.modules if (c := _tile_kernel(path, md)) is not None]
 
 
-def _encoded(path: Path, module: Any, what: str = "") -> Any:
-    try:
-        return encode_module(module, DEFAULT_LAYOUT_PAD)
-    except ModuleError as e:
-        raise DataError(path, f"{what}{e}") from None
-
-
 def _layout_pb(path: Path, msg: Any) -> Candidates:
     """Every run with a layout config and no error: a candidate, measured or not."""
-    g = _encoded(path, msg.module)
-    ids = np.array(msg.config_index_to_node, dtype=np.int64)
-    if ids.size and (ids.max() >= len(g.node_opcode) or (np.diff(ids) <= 0).any()):
-        raise DataError(
-            path, f"config_index_to_node must be ascending node indices below {len(g.node_opcode)}"
-        )
     index = [i for i, r in enumerate(msg.runs) if r.HasField("module_config") and not r.error]
-    feats = np.empty((len(index), len(ids), LAYOUT_CONFIG_DIM), dtype=np.float32)
-    for row, i in enumerate(
-        tqdm(index, desc="layout runs", unit="run", disable=len(index) < 1000, leave=False)
-    ):
-        try:
-            feats[row] = layout_config_features(msg.runs[i], len(ids))
-        except ValueError as e:
-            raise DataError(path, f"run {i}: {e}") from None
-    runtime = np.array([msg.runs[i].profile.compute_time_ns for i in index], dtype=np.int64)
-    graph = LayoutGraph(
-        node_feat=g.node_feat,
-        node_opcode=g.node_opcode,
-        edge_index=g.edge_index,
-        node_config_feat=feats,
-        node_config_ids=ids,
-        config_runtime=runtime,
-        node_splits=g.node_splits,
-    )
-    return Candidates(path.stem, "layout", path, np.array(index, dtype=np.int64), runtime, graph)
+    graph = layout_arrays(path, msg, [msg.runs[i] for i in index], DEFAULT_LAYOUT_PAD)
+    return Candidates(path.stem, "layout", path, np.array(index, dtype=np.int64), graph.config_runtime, graph)
 
 
 def _tile_kernel(path: Path, md: Any) -> Candidates | None:
     """One kernel of a TuningData: every run with a tile config and no error (None: no module)."""
     if not md.HasField("module"):
         return None
-    name = tile_name(path, md)
-    g = _encoded(path, md.module, f"module {name}: ")
     index = [i for i, r in enumerate(md.runs) if r.op_config.HasField("tile_size_config") and not r.error]
     if not index:  # a kernel whose every run failed: nothing to rank
         return None
@@ -163,15 +127,7 @@ def _tile_kernel(path: Path, md: Any) -> Candidates | None:
     runtime = np.array([r.profile.compute_time_ns for r in runs], dtype=np.int64)
     runtime[runtime <= MIN_TILE_RUNTIME_NS] = 0  # the dataset's floor: below it, not a measurement
     default = next((int(t) for r, t in zip(runs, runtime, strict=True) if r.is_default and t > 0), 1)
-    graph = TileGraph(
-        node_feat=g.node_feat,
-        node_opcode=g.node_opcode,
-        edge_index=g.edge_index,
-        config_feat=np.array(
-            [tile_config_features(r.op_config.tile_size_config) for r in runs], dtype=np.float32
-        ).reshape(len(runs), -1),
-        config_runtime=runtime,
-        config_runtime_normalizers=np.full(len(runs), default, dtype=np.int64),
-    )
+    graph = tile_arrays(path, md, runs, default, DEFAULT_LAYOUT_PAD)
     normalizer = graph.config_runtime_normalizers
-    return Candidates(name, "tile", path, np.array(index, dtype=np.int64), runtime, graph, normalizer)
+    index_array = np.array(index, dtype=np.int64)
+    return Candidates(tile_name(path, md), "tile", path, index_array, runtime, graph, normalizer)

@@ -19,7 +19,7 @@ from pathlib import Path
 from tpurank.core.atomic import write_text
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.errors import TpurankError
-from tpurank.rank.candidates import KINDS
+from tpurank.pb.convert import KINDS
 from tpurank.rank.models import ENSEMBLE
 from tpurank.rank.ranker import DEFAULT_LAYOUT, Ranker
 from tpurank.rank.ranking import Ranking
