@@ -44,6 +44,7 @@ from tpurank.gnn.families import gnn  # noqa: E402
 from tpurank.gnn.nets import tile_inputs  # noqa: E402
 from tpurank.gnn.train.losses import ranking_loss  # noqa: E402
 
+# the real sample beside the checkout, where tests/helpers.py finds it too
 SAMPLE = ROOT.parent / "shared" / "data" / "tpugraphs-sample"
 # Published dense (no sparsity) half-precision tensor throughput, in TFLOP/s.
 GPUS = {
@@ -54,10 +55,30 @@ MAX_CONFIGS = 1024  # tile's "all configs" recipe: about the configs of a big ti
 UTILISATION = 0.2  # share of the peak a small-batch GNN step reaches (an assumption, stated in the output)
 
 
+def missing_sample(sample: Path) -> str | None:
+    """Why the sample cannot be read (one line), None when its npz tree is there."""
+    if (sample / "npz_all" / "npz").is_dir():
+        return None
+    return (
+        f"the real sample is not at {sample} (no npz_all/npz there; the default is "
+        "../shared/data/tpugraphs-sample beside the checkout): pass --sample DIR"
+    )
+
+
 def prepare_sample(sample: Path, work: Path) -> Paths:
-    paths = Paths(data=sample, out=work)
-    cmd = [sys.executable, "-m", "tpurank", "prepare", "--data-dir", str(sample), "--out-dir", str(work)]
-    subprocess.run(cmd, check=True, cwd=ROOT, capture_output=True)
+    """`tpurank prepare` of the sample into `work`, the cache in `work/features` whatever
+    $TPURANK_WORK says (it would move the cache where `step_flops` does not look).
+
+    Raises:
+        TpurankError: prepare failed (its last line).
+    """
+    paths = Paths(data=sample, out=work, work=work)
+    cmd = [sys.executable, "-m", "tpurank", "prepare", "--data-dir", str(sample), "--out-dir", str(work),
+           "--work-dir", str(work)]  # fmt: skip
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+        raise TpurankError(f"prepare of {sample} failed: {last}")
     return paths
 
 
@@ -71,6 +92,8 @@ def step_flops(paths: Paths, collection: str, overrides: list[str], profile: str
             graphs += load_split(paths, collection, split, False)
         except TpurankError:  # the sample lacks this split of the collection
             continue
+    if not graphs:
+        raise TpurankError(f"no {collection} graph in the prepared sample under {paths.prepared}")
     g = max(graphs, key=lambda x: len(x.opcode))
     r = gnn.SPEC.recipe(cfg, kind)
     model = gnn.SPEC.build(gnn.SPEC.model_args(cfg, kind, g.node_feat.shape[1]))
@@ -101,17 +124,21 @@ def main() -> int:
     p.add_argument("--budget", help="the whole run's time to split (default: the profile's)")
     p.add_argument("--json", type=Path, help="also write the numbers here")
     args = p.parse_args()
-    if not (args.sample / "npz_all" / "npz").is_dir():
-        print(f"{args.sample}: no npz_all/npz here (pass --sample)", file=sys.stderr)
+    if why := missing_sample(args.sample):
+        print(f"bench_gpu_projection: {why}", file=sys.stderr)
         return 1
     torch.manual_seed(0)
     rows, total = {}, 0.0
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = prepare_sample(args.sample, Path(tmp))
-        for c in COLLECTIONS:
-            m = step_flops(paths, c, args.set, args.profile)
-            m["total_flops"] = m["flops_per_config"] * m["configs_per_step"] * m["max_steps"] * m["seeds"]
-            rows[c], total = m, total + m["total_flops"]
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = prepare_sample(args.sample, Path(tmp))
+            for c in COLLECTIONS:
+                m = step_flops(paths, c, args.set, args.profile)
+                m["total_flops"] = m["flops_per_config"] * m["configs_per_step"] * m["max_steps"] * m["seeds"]
+                rows[c], total = m, total + m["total_flops"]
+    except TpurankError as e:
+        print(f"bench_gpu_projection: {e}", file=sys.stderr)
+        return 1
     print(f"PROJECTION (not measured on a GPU): utilisation {args.utilisation:.0%} of the published peak")
     head = f"{'collection':<20}{'nodes':>8}{'configs/step':>14}{'MFLOP/config':>14}{'steps':>9}{'seeds':>7}"
     print(head + "".join(f"{g:>20}" for g in GPUS))

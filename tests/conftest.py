@@ -6,13 +6,32 @@ Plain helper functions live in tests/helpers.py: test files never import from ea
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
-import pytest
-from helpers import (
+
+def _isolate_from_the_checkout() -> None:
+    """The suite gives the same result whatever the checkout holds and whatever the user exported:
+    before tpurank is imported (so nothing of the user's can reach even an import), every `TPURANK_*`
+    variable is dropped and the project root ($TPURANK_HOME) is an empty folder of this process,
+    so a demo run's data/, models/ and .last-data-root in the checkout are never seen. Children
+    inherit it. Tests about the checkout itself unset $TPURANK_HOME with monkeypatch."""
+    for key in [k for k in os.environ if k.startswith("TPURANK_")]:
+        del os.environ[key]
+    home = tempfile.mkdtemp(prefix="tpurank-test-home-")
+    os.environ["TPURANK_HOME"] = home
+    atexit.register(shutil.rmtree, home, True)
+
+
+_isolate_from_the_checkout()
+
+import pytest  # noqa: E402
+from helpers import (  # noqa: E402
     SAMPLE_NPZ,
     SAMPLE_ROOT,
     TRAIN_LOG,

@@ -25,12 +25,14 @@ import copy
 import dataclasses
 import hashlib
 import json
+import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from tpurank.core.atomic import write_json
 from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS
-from tpurank.core.collections import collection_dir
+from tpurank.core.collections import COLLECTIONS, collection_dir
 from tpurank.core.config import Config, to_dict
 from tpurank.core.config_files import Layer
 from tpurank.core.errors import DataError
@@ -39,18 +41,27 @@ from tpurank.data.npz import member_shapes
 
 MARGIN = 0.08  # of the budget, kept free: validations after the last step, noise in the estimates
 BASELINE_SHARE = 0.2  # of the neural training time, when the official baseline is trained too
-MIN_SHARE_MIN = 1.0  # minutes: the least a model trains (tile needs little, but a few steps are no model)
-# minutes: the least of all, when the budget cannot pay even MIN_SHARE_MIN (a time budget of 0 means
-# none, so a spent budget must still end every training)
-LEAST_MIN = 0.1
+# the least a seed trains is the config's budget.min_share_min (a few steps are no model): a budget that
+# cannot pay it trains fewer seeds, or is refused before any work (`minimum_budget_s`)
 SIZE_FILES = 16  # train files read per collection for its typical graph size (headers only)
 NEIGHBOURHOOD = 4  # nodes kept per configurable node by the 1-hop pruning, roughly
-# seconds per GB of npz for everything but neural training (prepare, features, LightGBM, predictions,
-# ensemble, report), from the full-scale synthetic all-five run on 2 cores (docs/scale.md: 166 s
-# prepare, 155 s features + LightGBM, 780 s predictions of 11.3 GB); the GNN's predictions run on the GPU
-# under the GPU profiles, so they are cheaper there
-FIXED_S_PER_GB = {"cpu": 100.0, "kaggle-t4": 45.0, "gpu": 35.0}
-FIXED_S_MIN = 60.0  # process start-ups and small files: what even the tiny data costs
+# seconds per GB of npz of each step but neural training, on 2 cores. prepare, features, LightGBM and
+# the test predictions: the full-scale synthetic all-five run with one GNN seed (docs/scale.md). The
+# valid predictions score every config of every valid graph, per seed: 455 s a seed for the full
+# tree's xla:default valid graphs (0.236 GB of its 0.944 GB of valid layout npz, 11.56 GB in all) in
+# `all --budget 90m` there, so 157 s per GB of the dataset (bench/LOG.md). They run on the GPU under
+# the GPU profiles (NEURAL_PREDICT_SCALE)
+STEP_S_PER_GB = {"prepare": 14.8, "features": 8.2, "train lgbm": 5.6}
+STEP_S_PER_GB |= {"predict gnn valid": 157.0, "predict gnn test": 8.1}
+STEP_S_PER_GB |= {"predict baseline valid": 157.0, "predict baseline test": 8.1}
+OTHER_STEP_S_PER_GB = 0.4  # the untrained rankers, LightGBM's predictions, the ensemble, the report
+NEURAL_PREDICT_SCALE = {"cpu": 1.0, "kaggle-t4": 0.2, "gpu": 0.06}  # GPU inference, per the profile
+FIXED_S_MIN = 60.0  # process start-ups and small files: what even the tiny data costs, over the steps
+# the steps of `all` with its default models (lgbm, gnn), for an estimate without a step list
+DEFAULT_STEPS = ("prepare", "features", "train lgbm")
+DEFAULT_STEPS += tuple(f"predict {m} valid" for m in ("random", "heuristic", "lgbm", "gnn"))
+DEFAULT_STEPS += ("train ensemble", "predict ensemble valid", "validate")
+DEFAULT_STEPS += tuple(f"predict {m} test" for m in ("lgbm", "gnn", "ensemble"))
 
 
 @dataclass(frozen=True)
@@ -65,12 +76,14 @@ class Share:
 
 @dataclass(frozen=True)
 class Plan:
-    """The split of a budget (seconds) into the fixed stages' estimate, the margin and the shares."""
+    """The split of a budget (seconds) into the fixed stages' estimate, the margin and the shares.
+    `over_s`: how far the least shares reach past the budget (0 when they fit)."""
 
     budget_s: float
     fixed_s: float
     shares: list[Share]
     lgbm_rounds: int | None
+    over_s: float = 0.0
 
     @property
     def training_s(self) -> float:
@@ -135,21 +148,69 @@ def need(cfg: Config, collection: str, nodes: float) -> float:
     return steps * configs * nodes
 
 
-def split_minutes(total: float, weights: dict[str, float], seeds: dict[str, int]) -> dict[str, float]:
-    """Minutes per seed of each collection: `total` in proportion to `weights`, each at least
-    MIN_SHARE_MIN (less when `total` cannot pay every floor), the floors paid for by the others (so
-    the shares still add up to `total`)."""
-    floor = max(LEAST_MIN, min(MIN_SHARE_MIN, total / max(1, sum(seeds.values()))))
+def split_minutes(
+    total: float, weights: dict[str, float], seeds: dict[str, int], floor: float
+) -> tuple[dict[str, float], dict[str, int]]:
+    """(minutes per seed, seeds) of each collection: `total` minutes in proportion to `weights`, no
+    seed below `floor` minutes. When `total` cannot pay every floor, the collections with the most
+    seeds train fewer (down to one); when even one seed each cannot, each seed gets the floor and the
+    split goes past `total` (the caller says so). A floored share is paid for by the others."""
+    seeds = dict(seeds)
+    while total < floor * sum(seeds.values()) and max(seeds.values(), default=1) > 1:
+        most = max(seeds, key=lambda c: (seeds[c], -list(seeds).index(c)))
+        seeds[most] -= 1
     floored: set[str] = set()
     while True:
         free = total - sum(floor * seeds[c] for c in floored)
         rest = {c: w for c, w in weights.items() if c not in floored}
         norm = sum(rest.values()) or 1.0
-        out = {c: free * w / norm / seeds[c] for c, w in rest.items()}
+        out = {c: max(0.0, free) * w / norm / seeds[c] for c, w in rest.items()}
         low = {c for c, m in out.items() if m < floor}
         if not low:
-            return {**{c: round(floor, 2) for c in floored}, **{c: round(m, 2) for c, m in out.items()}}
+            minutes = {**{c: floor for c in floored}, **out}
+            return {c: round(m, 2) for c, m in minutes.items()}, seeds
         floored |= low
+
+
+def model_shares(models: list[str]) -> dict[str, float]:
+    """Each neural model's share of the neural training time (the baseline a fifth when trained)."""
+    neural = [m for m in ("gnn", "baseline") if m in models]
+    if len(neural) == 1:
+        return {neural[0]: 1.0}
+    return {m: {"gnn": 1.0 - BASELINE_SHARE, "baseline": BASELINE_SHARE}[m] for m in neural}
+
+
+def step_s_per_gb(step: str, cfg: Config, collections: list[str]) -> float:
+    """Seconds per GB of npz a step of `all` takes on this profile (STEP_S_PER_GB)."""
+    rate = STEP_S_PER_GB.get(step, OTHER_STEP_S_PER_GB)
+    words = step.split()
+    if words[0] == "predict" and words[1] in ("gnn", "baseline"):
+        seeds = [cfg.for_collection(c).gnn.seeds if words[1] == "gnn" else 1 for c in collections] or [1]
+        rate *= sum(seeds) / len(seeds) * NEURAL_PREDICT_SCALE.get(cfg.profile, 1.0)
+    return rate
+
+
+def step_estimates_s(
+    steps: list[str] | tuple[str, ...], cfg: Config, data_root: Path, collections: list[str]
+) -> dict[str, float]:
+    """Each step's seconds from the data's size: its rate times the GB, and its share of FIXED_S_MIN."""
+    gb = sum(data_bytes(data_root, c) for c in collections) / 1e9
+    rates = {s: step_s_per_gb(s, cfg, collections) for s in steps}
+    total = sum(rates.values()) or 1.0
+    return {s: FIXED_S_MIN * r / total + gb * r for s, r in rates.items()}
+
+
+def fixed_estimate_s(cfg: Config, data_root: Path, collections: list[str]) -> float:
+    """Seconds of every step of a default `all` but neural training, from the data's size."""
+    return sum(step_estimates_s(DEFAULT_STEPS, cfg, data_root, collections).values())
+
+
+def minimum_budget_s(cfg: Config, collections: list[str], models: list[str], fixed_s: float) -> float:
+    """The smallest budget that fits: the stages it cannot shorten, one seed of each neural model at
+    its least share (budget.min_share_min) on every collection, and the margin."""
+    floor_s = cfg.budget.min_share_min * 60 * len(collections)
+    training = max((floor_s / share for share in model_shares(models).values()), default=0.0)
+    return (fixed_s + training) / (1 - MARGIN)
 
 
 def make_plan(
@@ -170,33 +231,30 @@ def make_plan(
         collections: the collections the run trains.
         models: the learned models it trains (lgbm, gnn, baseline).
         spent_s: seconds the run has already spent (`replan`: just before the training starts).
-        fixed_left_s: seconds the stages other than neural training still need (default: all of
-            the estimate).
+        fixed_left_s: seconds the stages other than neural training still need (default: the
+            estimate from the data's size).
     """
-    total_gb = sum(data_bytes(data_root, c) for c in collections) / 1e9
-    fixed = FIXED_S_MIN + total_gb * FIXED_S_PER_GB.get(cfg.profile, FIXED_S_PER_GB["cpu"])
-    fixed_left = fixed if fixed_left_s is None else fixed_left_s
-    neural = [m for m in ("gnn", "baseline") if m in models]
+    fixed_left = fixed_estimate_s(cfg, data_root, collections) if fixed_left_s is None else fixed_left_s
     left = max(0.0, budget_s * (1 - MARGIN) - spent_s - fixed_left)
     shares: list[Share] = []
-    if neural:
+    if neural := model_shares(models):
         weights = {c: need(cfg, c, graph_size(data_root, c)) for c in collections}
-        model_share = {"gnn": 1.0 - BASELINE_SHARE, "baseline": BASELINE_SHARE}
-        if len(neural) == 1:
-            model_share = {neural[0]: 1.0}
-        for m in neural:
+        floor = cfg.budget.min_share_min
+        for m, part in neural.items():
             seeds = {c: cfg.for_collection(c).gnn.seeds if m == "gnn" else 1 for c in collections}
-            minutes = split_minutes(left * model_share[m] / 60, weights, seeds)
+            minutes, seeds = split_minutes(left * part / 60, weights, seeds, floor)
             shares += [Share(m, c, seeds[c], minutes[c]) for c in collections]
     lgbm = cfg.lgbm.num_boost_round if "lgbm" in models else None
-    return Plan(budget_s=budget_s, fixed_s=spent_s + fixed_left, shares=shares, lgbm_rounds=lgbm)
+    plan = Plan(budget_s, spent_s + fixed_left, shares, lgbm)
+    over = plan.fixed_s + plan.training_s - budget_s  # the margin spent too: the run ends past its budget
+    return dataclasses.replace(plan, over_s=round(over, 1) if over > 5.0 else 0.0)  # rounding is no overrun
 
 
 def plan_key(budget_s: float, cfg: Config, data_root: Path, collections: list[str], models: list[str]) -> str:
     """What a plan was made for: the budget, what the split reads of the config (the neural models'
     sections, per collection too, and the profile), the models, and the data's files."""
     d = to_dict(cfg)
-    neural = {k: d[k] for k in ("gnn", "baseline", "profile")}
+    neural = {k: d[k] for k in ("gnn", "baseline", "profile", "budget")}
     tables = {c: {k: t.get(k) for k in ("gnn", "baseline")} for c, t in d["collections"].items()}
     files = [
         (str(f.relative_to(data_root)), f.stat().st_size)
@@ -220,12 +278,45 @@ def save_plan(path: Path, key: str, plan: Plan) -> None:
 
 
 def saved_plan(path: Path, key: str) -> Plan | None:
-    """The plan saved for `key`, None when there is none."""
+    """The plan saved for `key`, None when there is none or it is not a plan (a hand edit, a
+    damaged file: said in one line, and the run plans again)."""
     p = _read_plans(path).get(key)
-    try:
-        return Plan(p["budget_s"], p["fixed_s"], [Share(**x) for x in p["shares"]], p["lgbm_rounds"])
-    except (KeyError, TypeError):
+    if p is None:
         return None
+    try:
+        return _checked_plan(p)
+    except (KeyError, TypeError, ValueError) as e:
+        print(f"[all] {path}: the saved plan is not valid ({e}); planning again", file=sys.stderr)
+        return None
+
+
+def _number(value: object, name: str, whole: bool = False) -> float:
+    """`value` as a finite number >= 0 (an int when `whole`), else ValueError naming `name`."""
+    kinds = (int,) if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a {'whole ' if whole else ''}number >= 0, got {value!r}")
+    return value
+
+
+def _checked_plan(p: object) -> Plan:
+    """A saved plan read back, every field checked by type (ValueError names the first bad one)."""
+    shares = []
+    if not isinstance(p, dict) or not isinstance(p.get("shares"), list):
+        raise ValueError("no list of shares")
+    for x in p["shares"]:
+        if not isinstance(x, dict) or x.get("model") not in ("gnn", "baseline"):
+            raise ValueError(f"a share without a neural model: {x!r}")
+        if x.get("collection") not in COLLECTIONS:
+            raise ValueError(f"a share of an unknown collection: {x.get('collection')!r}")
+        seeds = int(_number(x["seeds"], "seeds", whole=True))
+        minutes = float(_number(x["minutes"], "minutes"))
+        if seeds < 1 or minutes <= 0:
+            raise ValueError(f"a share of {seeds} seeds x {minutes} minutes")
+        shares.append(Share(x["model"], x["collection"], seeds, minutes))
+    rounds = p["lgbm_rounds"]
+    rounds = None if rounds is None else int(_number(rounds, "lgbm_rounds", whole=True))
+    budget, fixed = float(_number(p["budget_s"], "budget_s")), float(_number(p["fixed_s"], "fixed_s"))
+    return Plan(budget, fixed, shares, rounds, float(_number(p.get("over_s", 0.0), "over_s")))
 
 
 def _read_plans(path: Path) -> dict:
@@ -249,11 +340,13 @@ def user_set_time(layers: list[Layer], model: str, collection: str) -> bool:
 
 
 def apply_plan(cfg: Config, plan: Plan, layers: list[Layer]) -> Config:
-    """`cfg` with each share as its collection's `<model>.time_budget_min` (where the user set none)."""
+    """`cfg` with each share as its collection's `<model>.time_budget_min` (where the user set none),
+    and the GNN's seeds where the budget pays fewer than the config asks."""
     collections = copy.deepcopy(cfg.collections)
     for s in plan.shares:
-        if user_set_time(layers, s.model, s.collection):
-            continue
         section = collections.setdefault(s.collection, {}).setdefault(s.model, {})
-        section["time_budget_min"] = s.minutes
+        if s.model == "gnn" and s.seeds < cfg.for_collection(s.collection).gnn.seeds:
+            section["seeds"] = s.seeds
+        if not user_set_time(layers, s.model, s.collection):
+            section["time_budget_min"] = s.minutes
     return dataclasses.replace(cfg, collections=collections)

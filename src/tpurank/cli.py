@@ -16,7 +16,17 @@ from types import ModuleType
 from tpurank.core.env import check_environment
 from tpurank.core.errors import TpurankError
 from tpurank.core.memory import ask_torch_for_huge_pages
-from tpurank.core.options import add_common
+from tpurank.core.options import (
+    CONFIG,
+    CONFIG_OPTIONS,
+    DATA_DIR,
+    FLAGS,
+    OUT_DIR,
+    RUN_WIDE,
+    SET,
+    WORK_DIR,
+    add_common,
+)
 from tpurank.core.paths import Paths
 from tpurank.core.pipes import end_quietly
 from tpurank.stages import execute, guarded, resolve_config
@@ -59,7 +69,65 @@ STAGES: dict[str, tuple[str, str]] = {
         "tpurank.rank.cli",
         "rank the candidate configs of your own .pb or .npz files with trained models",
     ),
+    "tune": (
+        "tpurank.tune.cli",
+        "replay the autotuning loop on a file with measured runtimes: propose, measure, calibrate",
+    ),
 }
+
+
+# stage -> the run-wide options it uses (core/options.py); the others are refused in one line, never
+# accepted and ignored. A stage that keeps a step record or provenance uses the data root, the out and
+# work folders and the config; the rest name what they read.
+_PATHS_AND_CONFIG = RUN_WIDE
+RUN_WIDE_USED: dict[str, tuple[str, ...]] = {
+    "download": (DATA_DIR,),  # it fills the data root
+    "synth": (DATA_DIR, CONFIG, SET),  # the data root unless --out; the config's seed (no profile sets it)
+    "compare-synth": (CONFIG, SET),  # the config's seed; --real and --synthetic name the data
+    "check": (DATA_DIR,),
+    "featurize-pb": (),  # IN.pb and OUT name everything
+    "prepare": _PATHS_AND_CONFIG,
+    "features": _PATHS_AND_CONFIG,
+    "train": _PATHS_AND_CONFIG,
+    "predict": _PATHS_AND_CONFIG,
+    "ensemble": _PATHS_AND_CONFIG,
+    "score": (DATA_DIR,),  # the CSV against the data's runtimes; writes only --json
+    "validate": _PATHS_AND_CONFIG,
+    "check-submission": (DATA_DIR,),
+    "submit": (DATA_DIR, OUT_DIR),  # submissions/submission.csv unless --file; checked against the data
+    "all": _PATHS_AND_CONFIG,
+    "config": (DATA_DIR, *CONFIG_OPTIONS),  # the data decides the demo preset
+    "runs": (OUT_DIR,),  # unless OUT folders are named
+    "build-code-dataset": (),  # the source and --dest
+    "build-models-dataset": (
+        OUT_DIR,
+        WORK_DIR,
+        *CONFIG_OPTIONS,
+    ),  # models, the cache's rule; a fallback config
+    "infer": (DATA_DIR, OUT_DIR, WORK_DIR, CONFIG, SET),  # the models' own config: no profile
+    "rank": (WORK_DIR,),  # the prepared cache training used; everything else in --models and --work
+    "tune": (WORK_DIR,),  # as rank
+}
+
+
+# stage -> (its own option, as shown, the run-wide option it leaves unused when given)
+OVERRIDES: dict[str, tuple[str, str, str]] = {
+    "synth": ("out", "--out", DATA_DIR),
+    "check": ("targets", "PATH", DATA_DIR),
+    "submit": ("file", "--file", OUT_DIR),
+    "runs": ("outs", "OUT", OUT_DIR),
+}
+
+
+def refuse_overridden(name: str, args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Exit 2 in one line when a stage's own option and the run-wide one it replaces are both given
+    (`check PATH --data-dir X`): one of them would be ignored without a word."""
+    if name not in OVERRIDES:
+        return
+    own, shown, dest = OVERRIDES[name]
+    if getattr(args, own) and getattr(args, dest) is not None:
+        flag = FLAGS[dest]
+        parser.exit(2, f"tpurank {name}: error: {flag}: ignored when {shown} is given; give one of them\n")
 
 
 def stage_module(name: str) -> ModuleType:
@@ -84,7 +152,7 @@ def stage_parser(name: str, module: ModuleType, common: bool = True) -> argparse
             "--force", action="store_true", help="run even when its step record says it is up to date"
         )
     if common:
-        add_common(parser)
+        add_common(parser, RUN_WIDE_USED.get(name, RUN_WIDE))  # every stage is listed (a test checks)
     return parser
 
 
@@ -92,7 +160,7 @@ def stage_parser(name: str, module: ModuleType, common: bool = True) -> argparse
 # fallback (core.paths.synthetic_fallback) stays out of them
 NO_DATA_FALLBACK = (
     "all", "download", "synth", "compare-synth", "featurize-pb", "runs", "build-code-dataset",
-    "build-models-dataset", "rank",
+    "build-models-dataset", "rank", "tune",
 )  # fmt: skip
 
 
@@ -110,7 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _run(name: str, argv: list[str]) -> int:
     check_environment()  # every $TPURANK_* variable, as the config is: a bad one stops here
     module = stage_module(name)
-    args = stage_parser(name, module).parse_args(argv)
+    parser = stage_parser(name, module)
+    args = parser.parse_args(argv)
+    refuse_overridden(name, args, parser)
     args.stage = name
     # the others fall back to the synthetic data `all` made; `check PATH...` names its own files
     fallback = name not in NO_DATA_FALLBACK and not (name == "check" and args.targets)

@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tpurank.budget import LEAST_MIN, Plan, apply_plan, make_plan, plan_key, save_plan, saved_plan
+from tpurank.budget import (
+    make_plan,
+    minimum_budget_s,
+    plan_key,
+    save_plan,
+    saved_plan,
+)
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import LEARNED_MODELS, Config
-from tpurank.core.config_files import Layer
 from tpurank.core.errors import TpurankError
 from tpurank.core.options import add_collections, add_jobs
 from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR, Paths, remember_data_root, synthetic_scale
@@ -35,24 +39,29 @@ from tpurank.prepare import cli as prepare
 from tpurank.rankers import predict, train
 from tpurank.rankers.ensemble import summary_note
 from tpurank.rankers.registry import UNTRAINED
+from tpurank.records import NEVER_RAN
 from tpurank.report import validate
+from tpurank.run_budget import (
+    NEURAL_TRAINING,
+    RunBudget,
+    Step,
+    budget_line,
+    estimate_training,
+    expect_steps,
+    progress_line,
+)
 from tpurank.stages import StageRun, command_line, guarded, resolve_config, run_step, stage_namespace
 from tpurank.submission import check
 from tpurank.submission.publish import SUBMITTED_MODEL, incomplete_test_set, publish_submission
 
 DEMO_SCALE = "demo"  # the synthetic fallback: finishes within 15 minutes on 2 cores
 PLAN_FILE = "budget-plan.json"  # in reports/: the plan the last run trained with (tpurank.budget)
-# rough weights of the steps that are not neural training, for the time-left estimate (their sum is the
-# plan's estimate of those stages): the GNN's valid predictions score every config of every valid graph
-STEP_WEIGHTS = {"prepare": 3.0, "features": 2.0, "train lgbm": 1.5, "predict gnn valid": 5.0}
-STEP_WEIGHTS |= {"predict gnn test": 3.0, "predict baseline valid": 2.0, "predict baseline test": 1.0}
-
 BANNER = """
 ==============================================================================
  No TpuGraphs data found and no Kaggle credentials: running on the SYNTHETIC
  '{scale}' dataset in {root}.
  Its scores measure the pipeline, they are NOT Kaggle scores. For the real data
- see README.md ("The real data").
+ see README.md#recipe-1-the-real-data-on-a-cpu.
 ==============================================================================
 """
 
@@ -74,18 +83,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_jobs(p, 0, "worker processes for prepare (0 = config / all cores)")
     add_collections(p, help="run these collections only (default: all five); the submission is then partial")
-
-
-@dataclass
-class Step:
-    """One step of `all`: a stage's typed options (the stage's `Options`, which names it)."""
-
-    name: str
-    options: Any
-    seconds: float = 0.0
-    skipped: bool = False
-    estimate: float = 0.0  # seconds the plan expects still (the time-left estimate; 0 once run)
-    planned: float = 0.0  # seconds the first plan expected
 
 
 def resolve_data(paths: Paths, seed: int) -> tuple[Path, str | None]:
@@ -169,85 +166,6 @@ def models_to_train(ensemble_models: list[str], extra: list[str]) -> list[str]:
     return [m for m in LEARNED_MODELS if m in wanted]
 
 
-NEURAL_TRAINING = ("train gnn", "train baseline")  # the steps whose time the budget's plan sets
-
-
-def estimate_steps(steps: list[Step], plan: Plan) -> None:
-    """Each step's expected seconds: its model's training shares, or its part of the fixed estimate."""
-    weights = {s.name: STEP_WEIGHTS.get(s.name, 0.3) for s in steps if s.name not in NEURAL_TRAINING}
-    total = sum(weights.values()) or 1.0
-    for s in steps:
-        model = s.name.removeprefix("train ")
-        trained = [x.minutes * 60 * x.seeds for x in plan.shares if x.model == model]
-        s.estimate = sum(trained) if s.name in NEURAL_TRAINING else plan.fixed_s * weights[s.name] / total
-        s.planned = s.estimate
-
-
-@dataclass
-class RunBudget:
-    """The budget as `all` spends it: the plan, and the second look just before neural training.
-
-    Args:
-        seconds: the whole run's budget.
-        plan: the current plan.
-        base: the run's config without any plan.
-        layers: the config's layers (a user's own time budget wins over the plan's).
-        remake: (seconds spent, seconds the other stages still need) -> a new plan.
-        save: keeps a plan for reruns (budget.save_plan).
-        saved: the plan a run with the same budget, config and data trained with, if any.
-        final: the plan is the one to train with (the second look taken).
-    """
-
-    seconds: float
-    plan: Plan
-    base: Config
-    layers: list[Layer]
-    remake: Callable[[float, float], Plan]
-    save: Callable[[Plan], None]
-    saved: Plan | None = None
-    final: bool = False
-
-    def config(self) -> Config:
-        return apply_plan(self.base, self.plan, self.layers)
-
-    def second_look(self, steps: list[Step], k: int, elapsed: float) -> Config:
-        """The plan to train with, before step k (the first neural training). The saved one when every
-        step before it was up to date (a rerun: the same config, so finished models are kept); else
-        a new plan with the time really spent, and the other stages' remaining estimate scaled by
-        how far off their done part was."""
-        self.final = True
-        if self.saved is not None and all(s.skipped for s in steps[: k - 1]):
-            self.plan = self.saved
-            print("[all] the plan the last run with this budget trained with", file=sys.stderr)
-            return self.config()
-        done = [s for s in steps[: k - 1] if not s.skipped]
-        off = max(1.0, sum(s.seconds for s in done) / max(1e-9, sum(s.planned for s in done)))
-        later = sum(s.planned for s in steps[k - 1 :] if s.name not in NEURAL_TRAINING)
-        self.plan = self.remake(elapsed, later * off)
-        self.save(self.plan)
-        print(
-            f"[all] the plan again, {format_duration(elapsed)} spent:\n{self.plan.describe()}",
-            file=sys.stderr,
-        )
-        if any(s.minutes <= LEAST_MIN for s in self.plan.shares):
-            print(
-                "[all] warning: the budget is nearly spent: each model trains a few seconds", file=sys.stderr
-            )
-        for s in steps[k - 1 :]:
-            trained = [x.minutes * 60 * x.seeds for x in self.plan.shares if f"train {x.model}" == s.name]
-            s.estimate = sum(trained) if s.name in NEURAL_TRAINING else s.planned * off
-        return self.config()
-
-
-def progress_line(k: int, steps: list[Step], step: Step, elapsed: float, budget_s: float) -> str:
-    """`[all] step k/N name: elapsed, about X left, the budget's time left`."""
-    left = sum(s.estimate for s in steps[k - 1 :])
-    return (
-        f"[all] step {k}/{len(steps)} {step.name}: {format_duration(elapsed)} elapsed, about "
-        f"{format_duration(left)} to go, {format_duration(budget_s - elapsed)} of the budget left"
-    )
-
-
 def run_steps(steps: list[Step], paths: Paths, budget: RunBudget, force: bool, t0: float) -> Config:
     """Run the steps in order, skipping those whose record still matches (tpurank.records); the config
     they ran with (the budget's plan applied) is returned."""
@@ -265,6 +183,8 @@ def run_steps(steps: list[Step], paths: Paths, budget: RunBudget, force: bool, t
             continue
         print(progress_line(k, steps, step, time.perf_counter() - t0, budget.seconds), file=sys.stderr)
         print(f"[all] {step.name}: tpurank {command_line(options)}", file=sys.stderr)
+        if not force and (why := run.why()) != NEVER_RAN:
+            print(f"[all] {step.name}: runs again: {why}", file=sys.stderr)
         t = time.perf_counter()
         rc = guarded(options.STAGE, run)
         step.seconds = time.perf_counter() - t
@@ -274,16 +194,6 @@ def run_steps(steps: list[Step], paths: Paths, budget: RunBudget, force: bool, t
                 f"step '{step.name}' failed (exit {rc}); fix it and rerun: finished steps are kept"
             )
     return cfg
-
-
-def budget_line(seconds: float, budget_s: float) -> str:
-    """How the run's time compares with its budget."""
-    gap = budget_s - seconds
-    side = "under" if gap >= 0 else "OVER"
-    return (
-        f"total {format_duration(seconds)}: {format_duration(abs(gap))} {side} the budget of "
-        f"{format_duration(budget_s)} ({100 * seconds / budget_s:.0f}% used)"
-    )
 
 
 def print_summary(
@@ -320,10 +230,9 @@ def run(args: argparse.Namespace) -> int:
         f"[all] models: {' '.join(models)} (ensemble: {' '.join(args.cfg.ensemble.models)})", file=sys.stderr
     )
     subset = [c for c in COLLECTIONS if c in args.collections]
-    budget = run_budget(args, paths, budget_s, subset, models)
     partial = incomplete_test_set(paths) or subset != list(COLLECTIONS)
     steps = plan(models, args.jobs or args.cfg.prepare.jobs, subset, partial)
-    estimate_steps(steps, budget.plan)
+    budget = run_budget(args, paths, budget_s, subset, models, steps)
     cfg = run_steps(steps, paths, budget, args.force, t0)
     submission = publish_submission(paths)
     checked = subset if subset != list(COLLECTIONS) else None
@@ -334,16 +243,46 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def round_up(seconds: float) -> float:
+    """A budget a user types: whole minutes above ten minutes, else tens of seconds."""
+    step = 60 if seconds > 600 else 10
+    return math.ceil(seconds / step) * step
+
+
 def run_budget(
-    args: argparse.Namespace, paths: Paths, budget_s: float | None, subset: list[str], models: list[str]
+    args: argparse.Namespace,
+    paths: Paths,
+    budget_s: float | None,
+    subset: list[str],
+    models: list[str],
+    steps: list[Step],
 ) -> RunBudget:
     """The run's budget (`--budget`, else the profile's) and its first plan, printed: the plan saved
-    by the last run for the same budget, config and data, else one from estimates."""
+    by the last run for the same budget, config and data, else one from the steps' estimates.
+
+    Raises:
+        TpurankError: before any work, when the budget cannot pay the steps it cannot shorten and
+            each neural model's least share: the message names the smallest budget that fits.
+    """
+    named = budget_s is not None
     budget_s = budget_s or parse_duration(DEFAULT_BUDGET[args.cfg.profile])
     key = plan_key(budget_s, args.cfg, paths.data, subset, models)
     where = paths.reports / PLAN_FILE
     saved = None if args.force else saved_plan(where, key)
-    first = saved or make_plan(budget_s, args.cfg, paths.data, subset, models)
+    fixed = expect_steps(steps, paths, args.cfg, subset, force=args.force)
+    if saved is None and budget_s < (least := minimum_budget_s(args.cfg, subset, models, fixed)):
+        which = (
+            f"--budget {format_duration(budget_s)}"
+            if named
+            else (f"the {args.cfg.profile} profile's default budget {DEFAULT_BUDGET[args.cfg.profile]}")
+        )
+        raise TpurankError(
+            f"{which} cannot be kept: the steps it cannot shorten need about {format_duration(fixed)} and "
+            f"each neural model at least {args.cfg.budget.min_share_min:g} min per collection; the smallest "
+            f"budget that fits is {format_duration(round_up(least))} (--budget)"
+        )
+    first = saved or make_plan(budget_s, args.cfg, paths.data, subset, models, fixed_left_s=fixed)
+    estimate_training(steps, first)
     how = "the plan of the last run with this budget" if saved else "a first plan from estimates"
     print(f"[all] {how} (made again before training unless nothing before it changed):", file=sys.stderr)
     print(first.describe(), file=sys.stderr)

@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,11 @@ from typing import Any
 from tpurank.core.atomic import write_json
 from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import TpurankError
-from tpurank.core.staleness import StageIO, content_key, files_identity
+from tpurank.core.staleness import Files, StageIO, content_key, files_identity
 
 RECORDS = "steps"  # reports/steps/<stage>-<options digest>.json
+NEVER_RAN = "no earlier run with these options"
+RECORD_STRINGS = ("stage", "code", "config", "reads", "writes")  # a record's fields, each a string
 
 
 @functools.cache
@@ -57,6 +60,22 @@ def config_key(cfg: Config, sections: tuple[str, ...]) -> str:
     return content_key({"seed": cfg.seed, "config": {s: d.get(s) for s in sections}, "overrides": over})
 
 
+def section_keys(cfg: Config, sections: tuple[str, ...]) -> dict[str, str]:
+    """The key of the seed and of each section alone (its per-collection values with it): what a
+    rerun names as its reason."""
+    d = to_dict(cfg)
+    over = {s: {c: t.get(s) for c, t in d["collections"].items()} for s in sections}
+    return {
+        "seed": content_key({"seed": cfg.seed}),
+        **{s: content_key({s: d.get(s), "over": over[s]}) for s in sections},
+    }
+
+
+def group_name(group: Files) -> str:
+    """A declared group of files as a user reads it: its folder or file name and pattern."""
+    return f"{group.root.name}/{group.pattern}" if group.pattern else group.root.name
+
+
 class StepRecord:
     """One stage run's record: its key computed before it runs, saved when it succeeds.
 
@@ -79,9 +98,17 @@ class StepRecord:
         }
         digest = hashlib.sha256(json.dumps(self.key["options"], sort_keys=True).encode()).hexdigest()[:12]
         self.path = reports / RECORDS / f"{stage}-{digest}.json"
+        self.cfg = cfg
+        self.groups = {group_name(g): files_identity([g]) for g in io.reads}  # each group, to name changes
 
     def previous(self) -> dict[str, Any] | None:
-        """The saved record of this stage with these options, None if absent or unreadable."""
+        """The saved record of this stage with these options, None if absent or unreadable (read once:
+        a damaged record is said once)."""
+        if not hasattr(self, "_previous"):
+            self._previous = self._read()
+        return self._previous
+
+    def _read(self) -> dict[str, Any] | None:
         if not self.path.is_file():
             return None
         try:
@@ -89,18 +116,54 @@ class StepRecord:
         except (OSError, ValueError):
             print(f"[steps] {self.path}: damaged step record (ignored: the step runs again)", file=sys.stderr)
             return None
-        return rec if isinstance(rec, dict) else None
+        if not isinstance(rec, dict) or not all(isinstance(rec.get(k), str) for k in RECORD_STRINGS):
+            print(f"[steps] {self.path}: not a step record (ignored: the step runs again)", file=sys.stderr)
+            return None
+        return rec
 
     def up_to_date(self) -> bool:
         """Same options, code, config and inputs as its last success, and its outputs untouched."""
-        rec = self.previous()
-        if rec is None or {k: rec.get(k) for k in self.key} != self.key:
-            return False
-        return rec.get("writes") == files_identity(self.io.writes)
+        return self.stale_reason() is None
 
-    def save(self) -> None:
-        """Record a success: what it read (named before it ran) and what it wrote."""
+    def stale_reason(self) -> str | None:
+        """Why the stage must run (None: up to date), in the words a user reads before it runs."""
+        rec = self.previous()
+        if rec is None:
+            return NEVER_RAN
+        if rec.get("options") != self.key["options"]:
+            return "its options changed"
+        if rec["code"] != self.key["code"]:
+            return "the code changed"
+        if rec["config"] != self.key["config"]:
+            before = rec.get("sections") if isinstance(rec.get("sections"), dict) else {}
+            now = section_keys(self.cfg, self.io.sections)
+            changed = [s for s in now if before.get(s) != now[s]] or list(self.io.sections)
+            return f"config changed: {', '.join(changed)}"
+        if rec["reads"] != self.key["reads"]:
+            before = rec.get("groups") if isinstance(rec.get("groups"), dict) else {}
+            now = self.groups
+            changed = [g for g in now if before.get(g) != now[g]] or list(now)
+            return f"its inputs changed: {', '.join(changed)}"
+        if rec.get("writes") != files_identity(self.io.writes):
+            return "its outputs changed since it ran"
+        return None
+
+    def last_seconds(self) -> float | None:
+        """How long its last success took (the budget's estimate of this step), None if unknown."""
+        rec = self.previous()
+        seconds = (
+            rec.get("seconds") if rec and rec["reads"] == self.key["reads"] else None
+        )  # same inputs only
+        ok = isinstance(seconds, int | float) and not isinstance(seconds, bool) and math.isfinite(seconds)
+        return float(seconds) if ok and seconds >= 0 else None
+
+    def save(self, seconds: float | None = None) -> None:
+        """Record a success: what it read (named before it ran), what it wrote, and how long it took."""
+        extra = {"sections": section_keys(self.cfg, self.io.sections), "groups": self.groups}
+        if seconds is not None:
+            extra["seconds"] = round(seconds, 3)
+        self.__dict__.pop("_previous", None)  # the record on disk is this one now
         try:
-            write_json(self.path, {**self.key, "writes": files_identity(self.io.writes)})
+            write_json(self.path, {**self.key, "writes": files_identity(self.io.writes), **extra})
         except TpurankError as e:  # a file vanished under us: no record, so the next run redoes it
             print(f"tpurank {self.key['stage']}: warning: no step record ({e})", file=sys.stderr)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -25,10 +26,10 @@ from tpurank.core.errors import TpurankError
 from tpurank.core.lock import output_locks
 from tpurank.core.paths import NPZ_SUBDIR, Paths, preset_file, synthetic_scale
 from tpurank.core.pipes import stdout_closed
-from tpurank.core.profiles import resolve_profile
+from tpurank.core.profiles import DEFAULT_BUDGET, parse_duration, resolve_profile, with_cpu_warning
 from tpurank.core.staleness import StageIO
 from tpurank.prepare.built_with import check_prepared
-from tpurank.records import StepRecord, result_options
+from tpurank.records import NEVER_RAN, StepRecord, result_options
 
 # core/config.py's defaults are sized for the real data; on small synthetic data every stage trains
 # less (this preset, above the profile and under the user's --config and --set), so the demo `all`
@@ -46,9 +47,24 @@ def resolve_config(args: argparse.Namespace, data_root: Path) -> None:
     profile = resolve_profile(getattr(args, "profile", None))
     scale = synthetic_scale(data_root) if (data_root / NPZ_SUBDIR).is_dir() else None
     preset = preset_file(DEMO_PRESET) if scale in SMALL_SCALES else None
-    args.profile_info = profile
     args.layers = config_layers(args.config_file, args.set, preset, profile.file)
     args.cfg = from_layers(args.layers)
+    model = getattr(args, "model", None) or "gnn"  # `all` trains the GNN
+    if model in ("gnn", "baseline"):  # a GPU profile on a CPU: its projected training time, in its line
+        collections = getattr(args, "collections", None)
+        profile = with_cpu_warning(profile, args.cfg, collections, model, run_budget_s(args, profile.name))
+    args.profile_info = profile
+
+
+def run_budget_s(args: argparse.Namespace, profile: str) -> float | None:
+    """The whole run's budget in seconds when the command has one (`all --budget`, else the profile's
+    default), None for a stage without (`train`: the config's time budgets apply)."""
+    if not hasattr(args, "budget"):
+        return None
+    try:
+        return parse_duration(args.budget or DEFAULT_BUDGET[profile])
+    except TpurankError:  # a bad --budget: `all` says so in its own line
+        return None
 
 
 def declaration(module: ModuleType, args: argparse.Namespace) -> StageIO | None:
@@ -81,12 +97,23 @@ class StageRun:
         """Its record matches: same code, options, config and inputs, and its outputs untouched."""
         return self.record is not None and self.record.up_to_date()
 
+    def why(self) -> str:
+        """Why it runs: what changed since its record, or that it keeps none."""
+        if self.record is None:
+            return "it keeps no record (it always runs)"
+        return self.record.stale_reason() or "--force"
+
+    def last_seconds(self) -> float | None:
+        """How long its last success with these options took, None if unknown."""
+        return self.record.last_seconds() if self.record is not None else None
+
     def __call__(self) -> int:
-        """Run it with its output folders locked; a success saves its record."""
+        """Run it with its output folders locked; a success saves its record and its duration."""
         with output_locks(self.io.lock_folders() if self.io else [], self.args.stage):
+            t = time.perf_counter()
             rc = int(self.module.run(self.args) or 0)
             if rc == 0 and self.record is not None:
-                self.record.save()
+                self.record.save(time.perf_counter() - t)
             return rc
 
 
@@ -101,6 +128,9 @@ def execute(module: ModuleType, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 0
+    reason = run.record.stale_reason() if run.record is not None else None
+    if reason not in (None, NEVER_RAN):
+        print(f"tpurank {args.stage}: runs again: {reason}", file=sys.stderr)
     return run()
 
 

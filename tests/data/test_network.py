@@ -116,9 +116,7 @@ def _one_line(r: subprocess.CompletedProcess) -> str:
 
 
 def test_download_from_a_silent_server_fails_in_one_line(silent_server: SilentServer, tmp_path: Path) -> None:
-    r, took = _run(
-        ["download", "--data-dir", str(tmp_path / "data"), "--out-dir", str(tmp_path / "out")], tmp_path
-    )
+    r, took = _run(["download", "--data-dir", str(tmp_path / "data")], tmp_path)
     line = _one_line(r)
     assert f"download: localhost:{PORT} did not answer within 1 s" in line and TIMEOUT_ENV in line
     assert silent_server.accepted == 1 and b"POST /api/v1/competitions" in silent_server.received

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import math
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,33 @@ def test_a_time_budgeted_run_ends_near_a_zero_rate(tiny_paths: Paths, graphs, tm
     assert float(rows[-1]["lr"]) <= 0.05 * cfg.gnn.lr
     assert float(rows[0]["lr"]) > 0.5 * cfg.gnn.lr  # the peak was reached: the decay is the budget's
     assert [int(r["step"]) for r in rows] == sorted(int(r["step"]) for r in rows)
+
+
+def test_a_time_budget_holds_its_closing_validation(
+    tiny_paths: Paths, graphs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a clock where a step takes 0.1 s and a validation 1 s, a 3 s budget validating every 5 steps:
+    the steps end a validation's length before the budget, so the validation that closes the run
+    fits in it (3.0 s; spent after it, the run took 4.1 s)."""
+    clock = types.SimpleNamespace(now=0.0)
+    monkeypatch.setattr(loop, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
+    real_step = loop.step_once
+
+    def timed_step(*args, **kwargs):
+        clock.now += 0.1
+        return real_step(*args, **kwargs)
+
+    def timed_score(run, valid, losses) -> float:
+        clock.now += 1.0
+        return 0.5
+
+    monkeypatch.setattr(loop, "step_once", timed_step)
+    monkeypatch.setattr(loop, "score_valid", timed_score)
+    cfg = small_cfg(max_steps=1_000_000, eval_every=5, time_budget_min=0.05, warmup_steps=1, patience=10**6)
+    paths = Paths(tiny_paths.data, tmp_path)
+    summary = train_collection(gnn_model.SPEC, paths, cfg, COLLECTION, *graphs, progress=False)
+    assert summary["stopped_by"] == "time budget" and summary["steps_run"] == 10
+    assert summary["seconds"] == pytest.approx(3.0)
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _run(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "KAGGLE_CONFIG_DIR": str(tmp_path / "nokaggle")}
+    env["TPURANK_HOME"] = str(tmp_path)  # the child never resolves the checkout as its project root
     return subprocess.run(
         [sys.executable, "-m", "tpurank", *args], capture_output=True, text=True, env=env, cwd=ROOT
     )
@@ -21,8 +22,8 @@ def _run(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("stage", ["download", "submit"])
 def test_no_credentials_gives_instructions(stage: str, tmp_path: Path) -> None:
-    args = [stage, "--data-dir", str(tmp_path / "data"), "--out-dir", str(tmp_path / "out")]
-    if stage == "submit":
+    args = [stage, "--data-dir", str(tmp_path / "data")]
+    if stage == "submit":  # download takes no --out-dir (it writes only the data root)
         sub = tmp_path / "out" / "submissions"
         sub.mkdir(parents=True)
         (sub / "submission.csv").write_text("ID,TopConfigs\n")
@@ -53,7 +54,7 @@ def _build_code(dest: Path, tmp_path: Path, *extra: str, **env: str) -> subproce
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env},
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TPURANK_HOME": str(tmp_path), **env},
     )
 
 

@@ -171,7 +171,7 @@ def test_notebooks_in_a_fresh_offline_environment(tiny_root: Path, tmp_path: Pat
     packed = tmp_path / "built-models"
     m = _tpurank(
         "build-models-dataset", "--dest", str(packed), "--out-dir", str(temp / "tpurank"),
-        "--data-dir", env["TPURANK_DATA"], "--allow-synthetic",  # the tiny data is synthetic
+        "--allow-synthetic",  # the tiny data is synthetic
     )  # fmt: skip
     assert m.returncode == 0, m.stderr
     as_uploaded(packed, kaggle_input / "tpurank-models")

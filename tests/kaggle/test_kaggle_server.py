@@ -170,7 +170,7 @@ def _basic(user: str, key: str) -> str:
 def test_download_unpacks_the_archive(kaggle_server: KaggleStandIn, tiny_root: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     env = _env(tmp_path, KAGGLE_USERNAME=USER, KAGGLE_KEY=KEY, KAGGLE_CONFIG_DIR=str(tmp_path / "cfg"))
-    r = _tpurank(["download", "--data-dir", str(data), "--out-dir", str(tmp_path / "out")], env)
+    r = _tpurank(["download", "--data-dir", str(data)], env)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "POST " + SERVICE + "DownloadDataFiles" in kaggle_server.calls
     assert kaggle_server.auth[0] == _basic(USER, KEY)  # the fake credentials were sent

@@ -111,6 +111,7 @@ ELSEWHERE = {
     "build-models-dataset": "test_models_dataset.py",
     "infer": "test_models_dataset.py",
     "rank": "test_rank.py",
+    "tune": "test_tune.py",
 }
 
 
@@ -129,12 +130,15 @@ def test_every_stage_is_walked_here_or_named() -> None:
 def test_a_reading_stage_writes_nothing(full: Paths, stage: str, tmp_path: Path, capsys) -> None:
     from helpers import copy_tree
 
-    from tpurank.cli import main
+    from tpurank.cli import RUN_WIDE_USED, main
 
     paths = copy_tree(full, tmp_path)
     before = _every_file(paths)
     argv = [a.format(out=paths.out) for a in READ_ONLY[stage]]
-    rc = main([stage, *argv, "--data-dir", str(paths.data), "--out-dir", str(paths.out)])
+    uses = RUN_WIDE_USED[stage]  # the folders it takes (one it does not use is refused)
+    argv += ["--data-dir", str(paths.data)] if "data_dir" in uses else []
+    argv += ["--out-dir", str(paths.out)] if "out_dir" in uses else []
+    rc = main([stage, *argv])
     assert rc == 0, capsys.readouterr().err[-2000:]
     after = _every_file(paths)
     assert {str(f) for f in after if before.get(f) != after[f]} == set()

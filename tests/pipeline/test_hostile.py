@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pytest
 from helpers import ROOT, SAMPLE_ROOT, TRAINED_COLLECTION
 
+from tpurank.cli import RUN_WIDE_USED
 from tpurank.core.paths import Paths
 
 SAMPLE_PB = SAMPLE_ROOT / "pb" / "module_tuning_data_layout.pb"
@@ -38,7 +39,12 @@ class Case:
 
 
 def _cli(paths: Paths, *args: str) -> list[str]:
-    return [*args, "--data-dir", str(paths.data), "--out-dir", str(paths.out)]
+    """The command with the copy's data root and out folder, each where the stage takes it (a stage
+    refuses a run-wide option it does not use; `check PATH` names its own files)."""
+    uses = RUN_WIDE_USED[args[0]]
+    data = "data_dir" in uses and not (args[0] == "check" and len(args) > 1)
+    out = "out_dir" in uses
+    return [*args, *(["--data-dir", str(paths.data)] * data), *(["--out-dir", str(paths.out)] * out)]
 
 
 def _run(args: list[str]) -> subprocess.CompletedProcess:

@@ -302,7 +302,7 @@ def test_infer_on_a_copy_of_the_data_keeps_the_models_rule(
     clean = clean_all.out
     pack = tmp_path / "models-dataset"
     rc = main([
-        "build-models-dataset", "--dest", str(pack), "--data-dir", str(clean_all.data), "--out-dir", str(clean),
+        "build-models-dataset", "--dest", str(pack), "--out-dir", str(clean),
         "--allow-synthetic",  # the tiny data is synthetic: refused without it
     ])  # fmt: skip
     assert rc == 0, capsys.readouterr().err[-2000:]

@@ -112,13 +112,13 @@ def test_a_key_set_at_top_level_above_beats_a_collection_table_below(tmp_path: P
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("2h", 7200), ("90m", 5400), ("1h30m", 5400), ("45s", 45), ("15", 900), ("1.5h", 5400)],
+    [("2h", 7200), ("90m", 5400), ("1h30m", 5400), ("45s", 45), ("1.5h", 5400)],
 )
 def test_durations(text: str, seconds: float) -> None:
     assert profiles.parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "2 hours", "0", "-5", "h", "inf", "nan", "1e400"])
+@pytest.mark.parametrize("text", ["", "2 hours", "0", "-5", "h", "inf", "nan", "1e400", "15", "2"])
 def test_bad_durations_are_one_line(text: str) -> None:
     with pytest.raises(TpurankError, match="--budget"):
         profiles.parse_duration(text)
@@ -172,15 +172,70 @@ def test_the_plan_splits_by_need_and_seeds(tmp_path: Path, monkeypatch) -> None:
     assert {mine.for_collection(c).gnn.time_budget_min for c in sizes} == {3.0}
 
 
-def test_a_spent_budget_still_ends_every_training(tmp_path: Path) -> None:
-    """A time budget of 0 means none: when nothing is left, every share is still a few seconds."""
+def test_a_spent_budget_trains_each_model_its_least_share_and_says_how_far_over(tmp_path: Path) -> None:
+    """A time budget of 0 means none: when nothing is left, every seed still gets the floor
+    (budget.min_share_min), never less, and the plan says how far past the budget that reaches."""
     root = _tree(tmp_path, {"layout:xla:default": 10_000, "tile:xla": 100})
-    cfg = load_config()
+    cfg = load_config(overrides=["gnn.seeds=3"])
     plan = make_plan(60, cfg, root, ["tile:xla", "layout:xla:default"], ["gnn"], spent_s=600)
-    assert plan.shares and all(s.minutes == budget.LEAST_MIN for s in plan.shares)
-    assert all(
-        apply_plan(cfg, plan, []).for_collection(s.collection).gnn.time_budget_min > 0 for s in plan.shares
-    )
+    assert plan.shares and all(s.minutes == cfg.budget.min_share_min and s.seeds == 1 for s in plan.shares)
+    # past the budget by all it spent and still plans, margin included
+    assert plan.over_s == pytest.approx(plan.fixed_s + plan.training_s - 60, abs=0.1) and plan.over_s > 600
+    planned = apply_plan(cfg, plan, [])
+    assert all(planned.for_collection(s.collection).gnn.time_budget_min > 0 for s in plan.shares)
+    assert {planned.for_collection(s.collection).gnn.seeds for s in plan.shares} == {1}
+
+
+@pytest.mark.parametrize(
+    ("total", "seeds", "want_seeds"),
+    [
+        (10.0, {"a": 3, "b": 3}, {"a": 3, "b": 3}),
+        (4.0, {"a": 3, "b": 3}, {"a": 2, "b": 2}),
+        (2.5, {"a": 3, "b": 1}, {"a": 1, "b": 1}),
+        (1.0, {"a": 2, "b": 2}, {"a": 1, "b": 1}),
+    ],
+)
+def test_fewer_seeds_rather_than_shares_below_the_floor(total: float, seeds: dict, want_seeds: dict) -> None:
+    minutes, got = budget.split_minutes(total, {"a": 1.0, "b": 1.0}, seeds, floor=1.0)
+    assert got == want_seeds and all(m >= 1.0 for m in minutes.values())
+    if sum(got.values()) <= total:  # it fits: the shares add up to the total
+        assert sum(minutes[c] * got[c] for c in got) == pytest.approx(total, abs=0.02)
+
+
+def test_the_smallest_budget_counts_the_fixed_steps_every_collection_and_the_baseline() -> None:
+    cfg = load_config(overrides=["budget.min_share_min=2"])
+    two = ["tile:xla", "layout:xla:default"]
+    assert budget.minimum_budget_s(cfg, two, ["lgbm"], 100) == pytest.approx(100 / (1 - MARGIN))
+    assert budget.minimum_budget_s(cfg, two, ["gnn"], 100) == pytest.approx((100 + 240) / (1 - MARGIN))
+    # the baseline gets a fifth of the neural time: that fifth must pay its floor
+    both = budget.minimum_budget_s(cfg, two, ["gnn", "baseline"], 100)
+    assert both == pytest.approx((100 + 240 / budget.BASELINE_SHARE) / (1 - MARGIN))
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"minutes": "5m"},
+        {"minutes": -1},
+        {"seeds": 1.5},
+        {"seeds": True},
+        {"model": "lgbm"},
+        {"collection": "layout:xla"},
+        {"minutes": float("nan")},
+    ],
+)
+def test_a_hand_edited_plan_is_refused_in_one_line_and_planned_again(tmp_path: Path, capsys, edit) -> None:
+    root = _tree(tmp_path / "data", {"tile:xla": 100})
+    cfg, f = load_config(), tmp_path / "budget-plan.json"
+    key = budget.plan_key(600, cfg, root, ["tile:xla"], ["gnn"])
+    budget.save_plan(f, key, make_plan(600, cfg, root, ["tile:xla"], ["gnn"]))
+    assert budget.saved_plan(f, key) is not None
+    data = json.loads(f.read_text())
+    data["plans"][key]["shares"][0].update(edit)
+    f.write_text(json.dumps(data))
+    assert budget.saved_plan(f, key) is None
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the saved plan is not valid" in err[0] and str(f) in err[0]
 
 
 def test_the_plan_file_keeps_one_plan_per_run(tmp_path: Path) -> None:
@@ -219,7 +274,7 @@ def test_config_show_names_the_profile_as_the_source(tmp_path: Path, monkeypatch
 
 
 def test_all_within_a_tiny_budget_stops_training_on_time(tiny_root: Path, tmp_path: Path) -> None:
-    """`all --budget 50s` on one tiny collection: the plan printed, the GNN stopped by its share of
+    """`all --budget 80s` on one tiny collection (50s refused up front): the plan printed, the GNN stopped by its share of
     time (its step cap is out of reach), a checked submission, and the run within the budget. The
     other stages are estimated at about a minute, so the GNN's share is what the tiny data leaves
     of that estimate: seconds, where a longer budget would only train longer."""
@@ -227,12 +282,21 @@ def test_all_within_a_tiny_budget_stops_training_on_time(tiny_root: Path, tmp_pa
     sets = ["gnn.max_steps=100000", "gnn.hidden=16", "gnn.eval_every=20", "gnn.min_train_share=1"]
     sets += ["lgbm.num_boost_round=20", "lgbm.threads=1"]
     cmd = [sys.executable, "-m", "tpurank", "all", "--data-dir", str(tiny_root), "--out-dir", str(out)]
-    cmd += ["--collections", "layout:xla:default", "--budget", "50s", "--profile", "cpu"]
+    cmd += ["--collections", "layout:xla:default", "--profile", "cpu", "--set", "budget.min_share_min=0.1"]
     cmd += [x for s in sets for x in ("--set", s)]
+    # the data's size expects about a minute for the other steps: 50 s cannot hold, refused before any work
+    refused = subprocess.run([*cmd, "--budget", "50s"], capture_output=True, text=True, cwd=ROOT)
+    assert refused.returncode == 1 and "step 1/" not in refused.stderr, refused.stderr
+    assert (
+        "--budget 50s cannot be kept" in refused.stderr
+        and "the smallest budget that fits is 1m20s" in refused.stderr
+    )
+    assert not (out / "models").exists() and not (out / "features").exists()
+    cmd += ["--budget", "80s"]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "[all] profile cpu: chosen with --profile" in r.stderr
-    assert "[all] budget 50s:" in r.stderr and "step 1/" in r.stderr
+    assert "[all] budget 1m20s:" in r.stderr and "step 1/" in r.stderr
     planned = [line for line in r.stderr.splitlines() if line.startswith("[all]   gnn")]
     assert len(planned) == 2 and all("layout:xla:default" in x for x in planned)  # first plan, second look
     assert "[all] the plan again" in r.stderr and (out / "reports" / "budget-plan.json").exists()
@@ -241,7 +305,7 @@ def test_all_within_a_tiny_budget_stops_training_on_time(tiny_root: Path, tmp_pa
     share = model["config"]["gnn"]["time_budget_min"]  # the collection's config, the plan applied
     assert 0.1 <= share < 1.5 and model["seconds"] < share * 60 + 15
     assert (out / "submissions" / "submission.csv").exists()
-    closing = [line for line in r.stdout.splitlines() if "the budget of 50s" in line]
+    closing = [line for line in r.stdout.splitlines() if "the budget of 1m20s" in line]
     assert closing and "under" in closing[0]
     # a rerun takes the saved plan, not a new one on another clock: every step is up to date
     again = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)

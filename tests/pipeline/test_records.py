@@ -116,6 +116,43 @@ def test_a_record_matches_until_an_output_or_input_changes(tmp_path: Path) -> No
     assert not _run(paths, "train", model="lgbm").up_to_date()  # a damaged record: the step runs again
 
 
+def test_a_rerun_names_what_changed_and_keeps_the_last_duration(tmp_path: Path) -> None:
+    """Every reason a step runs again is said in the user's words; a GNN time budget (the plan) is not
+    one for LightGBM; the duration of the last success is the budget's estimate of the step."""
+    paths = Paths(tmp_path / "data", tmp_path / "out")
+    paths.tabular.mkdir(parents=True)
+    (paths.tabular / "t.parquet").write_bytes(b"table")
+    run = _run(paths, "train", model="lgbm")
+    assert run.why() == "no earlier run with these options" and run.last_seconds() is None
+    (paths.models / "lgbm").mkdir(parents=True)
+    (paths.models / "lgbm" / "model.txt").write_text("trained")
+    run.record.save(12.5)
+    again = _run(paths, "train", model="lgbm")
+    assert again.up_to_date() and again.last_seconds() == 12.5
+    planned = _args(paths, "train", model="lgbm")
+    planned.cfg = dataclasses.replace(
+        planned.cfg, collections={**planned.cfg.collections, "tile:xla": {"gnn": {"time_budget_min": 3.0}}}
+    )
+    assert StageRun(stage_module("train"), planned).up_to_date()  # the GNN's plan is not LightGBM's
+    other = _args(paths, "train", model="lgbm")
+    other.cfg.lgbm.num_boost_round += 1
+    assert StageRun(stage_module("train"), other).why() == "config changed: lgbm"
+    (paths.tabular / "t.parquet").write_bytes(b"tablf")
+    run = _run(paths, "train", model="lgbm")
+    assert run.why() == "its inputs changed: tabular"
+    run.record.save(3.0)
+    assert _run(paths, "train", model="lgbm").up_to_date()
+    (paths.models / "lgbm" / "model.txt").write_text("retrained by hand")
+    assert _run(paths, "train", model="lgbm").why() == "its outputs changed since it ran"
+    for bad in ('{"stage": 1}', "[]", '{"seconds": "5m"}'):
+        run.record.path.write_text(bad)
+        assert _run(paths, "train", model="lgbm").why() == "no earlier run with these options"
+    rec = run.record.path
+    run.record.save(3.0)
+    rec.write_text(rec.read_text().replace('"seconds": 3.0', '"seconds": "3s"'))
+    assert _run(paths, "train", model="lgbm").last_seconds() is None  # a hand edit: no estimate from it
+
+
 def test_options_that_do_not_change_the_result_keep_one_record(tmp_path: Path) -> None:
     paths = Paths(tmp_path / "d", tmp_path / "o")
     a = _run(paths, "predict", model="gnn", split="valid")

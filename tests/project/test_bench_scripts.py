@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import bench_helps
+from helpers import SAMPLE_ROOT, bench_helps
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 SCRIPTS = sorted(BENCH.glob("*.py"))
@@ -318,3 +318,28 @@ def test_table_modes_read_the_saved_results(argv: list[str], expect: str) -> Non
 
 def _legend() -> str:
     return _bench("real_rows").LEGEND
+
+
+def test_gpu_projection_without_the_sample_says_so_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    projection = _bench("bench_gpu_projection")
+    assert projection.SAMPLE == SAMPLE_ROOT  # where the tests find the real sample
+    monkeypatch.setattr(sys, "argv", ["bench_gpu_projection.py", "--sample", str(tmp_path / "absent")])
+    assert projection.main() == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"bench_gpu_projection: the real sample is not at {tmp_path / 'absent'}")
+    assert line.endswith("pass --sample DIR")
+
+
+def test_gpu_projection_prepares_the_sample_where_it_reads_it(
+    sample_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$TPURANK_WORK (a big disk for a user's runs) must not move the sample's cache out of the
+    bench's own folder: the bench failed with `max() arg is an empty sequence` there."""
+    projection = _bench("bench_gpu_projection")
+    elsewhere = tmp_path / "user-work"
+    monkeypatch.setenv("TPURANK_WORK", str(elsewhere))
+    paths = projection.prepare_sample(sample_root, tmp_path / "bench")
+    assert paths.prepared == tmp_path / "bench" / "features" / "prepared"
+    assert (paths.prepared / "index.parquet").is_file() and not elsewhere.exists()

@@ -16,6 +16,7 @@ import pytest
 from helpers import ROOT, script_help
 
 from tpurank.cli import STAGES, stage_module, stage_parser
+from tpurank.core.options import Refused
 
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "README.md"]
@@ -56,7 +57,7 @@ def test_documented_command_parses(page: str, argv: list[str]) -> None:
     if stage not in STAGES:
         return
     parser = stage_parser(stage, stage_module(stage))
-    known = {s for a in parser._actions for s in a.option_strings}
+    known = {s for a in parser._actions if not isinstance(a, Refused) for s in a.option_strings}
     for word in argv[1:]:
         if word.startswith("-") and not word[1:2].isdigit():
             assert word.split("=")[0] in known, f"`{' '.join(argv)}`: {stage} has no option {word}"
@@ -95,6 +96,94 @@ def test_documented_bench_command_has_its_options(
 def test_relative_links_point_at_files(page: Path) -> None:
     for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text()):
         assert (page.parent / target).exists(), f"{page.name}: broken link {target}"
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lowercase, punctuation dropped (backticks, quotes, commas,
+    ...), each space a hyphen."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    """Every heading anchor of a markdown page (headings inside code blocks are none; a repeated
+    heading gets `-1`, `-2`, ... as on GitHub)."""
+    out: set[str] = set()
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in page.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (m := re.match(r"#{1,6}\s+(.*)", line)):
+            anchor = github_anchor(m.group(1))
+            n = seen.get(anchor, 0)
+            seen[anchor] = n + 1
+            out.add(anchor if n == 0 else f"{anchor}-{n}")
+    return out
+
+
+def test_github_anchor_rules() -> None:
+    assert github_anchor("Recipe 1: the real data on a CPU") == "recipe-1-the-real-data-on-a-cpu"
+    assert github_anchor("The `cpu` profile's GNN recipe, change by change") == (
+        "the-cpu-profiles-gnn-recipe-change-by-change"
+    )
+    assert github_anchor("Graph Segment Training (GST)") == "graph-segment-training-gst"
+
+
+# a page of the checkout named in a string the code prints: `README.md#anchor`, `docs/x.md#anchor`,
+# or by its heading, `README.md ("Heading")` / `docs/x.md, "Heading"`
+DOC_POINTER = re.compile(r"((?:README|docs/[\w-]+)\.md)(?:#([\w-]+)|,? \(?\"([^\"]+)\"\)?)")
+
+
+def _printed_strings(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every string constant of a Python file but its docstrings (f-strings' literal
+    parts included): what the code can print."""
+    tree = ast.parse(path.read_text())
+    docs = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and ast.get_docstring(node, clean=False) is not None
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+    ]
+
+
+def _code_pointers() -> list[tuple[str, str, str]]:
+    """(where, page, anchor) of every pointer to a README or docs/ heading the code prints."""
+    out = []
+    for path in sorted((ROOT / "src").rglob("*.py")):
+        for line, text in _printed_strings(path):
+            for page, anchor, heading in DOC_POINTER.findall(text):
+                out.append((f"{path.relative_to(ROOT)}:{line}", page, anchor or github_anchor(heading)))
+    return out
+
+
+CODE_POINTERS = _code_pointers()
+
+
+def test_the_code_points_at_the_docs() -> None:
+    """The pointer search finds what it looks for (the banner of `all` on synthetic data holds one)."""
+    assert CODE_POINTERS
+
+
+@pytest.mark.parametrize(("where", "page", "anchor"), CODE_POINTERS, ids=[w for w, _, _ in CODE_POINTERS])
+def test_every_heading_the_code_points_at_exists(where: str, page: str, anchor: str) -> None:
+    """A message that sends the user to a README or docs/ heading names one that exists (GitHub's
+    anchor rules), so renaming a heading fails here, not in front of a user."""
+    assert (ROOT / page).is_file(), f"{where}: {page} does not exist"
+    assert anchor in anchors(ROOT / page), f"{where}: {page} has no heading #{anchor}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_link_anchors_point_at_headings(page: Path) -> None:
+    """`[text](file.md#anchor)` and `[text](#anchor)` land on a heading of that page."""
+    for target, anchor in re.findall(r"\]\(([^)#:]*)#([^)]+)\)", page.read_text()):
+        linked = page.parent / target if target else page
+        if linked.suffix == ".md" and linked.is_file():
+            assert anchor in anchors(linked), f"{page.name}: {target}#{anchor}: no such heading"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])

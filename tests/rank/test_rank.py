@@ -169,3 +169,25 @@ def test_a_tile_kernel_whose_runs_all_failed_is_left_out(small: Paths, tmp_path:
     with Ranker.load(small.out, tmp_path / "work") as ranker:
         rankings = ranker.rank(f)
     assert len(rankings) == len(_configs_of(f)) == len(_configs_of(PB / "op_tuning_data.pb")) - 1
+
+
+def test_a_file_whose_name_holds_a_comma_and_a_space_is_ranked(small: Paths, tmp_path: Path, capsys) -> None:
+    """`rank` writes its own sample_submission.csv: a name that needs quoting stays one field, as in
+    every CSV tpurank writes, and the ranking names the file as it is."""
+    import csv
+
+    src = _test_file(small, "tile:xla")
+    f = tmp_path / "run 1,final.npz"
+    f.write_bytes(src.read_bytes())
+    out = tmp_path / "ranking.csv"
+    argv = ["rank", str(f), "--models", str(small.out), "--out", str(out), "--work", str(tmp_path / "work")]
+    assert main(argv) == 0, capsys.readouterr().err[-2000:]
+    assert f"{f.name} [" in capsys.readouterr().out
+    with out.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows and {r["file"] for r in rows} == {str(f)}
+    sample = (tmp_path / "work").rglob("sample_submission.csv")
+    assert [line for s in sample for line in s.read_text().splitlines()[1:]] == ['"tile:xla:run 1,final",0']
+    with Ranker.load(small.out, tmp_path / "work2") as ranker:
+        (same,) = ranker.rank(src)
+    np.testing.assert_array_equal([int(r["config"]) for r in rows], same.order)  # the same graph, same order

@@ -80,6 +80,36 @@ def test_runs_dataset_prefers_what_the_report_recorded(two_runs) -> None:
     assert read_run(new)["dataset"] == "real: demo-data"
 
 
+def test_runs_label_what_each_figure_is_and_where_the_report_differs(two_runs, capsys) -> None:
+    """The pivot's scores are `predict`'s (every config); a fitted ensemble's is in-sample, labelled as
+    the report labels it; a report scored on the official subsets is named as the one that differs."""
+    from tpurank.report.validate import IN_SAMPLE
+
+    old, new = two_runs
+    _write(new / "models" / "ensemble" / "layout-xla-random" / "weights.json", {"cross_fit": {"score": 0.4}})
+    coverage = {"layout_graphs": 3, "on_subset": 2}
+    _write(new / "reports" / "validation.json", {"official_subsets": "eval_indices",
+                                                  "official_subsets_coverage": coverage})  # fmt: skip
+    assert main(["runs", str(old), str(new)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(
+        "-- validation score per model and collection: every config of every valid graph"
+    )
+    assert any(ln.startswith(f"new  {IN_SAMPLE}   ") and "0.5000" in ln for ln in lines)
+    assert not any(f"old  {IN_SAMPLE}" in ln for ln in lines)  # no ensemble there
+    assert f"note: {IN_SAMPLE}: its weights were fitted on these valid graphs" in "\n".join(lines)
+    assert (
+        "note: new: reports/validation.md scored 2 of 3 layout graphs on their official subsets, so its "
+        "layout and overall figures differ from these"
+    ) in lines
+    assert not any(ln.startswith("note: old") for ln in lines)  # its report (none) shows the same
+    # subsets that listed none of the run's graphs change no figure: no note
+    none = {**coverage, "on_subset": 0}
+    _write(new / "reports" / "validation.json", {"official_subsets": "eval_indices",
+                                                  "official_subsets_coverage": none})  # fmt: skip
+    assert read_run(new)["report"] == ""
+
+
 @pytest.mark.parametrize(
     ("seconds", "shown"), [(None, "-"), (0.4, "0:00"), (59.6, "1:00"), (3725.0, "62:05")]
 )

@@ -146,6 +146,61 @@ def test_predict_train_validate_end_to_end(out_paths, capsys):
     assert len(graphs) == 1 + 2 * len(discover(out_paths.npz, splits=["valid"]))
 
 
+@pytest.mark.parametrize(
+    ("graphs", "on_subset", "says"),
+    [
+        (0, 0, "No layout graph was scored"),
+        (
+            4,
+            0,
+            "No graph of this data is in the official subsets: all configs of every graph scored (4 layout",
+        ),
+        (4, 4, "Every layout graph (4) scored on its official subset"),
+        (4, 1, "1 of 4 layout graphs scored on their official subsets; the other 3, not in the subsets,"),
+    ],
+)
+def test_the_subsets_sentence_says_what_was_scored(graphs, on_subset, says):
+    from tpurank.data.subsets import coverage_sentence
+
+    assert coverage_sentence(graphs, on_subset).startswith(says)
+
+
+def test_validate_with_official_subsets_says_how_many_graphs_they_covered(out_paths, tmp_path, capsys):
+    """Subsets that list none of the data's graphs are no claim that graphs were scored on them; one
+    listed graph is counted, and the report says why its figures differ from `tpurank runs`."""
+    from tpurank.data.subsets import coverage
+
+    common = _common(out_paths)
+    assert cli.main(["predict", "--model", "heuristic", "--split", "valid", *common]) == 0
+    valid = discover(out_paths.npz, splits=["valid"])
+    layout = [f for f in valid if f.collection == "layout:xla:random"]
+    n_layout = sum(f.collection.startswith("layout:") for f in valid)
+    subsets = tmp_path / "eval_indices"
+    subsets.mkdir()
+    (subsets / "xla_random.json").write_text(json.dumps({"a graph of other data": [0, 1, 2]}))
+    assert cli.main(["validate", "--official-subsets", str(subsets), *common]) == 0
+    report = (out_paths.reports / "validation.md").read_text()
+    sidecar = json.loads((out_paths.reports / "validation.json").read_text())
+    assert "Layout graphs scored on the official subsets" not in report
+    assert (
+        f"No graph of this data is in the official subsets: all configs of every graph scored ({n_layout} "
+        in report
+    )
+    assert "The figures are those of `tpurank runs` (and `submissions/valid_<model>.json`)." in report
+    assert sidecar["official_subsets_coverage"] == {"layout_graphs": n_layout, "on_subset": 0}
+    assert "validate: No graph of this data is in the official subsets" in capsys.readouterr().err
+
+    (subsets / "xla_random.json").write_text(json.dumps({layout[0].stem: [0, 1, 2]}))
+    assert cli.main(["validate", "--official-subsets", str(subsets), *common]) == 0
+    report = (out_paths.reports / "validation.md").read_text()
+    assert (
+        f"1 of {n_layout} layout graphs scored on their official subsets; the other {n_layout - 1}" in report
+    )
+    assert "score every config instead: their layout and overall figures differ from these" in report
+    rows = [{"id": "a", "collection": "layout:xla:random", "subset": True}] * 2  # two models, one graph
+    assert coverage([*rows, {"id": "t", "collection": "tile:xla", "subset": False}]) == (1, 1)
+
+
 def test_stage_errors_are_one_line(out_paths, sample_root, tmp_path, capsys):
     common = _common(out_paths)
     assert cli.main(["validate", *common]) == 1  # no valid CSV yet
@@ -186,6 +241,37 @@ def test_plots_say_synthetic_name_the_model_and_keep_references_inside(tmp_path,
         ((start, end),) = marks.get_segments()  # one mark: on the overall group only (x = 2)
         assert start[1] == end[1] == value and lo < value < hi
         assert 1.5 < start[0] < end[0] < 2.5
+
+
+def test_a_partial_overall_is_labelled_and_not_drawn_against_the_leaderboard(tmp_path, monkeypatch):
+    """The real sample scores 2 of the 5 collections: its overall is labelled as the mean of those 2,
+    and the leaderboard's overall (a mean of all 5) is not drawn beside it; a note says why."""
+    from tpurank.core.collections import COLLECTIONS
+    from tpurank.report import plots
+
+    figs = {}
+    monkeypatch.setattr(plots, "_save", lambda fig, out: figs.setdefault(out.name, fig) and out)
+    cols = [*COLLECTIONS, "overall"]
+    scores = {
+        "random": {"tile:xla": 1.0, "layout:xla:default": -0.0351, "overall": 0.4824},
+        "heuristic": {"tile:xla": 1.0, "layout:xla:default": 0.0187, "overall": 0.5094},
+    }
+    ref = {"1st place, best ensemble": 0.736}
+    plots.collection_scores(scores, cols, tmp_path / "partial.png", "", reference=ref)
+    ax = figs["partial.png"].axes[0]
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert ticks == [*COLLECTIONS, "overall of 2 of 5\ncollections"]
+    assert not [c for c in ax.collections if "Kaggle" in str(c.get_label())]  # no leaderboard line
+    (note,) = [t.get_text() for t in ax.texts]
+    assert "not drawn: they are means of all 5 collections, this overall of 2" in note
+    # all five scored: the plain overall, with the leaderboard's line across it
+    full = {m: {c: 0.5 for c in cols} for m in scores}
+    plots.collection_scores(full, cols, tmp_path / "full.png", "", reference=ref)
+    ax = figs["full.png"].axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()][-1] == "overall" and not ax.texts
+    assert [c.get_label() for c in ax.collections if "Kaggle" in str(c.get_label())] == [
+        "1st place, best ensemble (Kaggle private LB, real data)"
+    ]
 
 
 @pytest.mark.parametrize("models", [0, 2])

@@ -17,7 +17,7 @@ import pytest
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.submission.check import check_submission_file
-from tpurank.submission.csvio import format_row, parse_rows, read_rows
+from tpurank.submission.csvio import HEADER, csv_text, format_row, parse_rows, read_rows
 from tpurank.submission.format import ExpectedGraph, expected_for_split, render, write_submission
 from tpurank.submission.score import score_csv
 
@@ -126,3 +126,12 @@ def test_check_submission_cli_accepts_quoted_ids(tiny_root: Path, tmp_path: Path
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"{len(expected)} expected rows, {len(expected)} valid, 0 problem(s)" in r.stderr
+
+
+def test_csv_text_keeps_every_odd_id_one_field() -> None:
+    """The whole-file writer (rank's own sample_submission.csv): read back, each ID as it was."""
+    ids = [f"{TILE}:{stem}" for stem in ["run 1,final", *ODD_STEMS]]
+    text = csv_text([HEADER, *((i, "0") for i in ids)])
+    assert text.startswith("ID,TopConfigs\n") and text.endswith("\n")
+    rows, problems = parse_rows(text, "x.csv")
+    assert problems == [] and [r.id for r in rows] == ids and {r.top for r in rows} == {"0"}

@@ -93,7 +93,7 @@ def test_reversed_ranking(mini, tmp_path):
 def test_score_cli_table_and_json(mini, tmp_path, capsys):
     csv = write_ranking(tmp_path / "v.csv", swap_layout_top=True)
     out_json = tmp_path / "s.json"
-    common = ["--data-dir", str(mini.data), "--out-dir", str(mini.out)]
+    common = ["--data-dir", str(mini.data)]  # score writes nothing to an out folder: --out-dir is refused
     assert cli.main(["score", "--submission", str(csv), "--json", str(out_json), *common]) == 0
     table = capsys.readouterr().out
     assert "layout:xla:random" in table and "overall (3 of 5)" in table
@@ -160,7 +160,7 @@ def test_score_refuses_invalid_csv(mini, tmp_path, capsys):
     csv.write_text(csv.read_text().replace("tile:xla:t2,", "tile:xla:t9,"))
     with pytest.raises(TpurankError, match="cannot score: .*unknown ID 'tile:xla:t9'.*and 1 more"):
         score_csv(csv, mini, "valid")
-    common = ["--data-dir", str(mini.data), "--out-dir", str(mini.out)]
+    common = ["--data-dir", str(mini.data)]  # score writes nothing to an out folder: --out-dir is refused
     assert cli.main(["score", "--submission", str(csv), *common]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("tpurank score: error: cannot score")

@@ -135,6 +135,18 @@ def test_expected_ids_follow_the_real_sample(sample_root, tmp_path):
     assert nlp_default.num_configs == 1001  # the sample lists 1000 indices; the file has 1001
 
 
+@pytest.mark.parametrize("stage", ["all", "infer"])
+def test_an_incomplete_test_set_is_a_warning_labelled_with_the_stage_that_runs(
+    sample_root, tmp_path, capsys, stage
+):
+    """`all` and `infer` both check the test set; the warning names the stage the user ran."""
+    from tpurank.submission.publish import incomplete_test_set
+
+    assert incomplete_test_set(Paths(data=sample_root, out=tmp_path), stage=stage)
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"[{stage}] WARNING: 884 test IDs of ")
+
+
 def test_writer_output_for_real_test_files_passes_check(sample_root, tmp_path, capsys):
     paths = Paths(data=sample_root, out=tmp_path)
     expected = expected_for_split(paths, "test", partial=True)
@@ -148,7 +160,7 @@ def test_writer_output_for_real_test_files_passes_check(sample_root, tmp_path, c
     assert [r.split(",")[0] for r in rows] == [e.id for e in expected]
     first = rows[0].split(",")[1].split(";")
     assert [int(i) for i in first] == np.argsort(costs[expected[0].id])[:5].tolist()
-    common = ["--data-dir", str(sample_root), "--out-dir", str(tmp_path)]
+    common = ["--data-dir", str(sample_root)]  # it writes nothing: --out-dir is refused
     assert cli.main(["check-submission", str(target), "--partial", *common]) == 0
     capsys.readouterr()
     # against the whole sample the 884 absent IDs are each reported

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import zipfile
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from tpurank.synth.cost_model import LayoutCostModel, measure, pad_table
 from tpurank.synth.graph_families import layout_graph
 from tpurank.synth.hlo import CONFIGURABLE_OPS, OP
 from tpurank.synth.hlo_builder import Builder
+from tpurank.synth.tree import GENERATOR_VERSION
 
 SPLIT_COUNTS = {"tile:xla": (12, 4, 4), "layout": (4, 2, 2)}
 
@@ -89,6 +91,34 @@ def test_deterministic_for_a_seed(tmp_path: Path) -> None:
     assert (tmp_path / "a/sample_submission.csv").read_text() != (
         tmp_path / "c/sample_submission.csv"
     ).read_text()
+
+
+# the arrays of the tiny tree (seed 0) under generator version 3: a faster generator writes the same
+# data for a seed, or bumps GENERATOR_VERSION (synth/tree.py) and this fingerprint with it
+TINY_FINGERPRINT = {3: "9994134b38deec82db25f40f7f7096664c3aac50669ee8b276d9e8c2bbf59e68"}
+
+
+def array_fingerprint(root: Path) -> str:
+    """sha256 over every npz's arrays (name, dtype, shape, bytes) and the sample submission: the
+    data, not the zip's bytes (which follow the zlib build)."""
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.npz")):
+        h.update(f.relative_to(root).as_posix().encode())
+        with np.load(f) as z:
+            for k in sorted(z.files):
+                a = z[k]
+                h.update(f"{k}{a.dtype}{a.shape}".encode())
+                h.update(np.ascontiguousarray(a).tobytes())
+    h.update((root / "sample_submission.csv").read_bytes())
+    return h.hexdigest()
+
+
+def test_the_generator_writes_the_same_data_for_a_seed_in_one_or_two_processes(
+    tiny_root: Path, tmp_path: Path
+) -> None:
+    assert array_fingerprint(tiny_root) == TINY_FINGERPRINT[GENERATOR_VERSION]
+    generate(tmp_path / "two", "tiny", seed=0, jobs=2)
+    assert array_fingerprint(tmp_path / "two") == TINY_FINGERPRINT[GENERATOR_VERSION]
 
 
 def test_sample_submission_lists_every_test_file_in_real_order(tiny_root: Path) -> None:

@@ -100,7 +100,9 @@ class LgbmConfig:
         min=0,
         doc="lambdarank: only pairs with one of a query's top N train; 0 = 64 for tile, all for layout",
     )
-    threads: int = value(0, min=0, doc="LightGBM threads; 0 = all cores")
+    threads: int = value(
+        0, min=0, doc="LightGBM threads; 0 = the cores free when it starts, at most $OMP_NUM_THREADS"
+    )
 
 
 @dataclass
@@ -266,6 +268,15 @@ class EnsembleConfig:
 
 
 @dataclass
+class BudgetConfig:
+    # `all --budget` (tpurank.budget): the least it gives one seed of a neural model; a budget that
+    # cannot pay it trains fewer seeds, or is refused before any work with the smallest that fits
+    min_share_min: float = value(
+        1.0, above=0, doc="the least minutes `all --budget` gives one seed of a neural model per collection"
+    )
+
+
+@dataclass
 class Config:
     """The whole run's config. Build it with `load_config` or `from_dict`: they resolve the per-collection
     defaults against the keys you set; `dataclasses.replace` on a section afterwards leaves the
@@ -284,6 +295,7 @@ class Config:
     gnn: GnnConfig = field(default_factory=GnnConfig)
     baseline: BaselineConfig = field(default_factory=BaselineConfig)
     ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
     # {"layout:xla:default": {"gnn": {"cross_config_attention": True}}}; the defaults
     # (core/collection_defaults.py) give way to a key set at top level, the user's tables do not
     collections: dict[str, dict[str, Any]] = value(
@@ -326,7 +338,8 @@ def from_dict(data: dict[str, Any]) -> Config:
     over = data.get("collections", {})
     if not isinstance(over, dict):
         raise TpurankError("config: collections must be a table")
-    data = {**data, "collections": merge_tables(collection_defaults(data), over, "collections")}
+    merged = merge_tables(collection_defaults(data), over, "collections")
+    data = {**data, "collections": canonical_collections(merged)}
     cfg = build_checked(Config, data, "")
     check_pairs(cfg, "")
     for collection, over in cfg.collections.items():
@@ -338,6 +351,33 @@ def from_dict(data: dict[str, Any]) -> Config:
         where = f"collections.{collection}"
         check_pairs(build_checked(Config, merge_tables(base, over, where), where), where)
     return cfg
+
+
+def canonical_collections(tables: dict[str, Any]) -> dict[str, Any]:
+    """The per-collection tables in one order whatever the layers they were merged from: collections
+    as COLLECTIONS lists them, keys as Config declares them (unknown ones last, for the check to name).
+
+    Merging puts a key where the first layer that set it put it, so the same config resolved from other
+    layers (`config show --toml` fed back with `--config`) would print its tables in another order."""
+    order = {key: i for i, key in enumerate(config_fields())}
+
+    def rank(dotted: str) -> int:
+        return min(
+            (i for key, i in order.items() if key == dotted or key.startswith(f"{dotted}.")),
+            default=len(order),
+        )
+
+    def ordered(table: dict[str, Any], prefix: str) -> dict[str, Any]:
+        keys = sorted(table, key=lambda k: rank(f"{prefix}{k}"))
+        return {
+            k: ordered(table[k], f"{prefix}{k}.") if isinstance(table[k], dict) else table[k] for k in keys
+        }
+
+    place = {c: i for i, c in enumerate(COLLECTIONS)}
+    return {
+        c: ordered(t, "") if isinstance(t, dict) else t
+        for c, t in sorted(tables.items(), key=lambda item: place.get(item[0], len(place)))
+    }
 
 
 def check_pairs(cfg: Config, where: str) -> None:

@@ -4,6 +4,9 @@ A variable is read only through its entry here, so a bad value is one line namin
 must be and what it holds ("$TPURANK_PROGRESS_SECONDS must be a number >= 0, got 'abc'"), never
 a traceback from wherever it happens to be used first. The CLI reads them all before a stage
 starts (`check_environment`), as it checks the config. An empty value counts as unset.
+
+No module reads a variable as it is imported: a module-level read would run before the CLI's check
+(a traceback for a bad value) and would freeze the value for the process. Read it when it is used.
 """
 
 from __future__ import annotations
@@ -65,6 +68,10 @@ class Folder:
 
     name: str
 
+    def given(self) -> str:
+        """The value as the user wrote it (for a message that quotes it); "" when unset."""
+        return _raw(self.name)
+
     def read(self) -> Path | None:
         """The folder, resolved; None when unset.
 
@@ -83,6 +90,25 @@ class Folder:
         return folder
 
 
+@dataclass(frozen=True)
+class Choice:
+    """A variable naming one of a few fixed words (`--profile`'s choices for $TPURANK_PROFILE)."""
+
+    name: str
+    choices: tuple[str, ...]
+
+    def read(self) -> str | None:
+        """The word; None when unset.
+
+        Raises:
+            TpurankError: a word not among `choices`.
+        """
+        raw = _raw(self.name)
+        if raw and raw not in self.choices:
+            raise TpurankError(f"${self.name} must be one of {', '.join(self.choices)}, got {raw!r}")
+        return raw or None
+
+
 PROGRESS_SECONDS = Number("TPURANK_PROGRESS_SECONDS", 10.0, minimum=0)  # core/progress.py
 NET_TIMEOUT = Number("TPURANK_NET_TIMEOUT", 60.0, above=0)  # data/net.py
 CHUNK_CACHE_MB = Number("TPURANK_CHUNK_CACHE_MB", 256, minimum=0, whole=True)  # prepare/store.py
@@ -90,8 +116,9 @@ HOME = Folder("TPURANK_HOME")  # core/paths.py: the outputs' root
 DATA = Folder("TPURANK_DATA")  # core/paths.py: the data root
 WORK = Folder("TPURANK_WORK")  # core/paths.py: the intermediates' root
 TENSORBOARD = Folder("TPURANK_TENSORBOARD")  # gnn/train/run_log.py
+PROFILE = Choice("TPURANK_PROFILE", ("auto", "cpu", "kaggle-t4", "gpu"))  # core/profiles.py
 
-VARIABLES: tuple[Number | Folder, ...] = (
+VARIABLES: tuple[Number | Folder | Choice, ...] = (
     PROGRESS_SECONDS,
     NET_TIMEOUT,
     CHUNK_CACHE_MB,
@@ -99,6 +126,7 @@ VARIABLES: tuple[Number | Folder, ...] = (
     DATA,
     WORK,
     TENSORBOARD,
+    PROFILE,
 )
 
 

@@ -1,13 +1,16 @@
 """The command-line options every stage shares, defined once so they read and behave alike.
 
-`add_common` adds the run-wide options (`--data-dir`, `--out-dir`, `--work-dir`, `--config`,
-`--set`) that the CLI resolves into `args.paths` and `args.cfg` before a stage runs; the others are
-added by the stages that take them.
+`add_common` adds the run-wide options (`--data-dir`, `--out-dir`, `--work-dir`, `--profile`,
+`--config`, `--set`) that the CLI resolves into `args.paths` and `args.cfg` before a stage runs: those
+the stage uses (each stage names them: tpurank.cli.RUN_WIDE), the others refused in one line (an option
+accepted and ignored would leave the user looking for output that is not there). The others are added
+by the stages that take them.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from tpurank.core.collections import COLLECTIONS, SPLITS
 from tpurank.core.profiles import CHOICES as PROFILE_CHOICES
@@ -52,24 +55,86 @@ def add_jobs(p: argparse.ArgumentParser, default: int | None, help: str) -> None
     p.add_argument("--jobs", type=jobs_arg, default=default, metavar="N", help=help)
 
 
-def add_common(p: argparse.ArgumentParser) -> None:
-    """The run-wide options: where data, outputs and intermediates live, and the config."""
+# the run-wide options, by their dest; each stage names those it uses (tpurank.cli.RUN_WIDE_USED)
+DATA_DIR, OUT_DIR, WORK_DIR, PROFILE, CONFIG, SET = (
+    "data_dir",
+    "out_dir",
+    "work_dir",
+    "profile",
+    "config_file",
+    "set",
+)
+RUN_WIDE = (DATA_DIR, OUT_DIR, WORK_DIR, PROFILE, CONFIG, SET)
+CONFIG_OPTIONS = (PROFILE, CONFIG, SET)  # they resolve the config: `--profile` sizes it, the others set it
+FLAGS = {DATA_DIR: "--data-dir", OUT_DIR: "--out-dir", WORK_DIR: "--work-dir", PROFILE: "--profile",
+         CONFIG: "--config", SET: "--set"}  # fmt: skip
+
+
+class Refused(argparse.Action):
+    """A run-wide option the stage does not use: given, it is one line and exit 2, never ignored.
+
+    A stage that took `--out-dir X` and wrote nothing there would exit 0 and leave the user looking
+    in X for what is not there; every stage parses every run-wide option, and those it ignores are
+    refused here, at parse time, before anything runs.
+    """
+
+    def __init__(
+        self, option_strings: list[str], dest: str, uses: tuple[str, ...] = (), **kwargs: Any
+    ) -> None:
+        self.uses = uses
+        kwargs["help"] = argparse.SUPPRESS
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        stage = parser.prog.removeprefix("tpurank ")
+        takes = ", ".join(FLAGS[d] for d in RUN_WIDE if d in self.uses) or "none"
+        parser.exit(
+            2,
+            f"{parser.prog}: error: {option_string}: {stage} does not use it, so it would be ignored "
+            f"(the run-wide options {stage} takes: {takes})\n",
+        )
+
+
+def add_common(p: argparse.ArgumentParser, uses: tuple[str, ...] = RUN_WIDE) -> None:
+    """The run-wide options: where data, outputs and intermediates live, and the config.
+
+    Args:
+        p: the stage's parser.
+        uses: the dests of those the stage uses (RUN_WIDE); the others are refused (`Refused`).
+    """
     g = p.add_argument_group("common options")
-    g.add_argument("--data-dir", help="data root (default: $TPURANK_DATA, Kaggle input, then data/)")
-    g.add_argument("--out-dir", help="root for models/, predictions/, submissions/, reports/ (and features/)")
-    g.add_argument(
+
+    def add(dest: str, *flags: str, **kwargs: Any) -> None:
+        if dest not in uses:
+            kwargs = {k: v for k, v in kwargs.items() if k in ("default", "metavar")}
+            g.add_argument(*flags, dest=dest, action=Refused, uses=uses, nargs=None, **kwargs)
+            return
+        g.add_argument(*flags, dest=dest, **kwargs)
+
+    add(DATA_DIR, "--data-dir", help="data root (default: $TPURANK_DATA, Kaggle input, then data/)")
+    add(OUT_DIR, "--out-dir", help="root for models/, predictions/, submissions/, reports/ (and features/)")
+    add(
+        WORK_DIR,
         "--work-dir",
         help="root for the large intermediates, features/ (default: $TPURANK_WORK, else --out-dir)",
     )
-    g.add_argument(
+    add(
+        PROFILE,
         "--profile",
         choices=PROFILE_CHOICES,
         default=None,
         help="training scale: auto (default, or $TPURANK_PROFILE) picks cpu without a usable GPU, kaggle-t4 "
         "on a GPU with <= 16 GB, gpu on a larger one",
     )
-    g.add_argument("--config", dest="config_file", help="TOML config file (above the profile)")
-    g.add_argument(
+    add(CONFIG, "--config", help="TOML config file (above the profile)")
+    add(
+        SET,
         "--set",
         action="append",
         default=[],

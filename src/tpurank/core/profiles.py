@@ -13,19 +13,24 @@ the demo preset (on small synthetic data), the user's `--config` and `--set` all
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import math
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from tpurank.core import env
+from tpurank.core.collections import COLLECTIONS
+from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import preset_file
 
-PROFILES = ("cpu", "kaggle-t4", "gpu")
-CHOICES = ("auto", *PROFILES)
-ENV = "TPURANK_PROFILE"
+CHOICES = env.PROFILE.choices  # auto, then the profiles; $TPURANK_PROFILE is checked in core/env.py
+PROFILES = CHOICES[1:]
+ENV = env.PROFILE.name
 # Kaggle's GPUs: a T4 reports 14.7 GiB, a P100 or V100 of "16 GB" 15.9 GiB; anything bigger trains the full scale
 SMALL_GPU_GIB = 16.5
 # the whole run's time when `all --budget` is not given: the cpu profile ends within an evening, the
@@ -34,12 +39,21 @@ SMALL_GPU_GIB = 16.5
 DEFAULT_BUDGET = {"cpu": "2h", "kaggle-t4": "10h", "gpu": "8h"}
 
 
+# A GPU profile's model trained on a CPU: one step of the gpu profile's GNN (width 256, 4 graphs x 64
+# configs) took 11.8 s on 2 cores on the real layout pair (bench/LOG.md); a projection scales it by
+# width, configs a step and cores. Larger graphs take longer: it is an estimate, never a promise.
+CPU_STEP_SECONDS, CPU_STEP_WIDTH, CPU_STEP_CONFIGS, CPU_STEP_CORES = 11.8, 256, 256, 2
+GPU_PROFILES = ("kaggle-t4", "gpu")
+
+
 @dataclass(frozen=True)
 class Profile:
-    """A resolved profile: its name and why it was chosen (printed at the start of `all` and `train`)."""
+    """A resolved profile: its name, why it was chosen, and a warning when it does not fit the machine
+    (all printed in one line at the start of `all` and `train`)."""
 
     name: str
     reason: str
+    warning: str = ""
 
     @property
     def file(self) -> Path:
@@ -48,7 +62,7 @@ class Profile:
 
     @property
     def line(self) -> str:
-        return f"profile {self.name}: {self.reason}"
+        return f"profile {self.name}: {self.reason}" + (f"; {self.warning}" if self.warning else "")
 
 
 def cuda_arch_supported(capability: tuple[int, int], arch_list: list[str]) -> bool:
@@ -113,7 +127,7 @@ def resolve_profile(choice: str | None = None) -> Profile:
     """
     how = "--profile"
     if not choice:
-        choice, how = os.environ.get(ENV) or "auto", f"${ENV}"
+        choice, how = env.PROFILE.read() or "auto", f"${ENV}"
     if choice not in CHOICES:
         raise TpurankError(f"{how} must be one of {', '.join(CHOICES)}, got {choice!r}")
     if choice == "auto":
@@ -121,24 +135,82 @@ def resolve_profile(choice: str | None = None) -> Profile:
     return Profile(choice, f"chosen with {how}")
 
 
+def cpu_step_seconds(section: Any) -> float:
+    """The estimated seconds of one training step of a model section (`cfg.gnn`, `cfg.baseline`) on
+    this machine's CPU: the measured CPU_STEP_SECONDS scaled by width, configs a step and cores."""
+    configs = section.configs_per_graph * section.graphs_per_batch
+    cores = os.cpu_count() or 1
+    scale = (section.hidden / CPU_STEP_WIDTH) * (configs / CPU_STEP_CONFIGS) * (CPU_STEP_CORES / cores)
+    return CPU_STEP_SECONDS * scale
+
+
+def cpu_projection(cfg: Config, collections: list[str], section: str = "gnn") -> tuple[float, int, float]:
+    """(seconds, steps, mean seconds a step) of training `section` on `collections` on this CPU:
+    each collection's steps times its seeds, a run cut at its time budget (`time_budget_min`)."""
+    seconds, steps, uncut = 0.0, 0, 0.0
+    for c in collections:
+        s = getattr(cfg.for_collection(c), section)
+        seeds, per = getattr(s, "seeds", 1), cpu_step_seconds(s)
+        run = s.max_steps * per
+        seconds += seeds * (min(run, s.time_budget_min * 60) if s.time_budget_min > 0 else run)
+        steps += seeds * s.max_steps
+        uncut += seeds * run
+    return seconds, steps, uncut / max(steps, 1)
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:,.0f} h" if seconds >= 3600 else format_duration(seconds)
+
+
+def with_cpu_warning(
+    profile: Profile,
+    cfg: Config,
+    collections: list[str] | None = None,
+    section: str = "gnn",
+    budget_s: float | None = None,
+) -> Profile:
+    """`profile`, with a warning when it is sized for a GPU (gpu, kaggle-t4) and no usable CUDA GPU
+    exists: training at its scale on this CPU takes days, and nothing else would say so.
+
+    Args:
+        profile: the resolved profile.
+        cfg: the run's config (its steps, seeds, widths and time budgets).
+        collections: those the run trains (None: all five).
+        section: the model trained, "gnn" or "baseline".
+        budget_s: the whole run's time budget (`all`), else the config's time budgets cut it.
+    """
+    if profile.name not in GPU_PROFILES or gpu() is not None:
+        return profile
+    capped, steps, per = cpu_projection(cfg, collections or list(COLLECTIONS), section)
+    full = steps * per
+    limit = min(budget_s, capped) if budget_s else capped
+    warning = (
+        f"warning: no usable CUDA GPU: the {section.upper()}'s {steps:,} steps at this profile's scale take a "
+        f"projected {_hours(full)} on this CPU (~{per:.1f} s a step: a PROJECTION from a measured CPU step)"
+    )
+    if limit < full * 0.999:
+        warning += f"; its time budget ({_hours(limit)}) reaches ~{limit / full:.1%} of them"
+    return dataclasses.replace(profile, warning=warning + "; --profile cpu is sized for a CPU")
+
+
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?:in)?)?(?:(\d+(?:\.\d+)?)s)?")
 
 
 def parse_duration(text: str) -> float:
-    """Seconds in `2h`, `90m`, `1h30m`, `45s` or a bare number of minutes.
+    """Seconds in `2h`, `90m`, `1h30m` or `45s`. A bare number is refused: `2` could be meant as
+    hours or minutes, and a budget read the wrong way is a run of the wrong length.
 
     Raises:
-        TpurankError: anything else, or a duration of zero.
+        TpurankError: anything else (a bare number included), or a duration of zero.
     """
     t = text.strip().lower()
-    try:
-        seconds = float(t) * 60
-    except ValueError:
-        m = _DURATION.fullmatch(t)
-        if not t or m is None:
-            raise TpurankError(f"--budget: {text!r} is not a duration (e.g. 2h, 90m, 1h30m)") from None
-        h, mi, s = (float(g) if g else 0.0 for g in m.groups())
-        seconds = h * 3600 + mi * 60 + s
+    if re.fullmatch(r"\d+(\.\d+)?", t):
+        raise TpurankError(f"--budget: {text!r} has no unit: write {t}m for minutes or {t}h for hours")
+    m = _DURATION.fullmatch(t)
+    if not t or m is None:
+        raise TpurankError(f"--budget: {text!r} is not a duration (e.g. 2h, 90m, 1h30m, 45s)") from None
+    h, mi, s = (float(g) if g else 0.0 for g in m.groups())
+    seconds = h * 3600 + mi * 60 + s
     if not (math.isfinite(seconds) and seconds > 0):
         raise TpurankError(f"--budget must be a finite time above zero, got {text!r}")
     return seconds

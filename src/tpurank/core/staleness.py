@@ -20,6 +20,7 @@ from typing import Any
 
 from tpurank.core.errors import DataError
 from tpurank.core.identity import file_digest, file_identity
+from tpurank.core.links import not_a_file
 from tpurank.core.paths import SYNTH_MARKER, Paths
 
 KEY_CHARS = 32  # hex characters of a key: 128 bits, far from any collision at our file counts
@@ -43,22 +44,37 @@ class Files:
     exclude: str = ""
     lock: bool = True
 
-    def list(self) -> list[Path]:
-        """The files, sorted; hidden ones (locks, temporary files) left out."""
+    def _matches(self) -> list[Path]:
+        """Every entry below `root` it names, of any kind; hidden ones (locks, temporary files) left out."""
         if self.pattern:
             found = self.root.glob(self.pattern) if self.root.is_dir() else []
-        elif self.root.is_file():
-            return [self.root]
+        elif not self.root.is_dir():
+            return [self.root] if self.root.exists() or self.root.is_symlink() else []
         else:
-            found = self.root.rglob("*") if self.root.is_dir() else []
+            found = self.root.rglob("*")
         keep = []
         for f in found:
-            rel = f.relative_to(self.root).parts
-            if any(p.startswith(".") for p in rel) or (self.exclude and rel[0] == self.exclude):
+            rel = f.relative_to(self.root).parts if f != self.root else ()
+            if any(p.startswith(".") for p in rel) or (self.exclude and rel and rel[0] == self.exclude):
                 continue
-            if f.is_file():
-                keep.append(f)
+            keep.append(f)
         return sorted(keep)
+
+    def list(self) -> list[Path]:
+        """The regular files (through links), sorted; hidden ones left out."""
+        return [f for f in self._matches() if f.is_file()]
+
+    def strays(self) -> list[Path]:
+        """The entries it names that are not regular files: a FIFO, a socket, a dangling link, a link
+        loop, or a folder that a pattern names (`x.npz`); the folders of a whole tree are its shape.
+
+        A stage reports such an entry (prepare: "a folder: skipped"), so its key must change when one
+        comes or goes, or a rerun would say "up to date" without looking (files_identity)."""
+        return [
+            f
+            for f in self._matches()
+            if not f.is_file() and (self.pattern or f == self.root or not f.is_dir())
+        ]
 
     def folder(self) -> Path:
         """The folder these files live in (what a run locks while it writes them)."""
@@ -122,13 +138,18 @@ def remembered_identity(f: Path) -> str:
 
 
 def files_identity(groups: Iterable[Files]) -> str:
-    """One digest over every file of `groups`: relative path and content identity."""
+    """One digest over every file of `groups` (relative path and content identity) and over the
+    listing of the entries it names that are not regular files (relative path and what they are:
+    `Files.strays`), so an entry a stage reports is never missed by an "up to date"."""
     h = hashlib.sha256()
     for g in groups:
         h.update(f"[{g.root.name}:{g.pattern}:{g.exclude}]\n".encode())
         for f in g.list():
             rel = f.relative_to(g.root).as_posix() if f != g.root else f.name
             h.update(f"{rel}\0{remembered_identity(f)}\n".encode())
+        for f in g.strays():  # never opened: a FIFO would block
+            rel = f.relative_to(g.root).as_posix() if f != g.root else f.name
+            h.update(f"{rel}\0{not_a_file(f)}\n".encode())
     return h.hexdigest()[:KEY_CHARS]
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tpurank.core.atomic import atomic_path, write_json
 from tpurank.core.errors import TpurankError
-from tpurank.core.paths import project_root
+from tpurank.core.paths import checkout_root, project_root
 
 DATASET_SLUG = "tpurank-code"
 PLACEHOLDER_USER = "YOUR_KAGGLE_USERNAME"
@@ -108,7 +108,7 @@ def write_kernels(dest: Path, user: str) -> dict[str, Path]:
     """
     out = {}
     for folder, (slug, datasets) in KERNELS.items():
-        source = project_root() / folder / "kernel-metadata.json"
+        source = code_root() / folder / "kernel-metadata.json"
         try:
             meta = json.loads(source.read_text())
             notebook = source.parent / meta["code_file"]
@@ -125,8 +125,20 @@ def write_kernels(dest: Path, user: str) -> dict[str, Path]:
     return out
 
 
+def code_root() -> Path:
+    """The source checkout the code dataset packs (never $TPURANK_HOME, which only moves outputs).
+
+    Raises:
+        TpurankError: tpurank runs from an installed package, without its checkout.
+    """
+    root = checkout_root()
+    if root is None:
+        raise TpurankError("build-code-dataset packs the source checkout: run it from a clone of tpurank")
+    return root
+
+
 def build(dest: Path, user: str, extra_wheels: bool = True) -> Path:
-    root = project_root()
+    root = code_root()
     dest.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(dest / "wheels", ignore_errors=True)  # the old layout: a subfolder Kaggle skipped
     for old in dest.glob("*.whl"):

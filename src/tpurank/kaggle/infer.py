@@ -2,7 +2,8 @@
 
 DIR holds what `build-models-dataset` wrote (searched below DIR, so on Kaggle `/kaggle/input` does;
 a `models.zip` that Kaggle unpacked into a folder is found too). The files are checked against the
-manifest's checksums and unpacked into the out folder; then only `prepare --splits test --keep-rule` (the shipped rule, never refitted), `predict
+manifest's checksums and unpacked into the out folder, never over models it did not unpack there
+itself (kaggle/unpacked.py; `--replace-models` to replace them); then only `prepare --splits test --keep-rule` (the shipped rule, never refitted), `predict
 --split test` for each ensemble member and the ensemble, and `check-submission` run, with the
 config the models were trained with. Writes submissions/submission.csv (and its sidecar).
 """
@@ -11,15 +12,17 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import shutil
 import sys
 import zipfile
 from pathlib import Path
 
+from tpurank.core.atomic import write_bytes
 from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
+from tpurank.kaggle import unpacked
 from tpurank.kaggle.models_dataset import ARCHIVE, CONFIG, MANIFEST, read_manifest, unpacked_path
+from tpurank.kaggle.unpacked import REPLACE_FLAG
 from tpurank.prepare import cli as prepare
 from tpurank.rankers import predict
 from tpurank.stages import command_line, run_step
@@ -30,6 +33,12 @@ from tpurank.submission.publish import incomplete_test_set, publish_submission
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--models-dataset", required=True, metavar="DIR", help="folder holding tpurank-models.json (searched)"
+    )
+    p.add_argument(
+        REPLACE_FLAG,
+        action="store_true",
+        help="unpack even into an out folder holding models infer did not unpack there (e.g. trained by "
+        "`all`), replacing them with the dataset's (refused by default)",
     )
 
 
@@ -55,9 +64,7 @@ def unpack(dataset: Path, manifest: dict, paths: Paths) -> None:
         try:
             with zipfile.ZipFile(archive) as zf:
                 for name in manifest["files"]:
-                    target = unpacked_path(paths, name)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(zf.read(name))
+                    write_bytes(unpacked_path(paths, name), zf.read(name))  # atomic: never half a model
         except (zipfile.BadZipFile, KeyError) as e:
             raise TpurankError(f"{archive}: corrupt archive ({e})") from None
     else:  # Kaggle unpacks uploaded zips: find the folder holding the files
@@ -67,9 +74,7 @@ def unpack(dataset: Path, manifest: dict, paths: Paths) -> None:
             raise TpurankError(f"{dataset}: neither {ARCHIVE} nor its unpacked files ({first})")
         base = Path(roots[0].as_posix()[: -len(str(Path(first).parent))].rstrip("/"))
         for rel in manifest["files"]:
-            target = unpacked_path(paths, rel)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(base / rel, target)
+            write_bytes(unpacked_path(paths, rel), (base / rel).read_bytes())
     for rel, digest in manifest["files"].items():
         f = unpacked_path(paths, rel)
         if not f.is_file() or hashlib.sha256(f.read_bytes()).hexdigest() != digest:
@@ -81,7 +86,14 @@ def run(args: argparse.Namespace) -> int:
     dataset = manifest_file.parent
     manifest = read_manifest(manifest_file)  # types and paths checked: a broken one is one line
     paths: Paths = args.paths
-    unpack(dataset, manifest, paths)
+    # never over models it did not unpack itself (an out folder `all` trained in): kaggle/unpacked.py
+    unpacked.refuse_foreign(paths, manifest["files"], args.replace_models)
+    unpacked.record(paths, manifest["files"])
+    try:
+        unpack(dataset, manifest, paths)
+    finally:
+        unpacked.adopt(paths, manifest["files"])
+    unpacked.prune(paths)
     members = list(manifest["members"])
     print(
         f"[infer] models from {dataset}: ensemble of {', '.join(members)} "
@@ -95,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     )
     # the config the models were trained with, unless the user names another; --set goes over it
     cfg = load_config(args.config_file or dataset / CONFIG, args.set)
-    partial = incomplete_test_set(paths)
+    partial = incomplete_test_set(paths, stage="infer")
     steps = [
         prepare.Options(splits=["test"], keep_rule=True),  # the models' own rule, never refitted
         *[predict.Options(model=m, split="test", partial=partial) for m in members],

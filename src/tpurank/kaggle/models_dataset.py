@@ -37,6 +37,7 @@ from tpurank.kaggle.trained import (
     trained_config,
     trained_data,
 )
+from tpurank.lgbm.training_rows import MAX_ROWS, TRAIN_ROWS_FILE
 from tpurank.prepare.node_features import RULE_FILE
 from tpurank.rankers.registry import MODEL_NAMES
 
@@ -209,6 +210,15 @@ def data_line(manifest: dict[str, Any]) -> str:
     )
 
 
+def rows_line(paths: Paths, manifest: dict[str, Any]) -> str:
+    """What calibration (`rank --measured`, `tune`) reads, packed beside each LightGBM model: the
+    bounded sample of its training rows (tpurank.lgbm.training_rows)."""
+    rows = [n for n in manifest["files"] if PurePosixPath(n).name == TRAIN_ROWS_FILE]
+    size = sum(unpacked_path(paths, n).stat().st_size for n in rows) / 1e6
+    bound = f"at most {MAX_ROWS:,} rows each"
+    return f"training rows for calibration: {len(rows)} LightGBM models, {size:.1f} MB ({bound})"
+
+
 def run(args: argparse.Namespace) -> int:
     dest = project_root() / args.dest if not Path(args.dest).is_absolute() else Path(args.dest)
     user = kaggle_user(args.kaggle_user, COMMAND, warn=False)  # a placeholder is refused before packing
@@ -220,6 +230,7 @@ def run(args: argparse.Namespace) -> int:
         f"models dataset in {dest}: ensemble of {', '.join(manifest['members'])}, {len(manifest['files'])} files, {ARCHIVE} {size:.1f} MB"
     )
     print(f"trained on: {data_line(manifest)}; config from {manifest['config_source']}")
+    print(rows_line(args.paths, manifest))
     kinds = {d["data"] for d in manifest["trained_on"]}
     if "synthetic" in kinds:
         print(

@@ -10,7 +10,6 @@ The saved files are tpurank.lgbm.saved's; the validation scorer is tpurank.lgbm.
 
 from __future__ import annotations
 
-import os
 import time
 
 import lightgbm as lgb
@@ -22,10 +21,14 @@ from tpurank.core.config import Config
 from tpurank.core.errors import DataError, TpurankError
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
+from tpurank.core.workers import lgbm_threads
 from tpurank.features import io as tab_io
 from tpurank.lgbm.queries import label_gain
 from tpurank.lgbm.saved import METRICS_FILE, MODEL_NAME, load, save, write_curve
 from tpurank.lgbm.saved import PROVENANCE_FILE as PROVENANCE_FILE  # callers read the sidecar by this name
+from tpurank.lgbm.training_rows import TRAIN_ROWS_FILE
+from tpurank.lgbm.training_rows import sample as sample_rows
+from tpurank.lgbm.training_rows import save as save_rows
 from tpurank.lgbm.validation import ValidData, ValidScorer, dataset, validation
 
 TILE_TRUNCATION = 64  # default lambdarank truncation for tile: the score looks at the top 5 only
@@ -70,7 +73,7 @@ def lgb_params(cfg: Config, collection: str) -> dict:
         "bagging_freq": 1 if lc.bagging_fraction < 1.0 else 0,
         "label_gain": label_gain(lc.relevance_levels, lc.label_gain),
         "lambdarank_truncation_level": truncation_level(cfg, collection),
-        "num_threads": lc.threads or os.cpu_count() or 1,
+        "num_threads": lgbm_threads(lc.threads),
         "seed": cfg.seed,
         "verbose": -1,
     }
@@ -191,6 +194,9 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
     curve: list[float] = []
     booster, info = fit(train_df, valid, cfg, collection, curve=curve)
     save(paths, cfg, collection, booster, info)
+    # what calibration boosts on beside a user's measured configs (tpurank.lgbm.training_rows)
+    kept = sample_rows(train_df, booster.feature_name(), cfg.seed)
+    save_rows(paths.model_dir(MODEL_NAME, collection) / TRAIN_ROWS_FILE, kept)
     write_curve(paths.model_dir(MODEL_NAME, collection) / METRICS_FILE, curve)
     print(end_line(collection, info, cfg.lgbm.num_boost_round))
 
@@ -223,9 +229,7 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
     missing = [f for f in features if f not in df.columns]
     if missing:
         raise DataError(path, f"lacks model feature {missing[0]!r}; rebuild features or retrain lgbm")
-    scores = booster.predict(
-        df[features].to_numpy(np.float32), num_threads=cfg.lgbm.threads or os.cpu_count() or 1
-    )
+    scores = booster.predict(df[features].to_numpy(np.float32), num_threads=lgbm_threads(cfg.lgbm.threads))
     inverse = tab_io.read_per_graph(paths, collection, split, "inverse")
     out: dict[str, np.ndarray] = {}
     graph = df["graph"].to_numpy()

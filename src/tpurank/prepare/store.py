@@ -34,7 +34,6 @@ ARRAYS_MEMBER = "arrays.zst"
 CHUNK_MEMBER = "configs/{:05d}.zst"
 CHUNK_BYTES = 4 << 20  # raw bytes per config chunk: small enough to decode per batch, big enough to compress
 ZSTD_LEVEL = 3  # zstd's default: ~5x faster than deflate at a better ratio on these tensors
-CACHE_BYTES = int(CHUNK_CACHE_MB.read()) << 20  # decoded chunks kept (LRU)
 
 _CODEC = pa.Codec("zstd", compression_level=ZSTD_LEVEL)
 
@@ -149,11 +148,18 @@ def read_arrays(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     return meta, arrays
 
 
-class _ChunkCache:
-    """Decoded config chunks of every open store, least recently used dropped past CACHE_BYTES."""
+def cache_bytes() -> int:
+    """Bytes of decoded chunks kept (LRU): $TPURANK_CHUNK_CACHE_MB, checked by core/env.py and read
+    when the cache is first used, never at import (a bad value is then the CLI's one line)."""
+    return int(CHUNK_CACHE_MB.read()) << 20
 
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
+
+class _ChunkCache:
+    """Decoded config chunks of every open store, least recently used dropped past its budget
+    (`cache_bytes()`, read on first use unless given)."""
+
+    def __init__(self, budget: int | None = None) -> None:
+        self._budget = budget
         self.items: OrderedDict[tuple, np.ndarray] = OrderedDict()
         self.bytes = 0
         self.lock = threading.Lock()
@@ -164,6 +170,12 @@ class _ChunkCache:
             if value is not None:
                 self.items.move_to_end(key)
             return value
+
+    @property
+    def budget(self) -> int:
+        if self._budget is None:
+            self._budget = cache_bytes()
+        return self._budget
 
     def put(self, key: tuple, value: np.ndarray) -> None:
         with self.lock:
@@ -176,7 +188,7 @@ class _ChunkCache:
                 self.bytes -= old.nbytes
 
 
-CHUNKS = _ChunkCache(CACHE_BYTES)
+CHUNKS = _ChunkCache()
 
 
 class ConfigStore:

@@ -36,6 +36,8 @@ class Candidates:
         graph: the arrays to write (None: `source` is an npz, copied as it is).
         normalizer: tile: each config's runtime normalizer (the default's runtime), which the
             competition's tile score divides by; None: 1.
+        failed: the user's indices of the configs whose run failed (an error): not candidates,
+            and no runtime can be measured for them.
     """
 
     name: str
@@ -45,6 +47,7 @@ class Candidates:
     runtime: np.ndarray
     graph: LayoutGraph | TileGraph | None = None
     normalizer: np.ndarray | None = None
+    failed: frozenset[int] = frozenset()
 
     @property
     def measured(self) -> np.ndarray:
@@ -112,8 +115,10 @@ def _pb(path: Path, kind: str | None) -> list[Candidates]:
 def _layout_pb(path: Path, msg: Any) -> Candidates:
     """Every run with a layout config and no error: a candidate, measured or not."""
     index = [i for i, r in enumerate(msg.runs) if r.HasField("module_config") and not r.error]
+    failed = frozenset(i for i, r in enumerate(msg.runs) if r.HasField("module_config") and r.error)
     graph = layout_arrays(path, msg, [msg.runs[i] for i in index], DEFAULT_LAYOUT_PAD)
-    return Candidates(path.stem, "layout", path, np.array(index, dtype=np.int64), graph.config_runtime, graph)
+    index_array = np.array(index, dtype=np.int64)
+    return Candidates(path.stem, "layout", path, index_array, graph.config_runtime, graph, failed=failed)
 
 
 def _tile_kernel(path: Path, md: Any) -> Candidates | None:
@@ -130,4 +135,7 @@ def _tile_kernel(path: Path, md: Any) -> Candidates | None:
     graph = tile_arrays(path, md, runs, default, DEFAULT_LAYOUT_PAD)
     normalizer = graph.config_runtime_normalizers
     index_array = np.array(index, dtype=np.int64)
-    return Candidates(tile_name(path, md), "tile", path, index_array, runtime, graph, normalizer)
+    failed = frozenset(
+        i for i, r in enumerate(md.runs) if r.op_config.HasField("tile_size_config") and r.error
+    )
+    return Candidates(tile_name(path, md), "tile", path, index_array, runtime, graph, normalizer, failed)

@@ -13,16 +13,18 @@ import csv
 import io
 import json
 import math
-import os
+import sys
 from pathlib import Path
 
+from tpurank.core import env
 from tpurank.core.atomic import write_text
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.errors import TpurankError
 from tpurank.pb.convert import KINDS
+from tpurank.rank.measured import read_measured
 from tpurank.rank.models import ENSEMBLE
 from tpurank.rank.ranker import DEFAULT_LAYOUT, Ranker
-from tpurank.rank.ranking import Ranking
+from tpurank.rank.ranking import Ranking, calibration_line
 
 DEFAULT_TOP = 10  # configs printed per graph: an autotuner measures a handful of the best
 MODELS = (ENSEMBLE, "lgbm", "gnn", "baseline")
@@ -45,6 +47,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--out", type=Path, metavar="PATH", help="the whole ranking: .csv, or .json with the scores"
     )
     p.add_argument("--work", type=Path, metavar="DIR", help="work folder, kept (default: a temporary one)")
+    p.add_argument(
+        "--measured",
+        type=Path,
+        metavar="FILE.csv",
+        help="runtimes measured so far (config,runtime_ns): the models learn from them first (one FILE)",
+    )
 
 
 def report(r: Ranking, top: int) -> str:
@@ -59,7 +67,9 @@ def report(r: Ranking, top: int) -> str:
         lines.append(
             f"{row['rank']:>5} {row['config']:>7} {row['relative_cost']:>16.4f} {ns if ns is not None else '-':>12}"
         )
-    if scores is None:
+    if r.calibration is not None:
+        lines.append(calibration_line(r))
+    elif scores is None:
         lines.append(f"measured runtimes: {r.measured} of {len(r.order)} configs: too few to score")
     else:
         name = "2 - top-5 slowdown" if r.kind == "tile" else "Kendall tau"
@@ -108,9 +118,14 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.suffix not in (".csv", ".json"):
         raise TpurankError(f"{args.out}: --out must end in .csv or .json")
     # the prepared cache training used, when it lives apart from the models (`--work-dir`)
-    apart = args.work_dir or os.environ.get("TPURANK_WORK")
+    apart = args.work_dir or env.WORK.read()
+    measured = read_measured(args.measured) if args.measured is not None else None
     with Ranker.load(args.models, args.work, args.paths.prepared if apart else None) as ranker:
-        rankings = ranker.rank_files([Path(f) for f in args.files], args.kind, args.collection, args.model)
+        rankings = ranker.rank_files(
+            [Path(f) for f in args.files], args.kind, args.collection, args.model, measured
+        )
+    for note in dict.fromkeys(n for r in rankings for n in r.notes):
+        print(f"tpurank rank: {note}", file=sys.stderr)
     for r in rankings:
         print(report(r, args.top) + "\n")
     if len(rankings) > 1 and (line := mean_line(rankings)):

@@ -24,16 +24,20 @@ from types import TracebackType
 
 from tpurank.core.atomic import write_text
 from tpurank.core.collections import COLLECTIONS, collection_dir, kind_of
-from tpurank.core.errors import TpurankError
+from tpurank.core.errors import DataError, TpurankError
 from tpurank.core.lock import output_lock
 from tpurank.features import stage as features
 from tpurank.prepare import cli as prepare
+from tpurank.rank.calibrate import Calibration
 from tpurank.rank.candidates import Candidates, read_candidates
+from tpurank.rank.measured import Measurements, assign
 from tpurank.rank.models import ENSEMBLE, TrainedModels, load_models
+from tpurank.rank.program import Program
 from tpurank.rank.ranking import Ranking
+from tpurank.rank.staged import Staged
 from tpurank.rankers import predict
-from tpurank.rankers.predictions import load_predictions
 from tpurank.stages import command_line, run_step
+from tpurank.submission.csvio import HEADER, csv_text
 
 DEFAULT_LAYOUT = "layout:xla:random"  # a user's layout candidates come from a search of their own
 MARKER = ".tpurank-rank"  # in a work folder `rank` made: only such a folder is ever emptied
@@ -78,10 +82,17 @@ class Ranker:
             raise
 
     def rank(
-        self, path: str | Path, kind: str | None = None, collection: str | None = None, model: str = ENSEMBLE
+        self,
+        path: str | Path,
+        kind: str | None = None,
+        collection: str | None = None,
+        model: str = ENSEMBLE,
+        measured: Measurements | None = None,
+        how: Calibration | None = None,
     ) -> list[Ranking]:
-        """Every graph of one file (a tile protobuf holds one per kernel), fastest predicted first."""
-        return self.rank_files([Path(path)], kind, collection, model)
+        """Every graph of one file (a tile protobuf holds one per kernel), fastest predicted first;
+        with `measured`, calibrated on those configs first (`rank_files`)."""
+        return self.rank_files([Path(path)], kind, collection, model, measured, how)
 
     def rank_files(
         self,
@@ -89,6 +100,8 @@ class Ranker:
         kind: str | None = None,
         collection: str | None = None,
         model: str = ENSEMBLE,
+        measured: Measurements | None = None,
+        how: Calibration | None = None,
     ) -> list[Ranking]:
         """Every graph of several files, ranked in one pass of the stages.
 
@@ -97,20 +110,60 @@ class Ranker:
             kind: "layout" or "tile" to insist on one (default: told apart by content).
             collection: the collection whose models rank a layout graph (default `DEFAULT_LAYOUT`).
             model: "ensemble" or one of its members.
+            measured: runtimes measured on configs of the one file (`read_measured`): the model
+                learns from them before it ranks, and the scores leave them out. None: the
+                ranking `predict` gives.
+            how: the calibration's method and settings (default `Calibration()`).
 
         Raises:
-            TpurankError: a file that cannot be ranked, or a graph the models were not trained for.
+            TpurankError: a file that cannot be ranked, a graph the models were not trained for, or
+                measured runtimes that do not fit the file (checked before anything runs).
         """
+        graphs = self._graphs(files, kind, collection)
+        per_graph: dict[str, dict[int, float]] = {}
+        if measured is not None:
+            sources = {c.source for c, _ in graphs}
+            if len(sources) > 1:
+                raise DataError(measured.source, "measured runtimes belong to one file: rank that file alone")
+            per_graph = assign(measured, [c for c, _ in graphs])
+        programs = self._programs(graphs, model, calibrate=measured is not None)
+        if measured is None:
+            return [p.ranking() for p in programs]
+        return [p.ranking(per_graph.get(p.name, {}), how) for p in programs]
+
+    def programs(
+        self, path: str | Path, kind: str | None = None, collection: str | None = None, model: str = ENSEMBLE
+    ) -> list[Program]:
+        """Every graph of one file ranked by the models and ready to be calibrated on measurements
+        (`Program.ranking(measured)`): what an autotuning loop asks again and again.
+
+        Args:
+            path: a `.npz` or `.pb` file.
+            kind: "layout" or "tile" to insist on one.
+            collection: the collection whose models rank a layout graph.
+            model: "ensemble" or one of its members.
+        """
+        return self._programs(self._graphs([Path(path)], kind, collection), model, calibrate=True)
+
+    def _graphs(
+        self, files: Iterable[Path], kind: str | None, collection: str | None
+    ) -> list[tuple[Candidates, str]]:
+        """The graphs of the files and the collection ranking each (no two of one name)."""
         graphs = [(c, _collection(c, collection)) for f in files for c in read_candidates(Path(f), kind)]
         names = [f"{col}:{c.name}" for c, col in graphs]
         if len(set(names)) < len(names):
             dup = next(n for n in names if names.count(n) > 1)
             raise TpurankError(f"two inputs give the graph {dup}: rank them in separate runs")
+        return graphs
+
+    def _programs(self, graphs: list[tuple[Candidates, str]], model: str, calibrate: bool) -> list[Program]:
+        """The stages run on the graphs; each graph's costs (and, with `calibrate`, LightGBM's inputs)."""
         needed = {col: self.models.models_for(col, model) for _, col in graphs}
         with output_lock(self.work, "rank"), contextlib.redirect_stdout(sys.stderr):
             self._write_tree(graphs)  # the stages' own lines go to stderr: stdout is the ranking
             self._run_stages(needed)
-            return [self._ranking(c, col, model) for c, col in graphs]
+            staged = Staged(self.models, needed)
+            return [staged.program(c, col, model, calibrate) for c, col in graphs]
 
     def _write_tree(self, graphs: list[tuple[Candidates, str]]) -> None:
         """The graphs as test files of a fresh dataset tree (the cache keeps what it can reuse)."""
@@ -118,8 +171,9 @@ class Ranker:
         shutil.rmtree(paths.data, ignore_errors=True)
         for c, col in graphs:
             c.write(paths.npz / collection_dir(col) / "test" / f"{c.name}.npz")
-        rows = "".join(f"{col}:{c.name},0\n" for c, col in graphs)
-        write_text(paths.sample_submission, "ID,TopConfigs\n" + rows)
+        write_text(
+            paths.sample_submission, csv_text([HEADER, *((f"{col}:{c.name}", "0") for c, col in graphs)])
+        )
 
     def _run_stages(self, needed: dict[str, list[str]]) -> None:
         """prepare (the models' rule), features when LightGBM ranks, then predict for each model."""
@@ -135,10 +189,6 @@ class Ranker:
             if run_step(options, self.models.paths, self.models.cfg) != 0:
                 kept = "" if self.temporary else f"; the work folder is {self.work}"
                 raise TpurankError(f"step '{command_line(options)}' failed (above){kept}")
-
-    def _ranking(self, c: Candidates, collection: str, model: str) -> Ranking:
-        costs = load_predictions(self.models.paths.prediction_file(model, "test"))[f"{collection}:{c.name}"]
-        return Ranking.of(c, collection, model, costs)
 
     def close(self) -> None:
         """Remove the work folder when it is a temporary one."""

@@ -56,6 +56,9 @@ def collection_scores(
 
     The reference marks are horizontal lines across the `overall` group only (the one stated score on
     that scale), inside the axes (the y range includes them), labelled as real-data leaderboard scores.
+    They are a mean over all five collections, so when only some collections were scored the group is
+    labelled as a partial overall ("overall of 2 of 5 collections") and the marks are left out: a
+    note under the axes says why.
 
     Args:
         scores: model (or row label) -> {column: score or None}.
@@ -75,20 +78,44 @@ def collection_scores(
                edgecolor="white" if hatch else None)  # fmt: skip
     values = [v for m in models for v in scores[m].values() if v is not None and np.isfinite(v)]
     at = x[list(columns).index("overall")] if "overall" in columns else None
-    for k, (label, value) in enumerate((reference or {}).items() if at is not None else []):
+    scored, of = scored_collections(scores, columns)
+    partial = at is not None and scored < of
+    for k, (label, value) in enumerate((reference or {}).items() if at is not None and not partial else []):
         ax.hlines(value, at - 0.42, at + 0.42, colors="black", lw=2, linestyles=("-", "--", ":")[k % 3],
                   label=f"{label} (Kaggle private LB, real data)", zorder=3)  # fmt: skip
         values.append(value)
+    if partial and reference:
+        ax.annotate(
+            f"Kaggle leaderboard scores not drawn: they are means of all {of} collections, this overall "
+            f"of {scored}",
+            (0, 0), xycoords="axes fraction", xytext=(0, -48), textcoords="offset points", fontsize=7,
+        )  # fmt: skip
     ax.set_xlim(-0.6, len(columns) - 0.4)
     lo, hi = min([0.0, *values]), max([0.0, *values])
     pad = 0.08 * max(hi - lo, 0.1)
     ax.set_ylim(lo - pad, hi + pad)
-    ax.set_xticks(x, list(columns), rotation=15, fontsize=8)
+    ticks = [
+        f"overall of {scored} of {of}\ncollections" if c == "overall" and partial else c for c in columns
+    ]
+    ax.set_xticks(x, ticks, rotation=15, fontsize=8)
     ax.set_ylabel("score (tau for layout, 2 - slowdown for tile)")
     ax.axhline(0, color="grey", lw=0.5)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title(_title("validation score per collection", tag))
     return _save(fig, out)
+
+
+def scored_collections(
+    scores: Mapping[str, Mapping[str, float | None]], columns: Sequence[str]
+) -> tuple[int, int]:
+    """(collections some model has a score for, collections in the figure): `overall` is the mean of
+    the scored ones only."""
+    collections = [c for c in columns if c != "overall"]
+    scored = [
+        c for c in collections
+        if any(v.get(c) is not None and np.isfinite(v[c]) for v in scores.values())
+    ]  # fmt: skip
+    return len(scored), len(collections)
 
 
 def tau_distribution(taus: Mapping[str, Mapping[str, Sequence[float]]], out: Path, tag: str = "") -> Path:

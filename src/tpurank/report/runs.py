@@ -1,11 +1,15 @@
 """`tpurank runs [OUT ...]`: runs side by side (default: --out-dir), newest first.
 
-First a pivot: one row per run and model, its validation score per collection and overall, the
-model's training time (m:ss, seed members and every collection summed), the run's dataset
-(synthetic or real, and the data root's folder name) and profile. Then the config keys that differ
-between the runs and the commit and data each came from. Everything is read from the files the
-runs left: the provenance sidecars (`submissions/valid_<model>.json`, `models/<model>/<collection>/
-model.json` or `provenance.json`, seed members' in `seed-k/`, and `reports/validation.json`).
+First a pivot: one row per run and model, its validation score per collection and overall (every
+config of every valid graph, as `predict` scored it into its sidecar; a fitted ensemble's row is
+labelled in-sample: its weights were fitted on those graphs), the model's training time (m:ss, seed
+members and every collection summed), the run's dataset (synthetic or real, and the data root's
+folder name) and profile. Then the config keys that differ between the runs and the commit and data
+each came from. Everything is read from the files the runs left: the provenance sidecars
+(`submissions/valid_<model>.json`, `models/<model>/<collection>/model.json` or `provenance.json`,
+seed members' in `seed-k/`, and `reports/validation.json`). Where the run's `reports/validation.md`
+shows other figures (layout graphs scored on the official subsets, the cross-fitted ensemble), a
+note under the pivot says so.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from tpurank.report.config_show import flat
 
 COLUMNS = (*COLLECTIONS, "overall")
 SIDECARS = ("model.json", "provenance.json")
+IN_SAMPLE = "ensemble (in-sample)"  # the fitted ensemble's row, labelled as in the report (report.validate)
+SCORED = "every config of every valid graph, as `predict` scored it"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -66,7 +72,8 @@ def read_run(out: Path) -> dict[str, Any]:
         raise TpurankError(f"{out}: no run here (no submissions/valid_*.json, no trained model)")
     report = _json(out / "reports" / "validation.json")
     run: dict[str, Any] = {"config": {}, "scores": {}, "seconds": {}, "created": "", "profile": "-",
-                           "commit": "?", "data": "?", "dataset": "?"}  # fmt: skip
+                           "commit": "?", "data": "?", "dataset": "?", "report": report_note(report),
+                           "fitted": any((out / "models" / "ensemble").glob("*/weights.json"))}  # fmt: skip
     for f in [*sides, *models]:
         rec = _json(f)
         run["created"] = max(run["created"], str(rec.get("created_utc", "")))
@@ -85,6 +92,20 @@ def read_run(out: Path) -> dict[str, Any]:
             model = f.relative_to(out / "models").parts[0]
             run["seconds"][model] = run["seconds"].get(model, 0.0) + float(seconds)
     return run
+
+
+def report_note(report: dict[str, Any]) -> str:
+    """Why the run's `reports/validation.md` shows other layout figures than the pivot ("" when it
+    shows the same): it scored layout graphs on the official subsets."""
+    if not report.get("official_subsets"):
+        return ""
+    cov = report.get("official_subsets_coverage")
+    if isinstance(cov, dict) and cov.get("on_subset") == 0:
+        return ""  # no graph of the data was in the subsets: the same figures
+    if isinstance(cov, dict):
+        n, k = cov.get("layout_graphs"), cov.get("on_subset")
+        return f"reports/validation.md scored {k} of {n} layout graphs on their official subsets"
+    return "reports/validation.md scored layout graphs on the official subsets (--official-subsets)"
 
 
 def _fmt(v: Any) -> str:
@@ -127,8 +148,9 @@ def pivot(ordered: list[tuple[str, dict[str, Any]]]) -> list[str]:
     """One line per run and model (runs as ordered, models in registry order): scores per collection
     and overall, training m:ss, data, profile, and when the run wrote its newest file."""
     models = [model_order(set(r["scores"]) | set(r["seconds"])) for _, r in ordered]
+    shown = [[label(m, r) for m in ms] for (_, r), ms in zip(ordered, models, strict=True)]
     name_w = max([3, *(len(n) for n, _ in ordered)])
-    model_w = max([5, *(len(m) for ms in models for m in ms)])
+    model_w = max([5, *(len(m) for ms in shown for m in ms)])
     heads = [c.removeprefix("layout:") for c in COLUMNS]
     head = f"{'run':<{name_w}}  {'model':<{model_w}}" + "".join(f"{h:>13}" for h in heads)
     lines = [head + f"{'train':>8}  {'data':<24} {'profile':<10} created (UTC)"]
@@ -137,16 +159,36 @@ def pivot(ordered: list[tuple[str, dict[str, Any]]]) -> list[str]:
             vals = [r["scores"].get(m, {}).get(c) for c in COLUMNS]
             cells = "".join(f"{'-' if v is None else f'{v:.4f}':>13}" for v in vals)
             lines.append(
-                f"{name:<{name_w}}  {m:<{model_w}}{cells}{minutes(r['seconds'].get(m)):>8}  "
+                f"{name:<{name_w}}  {label(m, r):<{model_w}}{cells}{minutes(r['seconds'].get(m)):>8}  "
                 f"{r['dataset']:<24} {r['profile']:<10} {r['created'][:16].replace('T', ' ') or '?'}"
             )
     return lines
 
 
+def label(model: str, run: dict[str, Any]) -> str:
+    """The pivot's name of a model's row: a fitted ensemble's score is in-sample, as the report says."""
+    return IN_SAMPLE if model == "ensemble" and run.get("fitted") else model
+
+
+def notes(ordered: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """What the pivot's figures are, and where a run's report shows others."""
+    out = []
+    if any(r.get("fitted") and "ensemble" in r["scores"] for _, r in ordered):
+        out.append(
+            f"{IN_SAMPLE}: its weights were fitted on these valid graphs (optimistic); the cross-fitted "
+            "estimate is the row below it in reports/validation.md"
+        )
+    for name, r in ordered:
+        if r.get("report"):
+            out.append(f"{name}: {r['report']}, so its layout and overall figures differ from these")
+    return out
+
+
 def table(outs: list[Path], runs: list[dict[str, Any]]) -> str:
     """The pivot, then what differs in the configs and the sources (one column per run, newest first)."""
     ordered = newest_first(labels(outs), runs)
-    lines = ["-- validation score per model and collection (runs newest first)", *pivot(ordered)]
+    lines = [f"-- validation score per model and collection: {SCORED} (runs newest first)", *pivot(ordered)]
+    lines += [f"note: {n}" for n in notes(ordered)]
     names = [n for n, _ in ordered]
     width = max(14, *(len(n) for n in names))
     header = f"{'':<34}" + "".join(f"{n:>{width + 2}}" for n in names)

@@ -31,7 +31,7 @@ from tpurank.core.paths import Paths
 from tpurank.core.provenance import write_sidecar
 from tpurank.core.staleness import Files, StageIO, dataset_files, option
 from tpurank.data.dataset import discover
-from tpurank.data.subsets import load_subsets
+from tpurank.data.subsets import coverage, coverage_sentence, load_subsets
 from tpurank.rankers.ensemble import WEIGHTS_FILE, read_weights, report_lines
 from tpurank.rankers.registry import EVERY_SECTION, MODEL_NAMES
 from tpurank.report import plots, reference
@@ -133,7 +133,7 @@ def markdown(
     table: dict[str, dict[str, float | None]],
     summaries: dict[str, dict[str, dict[str, float]]],
     skipped: dict[str, str],
-    subsets_dir: str | None,
+    subsets: tuple[int, int] | None,
     data_root: Path,
     synthetic: str | None = None,
     rank_model: str = "",
@@ -146,7 +146,9 @@ def markdown(
             cross-fitted rows included).
         summaries: model -> collection -> diagnostics (`summarize`).
         skipped: model -> why its CSV was left out.
-        subsets_dir, data_root: what was scored.
+        subsets: with `--official-subsets`, (layout graphs scored, those on their official subset)
+            (`subsets.coverage`); None without.
+        data_root: what was scored.
         synthetic: the synthetic scale, None for real data.
         rank_model: the model of the rank figure.
         ensemble: the lines of `ensemble.report_lines` (its weights, both scores per collection).
@@ -156,11 +158,7 @@ def markdown(
         "## Our scores: validation split",
         "",
         "Score: Kendall tau (layout), 2 - slowdown@5 (tile); overall = mean of the collections present. "
-        + (
-            "Layout graphs scored on the official subsets."
-            if subsets_dir
-            else "All configs of every graph scored."
-        ),
+        + scored_on(subsets),
         "",
         "| model | " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * (len(COLUMNS) + 1),
@@ -170,7 +168,8 @@ def markdown(
     if CROSS_FITTED in table:
         lines += [
             "",
-            f"`{IN_SAMPLE}`: its weights were chosen on these same graphs, so it is optimistic. "
+            f"`{IN_SAMPLE}`: its weights were chosen on these same graphs, so it is optimistic (the "
+            "ensemble's score in `tpurank runs` is this one). "
             f"`{CROSS_FITTED}`: weights fitted on one half of each collection's graphs score the other half, "
             "and the reverse (the ensemble section below): compare this row with the members.",
         ]
@@ -180,6 +179,20 @@ def markdown(
     if skipped:
         lines += ["", "## Skipped (invalid CSV)", ""] + [f"- {m}: {why}" for m, why in skipped.items()]
     return "\n".join([*lines, *([""] if lines[-1] else []), *plots_section(rank_model)])
+
+
+def scored_on(subsets: tuple[int, int] | None) -> str:
+    """Which configs the table scored, and how its figures relate to those `predict` saved (its
+    sidecars, which `tpurank runs` shows): the same without official subsets."""
+    runs = "`tpurank runs` (and `submissions/valid_<model>.json`)"
+    if subsets is None:
+        return f"All configs of every graph scored: the figures of {runs}."
+    sentence = coverage_sentence(*subsets)
+    if subsets[1] == 0:
+        return f"{sentence} The figures are those of {runs}."
+    return (
+        f"{sentence} {runs} score every config instead: their layout and overall figures differ from these."
+    )
 
 
 def data_header(data_root: Path, synthetic: str | None) -> list[str]:
@@ -319,6 +332,9 @@ def run(args: argparse.Namespace) -> int:
     tag = f"SYNTHETIC data ({synthetic}): not Kaggle scores" if synthetic else ""
     crossed = cross_fitted(paths) if "ensemble" in rows else {}
     best = write_plots(paths, rows, orders, score_rows(table, crossed), tag)
+    subsets = coverage(r for rs in rows.values() for r in rs) if args.official_subsets else None
+    if subsets is not None:
+        print(f"validate: {coverage_sentence(*subsets)}", file=sys.stderr)
     reports = paths.reports
     per_graph = pd.DataFrame([{"model": m, **r} for m, rs in rows.items() for r in rs])
     write_text(reports / "validation_graphs.csv", per_graph.to_csv(index=False))
@@ -328,7 +344,7 @@ def run(args: argparse.Namespace) -> int:
             score_rows(table, crossed),
             summaries,
             skipped,
-            subsets_dir=args.official_subsets,
+            subsets=subsets,
             data_root=paths.data,
             synthetic=synthetic,
             rank_model=best,
@@ -343,6 +359,10 @@ def run(args: argparse.Namespace) -> int:
         ensemble_cross_fitted=crossed or None,
         skipped=skipped,
         official_subsets=args.official_subsets,
+        # (layout graphs scored, those on their official subset): `tpurank runs` tells its figures apart
+        official_subsets_coverage=(
+            {"layout_graphs": subsets[0], "on_subset": subsets[1]} if subsets is not None else None
+        ),
         rank_plot_model=best,
         synthetic_scale=synthetic,
         data="synthetic" if synthetic else "real",

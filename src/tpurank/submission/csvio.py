@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +39,12 @@ def format_row(fields: Sequence[str]) -> str:
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\r\n").writerow(fields)
     return buf.getvalue()[:-2]
+
+
+def csv_text(records: Iterable[Sequence[str]]) -> str:
+    """Whole CSV text, one record a line (`format_row`), ending with a line end: every ID,TopConfigs
+    file tpurank writes, its own sample_submission.csv included, so a name with a comma stays one field."""
+    return "".join(format_row(r) + "\n" for r in records)
 
 
 def shown(graph_id: str) -> str:

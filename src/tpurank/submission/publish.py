@@ -13,15 +13,18 @@ from tpurank.submission.format import expected_for_split, missing_files
 SUBMITTED_MODEL = "ensemble"
 
 
-def incomplete_test_set(paths: Paths) -> bool:
+def incomplete_test_set(paths: Paths, stage: str = "all") -> bool:
     """True when sample_submission.csv lists test IDs without a file (e.g. the 10-file sample).
 
     The pipeline then ranks the files present only and says loudly that Kaggle will not accept it.
+
+    Args:
+        stage: the stage whose run this is (`all`, `infer`): the warning's label.
     """
     absent = missing_files(expected_for_split(paths, "test"))
     if absent:
         print(
-            f"[all] WARNING: {len(absent)} test IDs of {paths.sample_submission} have no file; the submission "
+            f"[{stage}] WARNING: {len(absent)} test IDs of {paths.sample_submission} have no file; the submission "
             "will rank only the files present and is NOT a valid Kaggle submission",
             file=sys.stderr,
         )

@@ -26,13 +26,13 @@ slots are all -1 keeps the compiler's default.
 from __future__ import annotations
 
 import hashlib
-import itertools
 from collections.abc import Iterator
 
 import numpy as np
 
 from tpurank.synth.cost_model import LayoutCostModel
-from tpurank.synth.hlo import ConfigurableNode, HloGraph
+from tpurank.synth.hlo import HloGraph
+from tpurank.synth.layout_space import SLOTS, LayoutSpace, layout_candidates, spell_out
 from tpurank.synth.physics import Physics
 from tpurank.synth.tile_configs import default_tile, sample_tiles, tile_choices, tile_config_feat
 
@@ -48,18 +48,6 @@ __all__ = [
     "tile_config_feat",
 ]
 
-SLOTS = 6
-P_DEFAULT_RANDOM = 0.2  # share of tensors left at the compiler default in random configs
-# random configs: each tensor prefers a few layouts (candidate i of a per-file shuffle has weight
-# RANDOM_SKEW**i), as in the real random files, where a few layouts dominate each tensor
-RANDOM_SKEW = 0.3
-# default search: groups changed per child, geometric with mean 1 + this share of the groups
-# (the real default files vary more tensors per config than single-tensor mutations give)
-MUTATE_SHARE = 0.04
-TIED_SHARE = (
-    0.05,
-    0.35,
-)  # tied tensor groups per tensor (real sample: 0.03-0.30 distinct columns per tensor)
 SPELL_OUT = (0.85, 0.97)  # default search: share of tensors whose default layout is written out (per file)
 SEARCH_TEMPERATURE = 0.006  # keep a child w.p. exp(-slowdown vs its parent / T): +1% kept 19%
 ELITE = 48  # warm-up of the default search: parents are drawn from this many fastest configs
@@ -73,159 +61,6 @@ WARMUP_KIDS = 256  # children per warm-up round (big rounds: fewer, vectorised s
 MAX_RESERVOIR = 256  # earlier rows kept for re-emitting duplicates (bounded memory)
 PROBE_MAX_SLOWDOWN = 4.0  # default search: probes slower than this x the best are not recorded
 NOVEL_MAX_SLOWDOWN = 1.1  # ... nor new configs taken in place of a revisit (`_novel`)
-
-
-def layout_candidates(rank: int) -> np.ndarray:
-    """Every explicit layout of a tensor of this rank as (k, 6) slot rows (-1 padded)."""
-    if rank == 0:
-        return np.zeros((0, SLOTS), dtype=np.int8)
-    perms = itertools.permutations(range(rank)) if rank <= 3 else itertools.permutations(range(rank), 2)
-    rows = [list(p) + [-1] * (SLOTS - len(p)) for p in perms]
-    return np.array(rows, dtype=np.int8)
-
-
-def _slot_tables() -> list[np.ndarray]:
-    """Per rank, (7, 7, 6) slot rows spelling out the layout with minor a and second-minor b."""
-    tables = []
-    for rank in range(7):
-        t = np.full((7, 7, SLOTS), -1, dtype=np.int8)
-        for a in range(rank):
-            for b in [*range(rank), 6]:
-                if b == a or (b == 6 and rank > 1) or (b != 6 and rank == 1):
-                    continue
-                if rank <= 3:
-                    rest = [d for d in range(rank - 1, -1, -1) if d not in (a, b)]
-                    row = [a] + ([b] if b != 6 else []) + rest
-                else:
-                    row = [a, b]
-                t[a, b, : len(row)] = row
-        tables.append(t)
-    return tables
-
-
-SLOT_TABLES = _slot_tables()
-
-
-def spell_out(model: LayoutCostModel, cfg: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Write the layout the compiler would pick into default (-1) tensors where `mask` says so.
-
-    The real `default` files name almost every tensor's layout explicitly, starting from what the
-    compiler chose. Spelled-out layouts equal the effective ones, so runtimes do not change.
-
-    Args:
-        model: the graph's cost model (knows default and propagated layouts).
-        cfg: (c, n, 18) configs.
-        mask: (n, 3) which tensors to spell out (fixed per file, so duplicates stay identical).
-    """
-    if model.n == 0:
-        return cfg
-    e = model.effective(cfg)
-    out = cfg.copy()
-    for t, (ka, kb) in enumerate((("out_a", "out_b"), ("in_a", "in_b"), ("k_a", "k_b"))):
-        sl = slice(t * SLOTS, (t + 1) * SLOTS)
-        unset = (cfg[:, :, sl] == -1).all(axis=2)
-        for j in np.flatnonzero(mask[:, t]):
-            rank = model.ranks[t][j]
-            if rank == 0:
-                continue
-            rows = unset[:, j]
-            a = np.minimum(e[ka][rows, j], 6)
-            b = np.minimum(e[kb][rows, j], 6)
-            out[rows, j, sl] = SLOT_TABLES[rank][a, b]
-    return out
-
-
-class LayoutSpace:
-    """The explicit layout candidates of every tensor of every configurable node of a graph.
-
-    Tensors are tied in groups that always take the same layout, as the compiler propagates one
-    decision to many tensors: in the real sample, a file's distinct column sequences are 0.03-0.30
-    of its tensor columns (`compare-synth`, "distinct tensor columns"). A group holds
-    tensors of one rank (one candidate set); a per-file share in TIED_SHARE sets how many groups.
-    """
-
-    def __init__(self, nodes: list[ConfigurableNode], rng: np.random.Generator | None = None) -> None:
-        rng = rng if rng is not None else np.random.default_rng(0)
-        self.n = len(nodes)
-        ranks: dict[int, list[tuple[int, int]]] = {}
-        for j, c in enumerate(nodes):
-            k = c.k_shape if c.kind != "reshape" else ()
-            for t, shape in enumerate((c.out_shape, c.in_shape, k)):
-                if len(shape):
-                    ranks.setdefault(len(shape), []).append((j, t))
-        share = rng.uniform(*TIED_SHARE)
-        self.groups: list[np.ndarray] = []  # (members, 2) [node, tensor] of each group
-        self.cands: list[np.ndarray] = []  # candidates of each group
-        self.weights: list[np.ndarray] = []  # their probabilities in random configs (RANDOM_SKEW)
-        for rank, members in sorted(ranks.items()):
-            count = max(1, int(round(len(members) * share)))
-            label = np.sort(rng.integers(count, size=len(members)))  # neighbours tie, as in the real files
-            cand = layout_candidates(rank)
-            for g in range(count):
-                sel = np.asarray(
-                    [m for m, lab in zip(members, label, strict=True) if lab == g], dtype=np.int64
-                )
-                if len(sel):
-                    self.groups.append(sel.reshape(-1, 2))
-                    self.cands.append(cand)
-                    self.weights.append(_skewed(rng, len(cand)))
-
-    def _set(self, out: np.ndarray, rows: np.ndarray | int, g: int, value: np.ndarray) -> None:
-        """Write one layout row (6,) or per-row layouts (r, 6) into every tensor of group g."""
-        for j, t in self.groups[g]:
-            out[rows, j, t * SLOTS : (t + 1) * SLOTS] = value
-
-    def random(self, rng: np.random.Generator, rows: int, p_default: float = P_DEFAULT_RANDOM) -> np.ndarray:
-        """(rows, n, 18) int8 configs with every group of tensors drawn independently."""
-        out = np.full((rows, self.n, 3 * SLOTS), -1, dtype=np.int8)
-        for g, cand in enumerate(self.cands):
-            pick = rng.choice(len(cand), size=rows, p=self.weights[g])
-            keep = np.flatnonzero(rng.random(rows) >= p_default)
-            self._set(out, keep, g, cand[pick[keep]])
-        return out
-
-    def mutate(
-        self, rng: np.random.Generator, parents: np.ndarray, share: float = MUTATE_SHARE
-    ) -> np.ndarray:
-        """Children that change a few groups of each parent (to another layout or back to default):
-        geometric, with mean 1 + `share` of the groups.
-
-        Vectorised per group: every (child, group) change drawn at once, then applied group by group.
-        """
-        children = parents.copy()
-        if not self.groups:
-            return children
-        changes = rng.geometric(1.0 / (1.0 + share * len(self.groups)), size=len(children))
-        rows = np.repeat(np.arange(len(children)), changes)
-        groups = rng.integers(len(self.groups), size=len(rows))
-        reset = rng.random(len(rows)) < 0.25
-        pick = rng.random(len(rows))
-        for g in np.unique(groups):
-            sel = groups == g
-            r = rows[sel]
-            cand = self.cands[g]
-            j, t = self.groups[g][0]
-            current = children[r, j, t * SLOTS : (t + 1) * SLOTS]  # (k, 6)
-            is_default = (current == -1).all(axis=1)
-            # the index of the current layout among the candidates (len(cand) when default)
-            match = (current[:, None, :] == cand[None, :, :]).all(axis=2)
-            where = np.where(match.any(axis=1), match.argmax(axis=1), len(cand))
-            # another candidate: draw among len(cand) - 1 (or len(cand) from default) and skip the current
-            n_other = len(cand) - (~is_default).astype(np.int64)
-            idx = np.minimum((pick[sel] * n_other).astype(np.int64), np.maximum(n_other - 1, 0))
-            idx = idx + (idx >= where)
-            value = cand[np.minimum(idx, len(cand) - 1)]
-            value[reset[sel] & ~is_default] = -1  # back to the compiler default
-            keep = n_other > 0  # a one-candidate group already at its layout cannot change
-            for jj, tt in self.groups[g]:
-                children[r[keep], jj, tt * SLOTS : (tt + 1) * SLOTS] = value[keep]
-        return children
-
-
-def _skewed(rng: np.random.Generator, k: int) -> np.ndarray:
-    """Probabilities of k candidates: RANDOM_SKEW**i in a random order."""
-    w = RANDOM_SKEW ** rng.permutation(k).astype(np.float64)
-    return w / w.sum() if k else w
 
 
 def random_configs(

@@ -139,7 +139,7 @@ class LayoutCostModel:
         self.feed_in = np.flatnonzero(self.has_src)
         self.feed_k = np.flatnonzero(self.has_k_src)
         self._feeds = [
-            (consumers, ok, _onehot(src[consumers], self.n))
+            (*_by_producer(consumers, src[consumers]), ok)
             for consumers, src, ok in ((self.feed_in, self.src, 0), (self.feed_k, self.k_src, 1))
             if len(consumers)
         ]
@@ -331,9 +331,9 @@ class LayoutCostModel:
     def _fused(self, in_ok: np.ndarray, k_ok: np.ndarray) -> np.ndarray:
         """(configs, n): whether some consumer reads the node's output without a copy."""
         fused = np.zeros(in_ok.shape, dtype=bool)
-        for consumers, which, onehot in self._feeds:
+        for consumers, producers, starts, which in self._feeds:
             ok = (in_ok, k_ok)[which]
-            fused |= (ok[:, consumers].astype(np.float64) @ onehot) > 0
+            fused[:, producers] |= np.logical_or.reduceat(ok[:, consumers], starts, axis=1)
         return fused
 
     def _default_ab(self, t: str) -> tuple[np.ndarray, np.ndarray]:
@@ -349,7 +349,9 @@ def _dim_map(perm: tuple[int, ...]) -> np.ndarray:
     return m
 
 
-def _onehot(idx: np.ndarray, n: int) -> np.ndarray:
-    m = np.zeros((len(idx), n))
-    m[np.arange(len(idx)), idx] = 1.0
-    return m
+def _by_producer(consumers: np.ndarray, producers: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Consumers grouped by the producer they read: (consumers in that order, each producer once,
+    where each producer's run starts), for an OR over each producer's consumers in one reduceat."""
+    order = np.argsort(producers, kind="stable")
+    unique, starts = np.unique(producers[order], return_index=True)
+    return consumers[order], unique, starts

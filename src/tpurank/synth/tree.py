@@ -29,7 +29,6 @@ from tpurank.core.workers import die_with_parent
 from tpurank.data.npz import TileGraph, member_shapes, read_header, save_graph
 from tpurank.synth import configs as cfgs
 from tpurank.synth.graph_families import layout_graph, tile_graph
-from tpurank.synth.hlo import HloGraph
 from tpurank.synth.layout_file import write_layout_file
 from tpurank.synth.noise import measure
 from tpurank.synth.physics import draw_physics
@@ -71,20 +70,37 @@ def build_tile(spec: FileSpec, scale: Scale, seed: int) -> TileGraph:
     )
 
 
-def _layout_graph(spec: FileSpec, scale: Scale, seed: int) -> HloGraph:
-    # seeded by family (not collection): default and random share the graph of each index
+def _layout_size(spec: FileSpec, scale: Scale, seed: int) -> tuple[int, int, np.random.Generator]:
+    """(nodes, configurable nodes, the graph's generator after drawing them) of a layout file.
+    Seeded by family (not collection): default and random share the graph of each index."""
     g_rng = keyed_rng(seed, "graph", spec.family, spec.split, spec.index)
     nodes = log_uniform(g_rng, *scale.layout_nodes[spec.family])
     per = g_rng.uniform(*scale.nodes_per_configurable)
     configurable = int(np.clip(round(nodes / per), 5, scale.max_configurable))
-    return layout_graph(g_rng, spec.family, nodes, configurable)
+    return nodes, configurable, g_rng
+
+
+def _layout_total(spec: FileSpec, scale: Scale, seed: int) -> tuple[int, np.random.Generator]:
+    """(configs, the configs' generator after drawing their count) of a layout file."""
+    c_rng = keyed_rng(seed, "configs", spec.collection, spec.split, spec.index)
+    total = scale.test_layout_configs if (spec.split == "test" and scale.test_layout_configs) else None
+    return total or log_uniform(c_rng, *scale.layout_configs), c_rng
+
+
+def work_estimate(spec: FileSpec, scale: Scale, seed: int) -> int:
+    """About how much work a file is (config cells; a default search costs several random draws):
+    the pool starts the biggest files first, so no big file is left alone at the end."""
+    if spec.collection == "tile:xla":
+        return 0
+    configurable = _layout_size(spec, scale, seed)[1]
+    search = 4 if spec.collection.endswith(":default") else 1
+    return _layout_total(spec, scale, seed)[0] * configurable * search
 
 
 def write_layout(path: Path, spec: FileSpec, scale: Scale, seed: int) -> None:
-    graph = _layout_graph(spec, scale, seed)
-    c_rng = keyed_rng(seed, "configs", spec.collection, spec.split, spec.index)
-    total = scale.test_layout_configs if (spec.split == "test" and scale.test_layout_configs) else None
-    total = total or log_uniform(c_rng, *scale.layout_configs)
+    nodes, configurable, g_rng = _layout_size(spec, scale, seed)
+    graph = layout_graph(g_rng, spec.family, nodes, configurable)
+    total, c_rng = _layout_total(spec, scale, seed)
     write_layout_file(
         path,
         graph,
@@ -240,7 +256,8 @@ def _write_files(out: Path, specs: list[FileSpec], sc: Scale, seed: int, jobs: i
         ctx = multiprocessing.get_context("spawn")
         pool_args = {"initializer": die_with_parent, "initargs": (os.getpid(),)}  # no orphans when killed
         with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, **pool_args) as pool:
-            for fut in as_completed([pool.submit(write_file, out, spec, sc, seed) for spec in specs]):
+            biggest_first = sorted(specs, key=lambda s: -work_estimate(s, sc, seed))  # a stable sort
+            for fut in as_completed([pool.submit(write_file, out, spec, sc, seed) for spec in biggest_first]):
                 fut.result()
                 bar.update()
     bar.close()

@@ -185,15 +185,18 @@ def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]
         best = f"{st.best:.4f}" if st.best > -math.inf else "-"
         bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", val=best)
         run.spent = synced_seconds(st.seconds + time.perf_counter() - clock, rt)
-        late = out_of_time(r, run.spent)
+        # a time budget ends the steps a validation's length before it runs out, so the validation that
+        # closes the run (and keeps the best model) fits in it, not after it
+        late = out_of_time(r, run.spent + run.closing)
         if st.step % every and st.step < r.max_steps and not late:
             if st.step % loss_every == 0:
                 st.curve.append(run_log.curve_row(st.step, run.spent, run.opt.param_groups[0]["lr"], window))
                 run_log.log_scalars(run.board, st.curve[-1])  # None on ranks > 0
                 window = []
             continue
-        seconds = time.perf_counter() - t0
+        seconds, scoring = time.perf_counter() - t0, time.perf_counter()
         score = score_valid(run, valid, losses)
+        run.closing = synced_seconds(time.perf_counter() - scoring, rt)  # every rank stops at one step
         st.seconds += time.perf_counter() - clock
         clock = time.perf_counter()
         st.curve.append(run_log.curve_row(st.step, st.seconds, run.opt.param_groups[0]["lr"], window, score))

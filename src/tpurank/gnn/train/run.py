@@ -78,6 +78,7 @@ class Run:
     out: Path
     progress: bool
     spent: float = 0.0  # training seconds spent, as of the last step (the same on every rank)
+    closing: float = 0.0  # the last validation's seconds (every rank's slowest): reserved for the closing one
     board: Any = None  # a TensorBoard writer when $TPURANK_TENSORBOARD is set (run_log.py)
     logged: int = -1  # the tenth of the budget of the last progress line (run_log.log_mark)
 
@@ -158,7 +159,8 @@ def build(
         scaler=devices.grad_scaler(precision), key=training_key(spec, paths, cfg, collection),
         out=paths.model_dir(spec.name, collection), progress=progress,
     )  # fmt: skip
-    run.sched = make_scheduler(opt, r, spent=lambda: run.spent)  # follows the time budget too
+    # follows the time budget too, which ends a closing validation early: the rate reaches ~0 at the last step
+    run.sched = make_scheduler(opt, r, spent=lambda: run.spent + run.closing)
     if rt.main:
         member = run.out.name if run.out.name.startswith("seed-") else "seed-0"
         run.board = run_log.tensorboard(spec.name, collection, member)

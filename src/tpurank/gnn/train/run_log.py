@@ -4,7 +4,6 @@ line it ends with, and, when `$TPURANK_TENSORBOARD` names a folder, the same row
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +97,7 @@ def tensorboard(model: str, collection: str, member: str) -> Any | None:
     folder = TENSORBOARD.read()  # checked: a folder, or None when unset
     if folder is None:
         return None
-    root = os.environ[TENSORBOARD_ENV]
+    root = TENSORBOARD.given()
     try:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError as e:

@@ -1,0 +1,165 @@
+"""LightGBM calibrated on the measured configs of the program it ranks.
+
+A user's measured configs become one more ranking query, weighted against the training queries,
+and LightGBM learns from it before it ranks the program's other configs:
+
+- `boost` (the default): boosting continues from the trained model (`lgb.train(init_model=...)`)
+  for `rounds` more trees on the measured query and the training rows shipped with the model
+  (tpurank.lgbm.training_rows). The trained trees stay; the new ones correct them where the
+  program's measurements disagree.
+- `refit`: a new model of the trained model's size, fitted from scratch on the shipped training
+  rows and the measured query.
+
+docs/rank.md gives the measurements on real programs that chose the default and its settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import lightgbm as lgb
+import numpy as np
+
+from tpurank.core.errors import TpurankError
+from tpurank.lgbm.queries import grades, query_labels
+from tpurank.lgbm.training_rows import TrainingRows
+
+METHODS = ("boost", "refit")
+ENSEMBLE_WEIGHTS = ("kept", "lgbm")  # the ensemble's trained weights, or LightGBM alone once calibrated
+AUTO_WEIGHT_PER = 10  # the default weight: 1 up to 10 measured configs, then one more per 10
+MIN_MEASURED = 2  # configs of different runtimes: fewer hold no order to learn
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How LightGBM learns from a program's measured configs.
+
+    Args:
+        method: "boost" (continue from the trained model) or "refit" (a new model from scratch).
+        weight: each measured row's weight; a training row weighs 1. None: grows with the
+            measurements, `max(1, measured / AUTO_WEIGHT_PER)` (`weight_for`).
+        rounds: boost: the trees added. refit: ignored (the trained model's count).
+        seed: seeds LightGBM's row and column draws: a calibration is repeatable.
+        ensemble: how the ensemble weighs its calibrated LightGBM: "kept" (its trained weights,
+            the other members as trained) or "lgbm" (the calibrated LightGBM alone).
+    """
+
+    method: str = "boost"
+    weight: float | None = None
+    rounds: int = 50
+    seed: int = 0
+    ensemble: str = "kept"
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise TpurankError(f"calibration method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.weight is not None and not (self.weight > 0 and np.isfinite(self.weight)):
+            raise TpurankError(f"calibration weight must be a positive number, got {self.weight}")
+        if self.ensemble not in ENSEMBLE_WEIGHTS:
+            raise TpurankError(
+                f"calibration ensemble must be one of {', '.join(ENSEMBLE_WEIGHTS)}, got {self.ensemble!r}"
+            )
+        if self.rounds < 1:
+            raise TpurankError(f"calibration rounds must be >= 1, got {self.rounds}")
+
+    def weight_for(self, measured: int) -> float:
+        """The measured rows' weight when `measured` configs calibrate: the set weight, or by
+        default one that grows with them (a few measurements are noisy, many outweigh training).
+
+        Args:
+            measured: the distinct measured configs.
+        """
+        return self.weight if self.weight is not None else max(1.0, measured / AUTO_WEIGHT_PER)
+
+
+@dataclass
+class LgbmInputs:
+    """What calibrating one program's LightGBM ranker needs.
+
+    Args:
+        booster: the trained ranker.
+        params: its training parameters (tpurank.lgbm.model.lgb_params of the trained config).
+        levels: relevance grades per query (`lgbm.relevance_levels`), as training labelled them.
+        x: (unique configs, features) the program's feature rows, in the booster's feature order.
+        inverse: each config of the program -> its unique row of `x`.
+        training: the training rows shipped with the model (None: an older model without them).
+    """
+
+    booster: lgb.Booster
+    params: dict
+    levels: int
+    x: np.ndarray
+    inverse: np.ndarray
+    training: TrainingRows | None = None
+
+    def uncalibrated(self) -> np.ndarray:
+        """The trained model's cost of each config (lower = faster), as `predict` gives it."""
+        return self._costs(self.booster)
+
+    def _costs(self, booster: lgb.Booster) -> np.ndarray:
+        scores = booster.predict(self.x, num_threads=self.params.get("num_threads", 1))
+        return (-scores)[self.inverse].astype(np.float32)
+
+    def calibrated(self, positions: np.ndarray, runtime: np.ndarray, how: Calibration) -> np.ndarray:
+        """Each config's cost from the model that learned from the measured configs.
+
+        Args:
+            positions: the measured configs (positions in the program's config order).
+            runtime: their measured runtimes (tile: divided by their normalizers), > 0.
+            how: the method and its settings.
+
+        Raises:
+            TpurankError: refit without training rows.
+        """
+        xq, yq = measured_query(self.x, self.inverse, positions, runtime, self.levels)
+        if len(yq) < MIN_MEASURED or len(np.unique(yq)) < 2:
+            return self.uncalibrated()
+        if how.method == "refit" and self.training is None:
+            raise TpurankError("refit calibration needs the training rows shipped with the model")
+        data = self._dataset(xq, yq, how.weight_for(len(yq)))
+        params = {**self.params, "seed": how.seed, "deterministic": True, "verbose": -1}
+        if self.training is None:  # the measured query alone: let a leaf hold a few of its rows
+            params["min_data_in_leaf"] = max(1, min(params.get("min_data_in_leaf", 20), len(yq) // 4))
+        try:
+            if how.method == "boost":
+                model = lgb.train(params, data, how.rounds, init_model=self.booster)
+            else:
+                model = lgb.train(params, data, max(1, self.booster.current_iteration()))
+        except lgb.basic.LightGBMError as e:
+            raise TpurankError(f"LightGBM calibration failed ({e})") from None
+        return self._costs(model)
+
+    def _dataset(self, xq: np.ndarray, yq: np.ndarray, weight: float) -> lgb.Dataset:
+        """The training rows' queries (when shipped), then the measured query with its weight."""
+        names = list(self.booster.feature_name())
+        if self.training is None:
+            x, y, sizes, w = xq, yq, np.array([len(yq)]), np.full(len(yq), weight)
+        else:
+            t = self.training
+            ty = query_labels(t.runtime, t.sizes, self.levels)
+            x = np.concatenate([t.x, xq])
+            y = np.concatenate([ty, yq])
+            sizes = np.append(t.sizes, len(yq))
+            w = np.concatenate([np.ones(t.rows), np.full(len(yq), weight)])
+        return lgb.Dataset(x, y, group=sizes, weight=w, feature_name=names, free_raw_data=False)
+
+
+def measured_query(
+    x: np.ndarray, inverse: np.ndarray, positions: np.ndarray, runtime: np.ndarray, levels: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The measured configs as one query: their unique feature rows and relevance grades.
+
+    Configs that share a feature row (duplicates) count once, at their mean runtime, as training
+    counts them.
+
+    Args:
+        x: the program's unique feature rows.
+        inverse: config -> unique row.
+        positions: the measured configs.
+        runtime: their runtimes.
+        levels: relevance grades, as training used.
+    """
+    rows = inverse[np.asarray(positions, dtype=np.int64)]
+    unique, codes = np.unique(rows, return_inverse=True)
+    mean = np.bincount(codes, weights=np.asarray(runtime, np.float64)) / np.bincount(codes)
+    return x[unique], grades(mean, levels)

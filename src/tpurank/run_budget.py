@@ -1,0 +1,162 @@
+"""`all` against its budget: each step's expected seconds, the plan as the run spends it (with the
+second look just before neural training), and the lines that say how the time goes.
+
+What the budget cannot shorten is every step but neural training: a step up to date costs nothing,
+one that ran before with the same options costs what it took then, any other its share of the
+estimate from the data's size (tpurank.budget). Neural training gets the rest (the plan).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tpurank.budget import Plan, apply_plan, step_estimates_s
+from tpurank.core.config import Config
+from tpurank.core.config_files import Layer
+from tpurank.core.errors import TpurankError
+from tpurank.core.paths import Paths
+from tpurank.core.profiles import format_duration
+from tpurank.records import RECORDS
+from tpurank.stages import StageRun, stage_namespace
+
+
+@dataclass
+class Step:
+    """One step of `all`: a stage's typed options (the stage's `Options`, which names it)."""
+
+    name: str
+    options: Any
+    seconds: float = 0.0
+    skipped: bool = False
+    estimate: float = 0.0  # seconds the plan expects still (the time-left estimate; 0 once run)
+    planned: float = 0.0  # seconds the first plan expected
+
+
+NEURAL_TRAINING = ("train gnn", "train baseline")  # the steps whose time the budget's plan sets
+NEURAL_OUTPUTS = ("gnn", "baseline", "ensemble", "validate")  # steps that read what neural training writes
+
+
+def expect_steps(
+    steps: list[Step], paths: Paths, cfg: Config, collections: list[str], force: bool = False
+) -> float:
+    """Set each step's expected seconds but neural training's, and return their sum: what the budget
+    cannot shorten. A step up to date now costs nothing, unless `--force` runs it anyway, a step before
+    it will run (and may change what it reads), or it reads what neural training writes (a new plan
+    retrains); one that ran before on the same inputs costs what it took then; any other its estimate
+    from the data's size (tpurank.budget.step_estimates_s)."""
+    fixed = [s for s in steps if s.name not in NEURAL_TRAINING]
+    sized = step_estimates_s([s.name for s in fixed], cfg, paths.data, collections)
+    trains_neural = any(s.name in NEURAL_TRAINING for s in steps)
+    records, upstream_runs = paths.reports / RECORDS, force
+    for s in fixed:
+        s.estimate = sized[s.name]
+        if records.is_dir() and any(records.glob(f"{s.options.STAGE}-*.json")):
+            run = _stage_run(s, paths, cfg)
+            neural = trains_neural and any(word in s.name.split() for word in NEURAL_OUTPUTS)
+            if run is not None and not (neural or upstream_runs) and run.up_to_date():
+                s.estimate = 0.0
+            elif run is not None and (last := run.last_seconds()) is not None:
+                s.estimate = last
+        upstream_runs |= s.estimate > 0
+        s.planned = s.estimate
+    return sum(s.estimate for s in fixed)
+
+
+def _stage_run(step: Step, paths: Paths, cfg: Config) -> StageRun | None:
+    """The step's stage run (its record), None when it cannot be known yet (e.g. a prepare setting
+    changed: `prepare` runs first, and the stages after it are checked then)."""
+    module = sys.modules[type(step.options).__module__]
+    try:
+        return StageRun(module, stage_namespace(step.options.STAGE, step.options, paths, cfg))
+    except (TpurankError, OSError):
+        return None
+
+
+def estimate_training(steps: list[Step], plan: Plan) -> None:
+    """The neural training steps' expected seconds: their model's shares of the plan."""
+    for s in steps:
+        if s.name in NEURAL_TRAINING:
+            model = s.name.removeprefix("train ")
+            s.estimate = s.planned = sum(x.minutes * 60 * x.seeds for x in plan.shares if x.model == model)
+
+
+@dataclass
+class RunBudget:
+    """The budget as `all` spends it: the plan, and the second look just before neural training.
+
+    Args:
+        seconds: the whole run's budget.
+        plan: the current plan.
+        base: the run's config without any plan.
+        layers: the config's layers (a user's own time budget wins over the plan's).
+        remake: (seconds spent, seconds the other stages still need) -> a new plan.
+        save: keeps a plan for reruns (budget.save_plan).
+        saved: the plan a run with the same budget, config and data trained with, if any.
+        final: the plan is the one to train with (the second look taken).
+    """
+
+    seconds: float
+    plan: Plan
+    base: Config
+    layers: list[Layer]
+    remake: Callable[[float, float], Plan]
+    save: Callable[[Plan], None]
+    saved: Plan | None = None
+    final: bool = False
+
+    def config(self) -> Config:
+        return apply_plan(self.base, self.plan, self.layers)
+
+    def second_look(self, steps: list[Step], k: int, elapsed: float) -> Config:
+        """The plan to train with, before step k (the first neural training). The saved one when every
+        step before it was up to date (a rerun: the same config, so finished models are kept); else
+        a new plan with the time really spent, and the other stages' remaining estimate scaled by
+        how far off their done part was."""
+        self.final = True
+        if self.saved is not None and all(s.skipped for s in steps[: k - 1]):
+            self.plan = self.saved
+            print("[all] the plan the last run with this budget trained with", file=sys.stderr)
+            return self.config()
+        # how much slower than expected the steps that were expected to take time ran (the machine's
+        # load now); a step expected up to date that ran anyway is in `elapsed` already
+        done = [s for s in steps[: k - 1] if not s.skipped and s.planned > 0]
+        off = max(1.0, sum(s.seconds for s in done) / max(1e-9, sum(s.planned for s in done)))
+        later = sum(s.planned for s in steps[k - 1 :] if s.name not in NEURAL_TRAINING)
+        self.plan = self.remake(elapsed, later * off)
+        self.save(self.plan)
+        print(
+            f"[all] the plan again, {format_duration(elapsed)} spent:\n{self.plan.describe()}",
+            file=sys.stderr,
+        )
+        if self.plan.over_s > 0:
+            print(
+                f"[all] warning: the time left cannot pay each model's least share (budget.min_share_min): "
+                f"the run will end about {format_duration(self.plan.over_s)} past its budget",
+                file=sys.stderr,
+            )
+        for s in steps[k - 1 :]:
+            trained = [x.minutes * 60 * x.seeds for x in self.plan.shares if f"train {x.model}" == s.name]
+            s.estimate = sum(trained) if s.name in NEURAL_TRAINING else s.planned * off
+        return self.config()
+
+
+def progress_line(k: int, steps: list[Step], step: Step, elapsed: float, budget_s: float) -> str:
+    """`[all] step k/N name: elapsed, about X left, the budget's time left`."""
+    left = sum(s.estimate for s in steps[k - 1 :])
+    return (
+        f"[all] step {k}/{len(steps)} {step.name}: {format_duration(elapsed)} elapsed, about "
+        f"{format_duration(left)} to go, {format_duration(budget_s - elapsed)} of the budget left"
+    )
+
+
+def budget_line(seconds: float, budget_s: float) -> str:
+    """How the run's time compares with its budget."""
+    gap = budget_s - seconds
+    side = "under" if gap >= 0 else "OVER"
+    return (
+        f"total {format_duration(seconds)}: {format_duration(abs(gap))} {side} the budget of "
+        f"{format_duration(budget_s)} ({100 * seconds / budget_s:.0f}% used)"
+    )
