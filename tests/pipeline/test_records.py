@@ -153,6 +153,24 @@ def test_a_rerun_names_what_changed_and_keeps_the_last_duration(tmp_path: Path) 
     assert _run(paths, "train", model="lgbm").last_seconds() is None  # a hand edit: no estimate from it
 
 
+@pytest.mark.parametrize(
+    ("stage", "model", "sections"),
+    [
+        ("predict", "random", ("prepare",)),
+        ("predict", "lgbm", ("prepare", "features", "lgbm")),
+        ("train", "lgbm", ("prepare", "features", "lgbm")),
+        ("predict", "gnn", ("prepare", "gnn", "ensemble")),
+    ],
+)
+def test_a_model_s_steps_read_only_its_own_config(
+    stage: str, model: str, sections: tuple, tmp_path: Path
+) -> None:
+    """A new GNN time budget (the budget's plan) reruns the GNN's steps, never the other models'."""
+    opts = {"split": "valid"} if stage == "predict" else {}
+    run = _run(Paths(tmp_path / "d", tmp_path / "o"), stage, model=model, **opts)
+    assert run.io is not None and run.io.sections == sections
+
+
 def test_options_that_do_not_change_the_result_keep_one_record(tmp_path: Path) -> None:
     paths = Paths(tmp_path / "d", tmp_path / "o")
     a = _run(paths, "predict", model="gnn", split="valid")

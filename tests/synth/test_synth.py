@@ -373,3 +373,14 @@ def test_parallel_generation_writes_the_same_bytes(tiny_root: Path, tmp_path: Pa
     assert ours
     for f in ours:
         assert f.read_bytes() == (tiny_root / f.relative_to(tmp_path)).read_bytes(), f
+
+
+def test_a_finished_tree_is_left_as_it_is(tmp_path: Path) -> None:
+    """A rerun on a finished tree (every `./run.sh all` on the demo data) writes nothing, so its
+    synth.json, which every stage reads, keeps its bytes: no step runs again because of it."""
+    some = ["tile:xla"]
+    generate(tmp_path, "tiny", seed=0, collections=some)
+    marker = tmp_path / "synth.json"
+    before = (marker.read_bytes(), marker.stat().st_mtime_ns)
+    generate(tmp_path, "tiny", seed=0, collections=some)
+    assert (marker.read_bytes(), marker.stat().st_mtime_ns) == before

@@ -36,7 +36,7 @@ from tpurank.core.provenance import data_fingerprint, write_sidecar
 from tpurank.core.staleness import Files, StageIO, content_key, dataset_files, option
 from tpurank.prepare.belongs import check_cache
 from tpurank.rankers.predictions import load_predictions, save_predictions
-from tpurank.rankers.registry import EVERY_SECTION, MODEL_NAMES, get_model
+from tpurank.rankers.registry import MODEL_NAMES, get_model, model_sections
 from tpurank.submission.format import (
     ExpectedGraph,
     expected_for_split,
@@ -111,7 +111,7 @@ def declare(args: argparse.Namespace) -> StageIO:
         Files(paths.submission_file(m, split), lock=False),
         Files(paths.submission_file(m, split, ".json"), lock=False),
     ]
-    return StageIO(reads, writes, EVERY_SECTION)
+    return StageIO(reads, writes, model_sections(m))
 
 
 def check_complete(got: dict, ids: list[str], name: str, collection: str, split: str) -> None:

@@ -30,6 +30,18 @@ UNTRAINED = ("random", "heuristic")  # rankers with nothing to learn: no folder,
 EVERY_SECTION = ("prepare", "features", *LEARNED_MODELS, "ensemble")
 
 
+def model_sections(model: str) -> tuple[str, ...]:
+    """The config sections a model's training and predictions read: a change to another section (the
+    budget's plan for the GNN, say) leaves its results, and so its steps, as they are."""
+    if model == "lgbm":  # the feature tables
+        return ("prepare", "features", "lgbm")
+    if model in UNTRAINED:
+        return ("prepare",)
+    if model in ("gnn", "baseline"):  # a GNN reads the graphs; `ensemble.normalize` averages its seeds
+        return ("prepare", model, "ensemble")
+    return EVERY_SECTION  # the ensemble: its members' and its own
+
+
 def get_model(name: str) -> ModuleType | Any:
     """The object with `train` and `predict` for a model name.
 

@@ -16,7 +16,7 @@ from typing import ClassVar
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.options import add_collections
 from tpurank.core.staleness import Files, StageIO, option
-from tpurank.rankers.registry import EVERY_SECTION, MODEL_NAMES, UNTRAINED, get_model
+from tpurank.rankers.registry import EVERY_SECTION, MODEL_NAMES, UNTRAINED, get_model, model_sections
 from tpurank.rankers.staging import staged
 
 
@@ -45,12 +45,8 @@ def declare(args: argparse.Namespace) -> StageIO:
         from tpurank.rankers.ensemble import ensemble_reads
 
         return StageIO(ensemble_reads(paths), writes, EVERY_SECTION)
-    if args.model == "lgbm":  # the feature tables
-        return StageIO([Files(paths.prepared), Files(paths.tabular)], writes, ("prepare", "features", "lgbm"))
-    if args.model in UNTRAINED:
-        return StageIO([Files(paths.prepared)], writes, ("prepare",))
-    # a GNN reads the graphs; `ensemble.normalize` averages its seeds
-    return StageIO([Files(paths.prepared)], writes, ("prepare", args.model, "ensemble"))
+    tables = [Files(paths.tabular)] if args.model == "lgbm" else []  # LightGBM's feature tables
+    return StageIO([Files(paths.prepared), *tables], writes, model_sections(args.model))
 
 
 def run(args: argparse.Namespace) -> int:

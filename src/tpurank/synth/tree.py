@@ -227,9 +227,11 @@ def generate(
     record = {"scale": sc.name, "synth_seed": seed, "generator": GENERATOR_VERSION}
     record["physics"] = draw_physics(seed).as_dict()  # the hidden cost model's constants
     _check_plan(out, record)
+    specs = [s for s in plan(sc, seed) if s.collection in collections and s.split in splits]
+    if _finished(out, record, specs, "test" in splits):
+        return  # its synth.json stays as written, so every stage that read it stays up to date
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / PLAN_FILE, record)
-    specs = [s for s in plan(sc, seed) if s.collection in collections and s.split in splits]
     _write_files(out, specs, sc, seed, jobs, progress)
     if "test" in splits:  # every test file of the tree so far, also those of earlier partial runs
         rows = sample_submission_rows(plan(sc, seed), out, seed)
@@ -243,6 +245,29 @@ def generate(
         splits=splits,
         files=len(specs),
     )
+
+
+def _finished(out: Path, record: dict, specs: list[FileSpec], with_test: bool) -> bool:
+    """The tree holds every file of `specs` (and the sample submission) from a run of the same scale,
+    seed and generator: a rerun (every `./run.sh all` on the demo data) has nothing to write."""
+    try:
+        old = json.loads((out / PLAN_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    same = isinstance(old, dict) and all(
+        old.get(k) == record[k] for k in ("scale", "synth_seed", "generator")
+    )
+    if not same or (with_test and not (out / SAMPLE_SUBMISSION).is_file()):
+        return False
+    return all(_readable(s, out) for s in specs)  # a damaged file is generated again (write_file)
+
+
+def _readable(spec: FileSpec, out: Path) -> bool:
+    try:
+        read_header(spec.path(out), "tile" if spec.collection == "tile:xla" else "layout")
+    except (DataError, OSError):
+        return False
+    return True
 
 
 def _write_files(out: Path, specs: list[FileSpec], sc: Scale, seed: int, jobs: int, progress: bool) -> None:

@@ -118,7 +118,9 @@ def run(args: argparse.Namespace) -> int:
             r = replay_one(tuning, args.rounds, args.per_round, args.explore)
             replays.append(r)
             head = f"{Path(args.file).name} [{r.graph}] ranked by {program.model} ({program.collection})"
-            print(f"{head}: {r.configs} configs with a runtime, best {r.best_ns:g}\n{table(r)}\n")
+            tile = program.candidates.normalizer is not None
+            best = f"{r.best:.4g} of the default's runtime" if tile else f"{r.best:,.0f} ns"
+            print(f"{head}: {r.configs} configs with a runtime, the best {best}\n{table(r)}\n")
     if not replays:
         raise TpurankError(f"{args.file}: no graph with two or more measured configs to replay")
     if len(replays) > 1:

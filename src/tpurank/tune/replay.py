@@ -49,7 +49,7 @@ class Replay:
     Args:
         graph: its name.
         configs: the candidates with a runtime in the file (the only ones the loop can measure).
-        best_ns: the true best runtime.
+        best: the true best runtime (ns; tile: over its normalizer, as scored).
         rounds: one `Round` per round.
         needed: measurements each needed to come within `TOLERANCE` of the best ("tuner": None
             when the rounds ran out first; "random": the expectation; "model": its first such
@@ -58,7 +58,7 @@ class Replay:
 
     graph: str
     configs: int
-    best_ns: float
+    best: float
     rounds: list[Round] = field(default_factory=list)
     needed: dict[str, float | None] = field(default_factory=dict)
 
