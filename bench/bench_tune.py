@@ -19,6 +19,7 @@ and the uncalibrated model, and the measurements each needed to come within 0.5%
     .venv/bin/python bench/bench_tune.py --work /tmp/bench-tune             # everything
     .venv/bin/python bench/bench_tune.py --only layout --gnn-steps 0         # LightGBM only, layout
     .venv/bin/python bench/bench_tune.py --variants boost:w=10:r=50 refit:w=10 --ks 0 20
+    .venv/bin/python bench/bench_tune.py --table bench/results/tune_layout.json   # saved tables
 
 Quality figures are valid on a loaded machine; the calibration seconds it prints are not (the cost
 target is bench/bench_tune_cost.py's). Saves bench/results/tune.json (or --out). Exits 0 with the
@@ -57,7 +58,7 @@ RESULTS = ROOT / "bench" / "results" / "tune.json"
 PYTHON = sys.executable
 LAYOUT_PB = "pb/module_tuning_data_layout.pb"
 MIN_LEFT = 10  # configs left to score: fewer and a tau is noise
-DEFAULT_VARIANTS = ["boost:w=10:r=50", "refit:w=10"]
+DEFAULT_VARIANTS = ["boost:w=auto:r=50", "refit:w=1"]  # the default calibration, then the alternative
 LOOP_AT = (5, 10, 20, 50, 100)  # measurements at which the loop's slowdowns are reported
 
 
@@ -122,13 +123,15 @@ def layout_programs(a: argparse.Namespace) -> list[tuple[str, Path, Path, Path]]
     base = a.work / "layout"
     forward = rd.layout_root(base / "fwd" / "data")
     out_f, prep_f = train(forward, base / "fwd", rd.LAYOUT, a)
-    backward = swapped_layout_root(base / "bwd" / "data")
-    out_b, prep_b = train(backward, base / "bwd", rd.LAYOUT, a)
-    return [
+    found = [
         ("unet_3d.4x4.bf16 (npz)", rd.SHARED / NPZ_SUBDIR / rd.LAYOUT_SCORED, out_f, prep_f),
-        ("unet3d (npz)", rd.SHARED / NPZ_SUBDIR / rd.LAYOUT_TRAIN, out_b, prep_b),
         ("unet_3d.4x4.bf16 (pb runs)", rd.SHARED / LAYOUT_PB, out_f, prep_f),
     ]
+    if a.forward_only:
+        return found
+    backward = swapped_layout_root(base / "bwd" / "data")
+    out_b, prep_b = train(backward, base / "bwd", rd.LAYOUT, a)
+    return [found[0], ("unet3d (npz)", rd.SHARED / NPZ_SUBDIR / rd.LAYOUT_TRAIN, out_b, prep_b), found[1]]
 
 
 def tile_programs(a: argparse.Namespace) -> list[tuple[str, Path, Path, Path]]:
@@ -294,8 +297,9 @@ def loop_table(records: list[dict], model: str) -> str:
     """The loop's best found over the true best after m measurements (mean over programs), beside
     random search and the uncalibrated model; then the measurements each needed."""
     lines = [
-        "| measured | loop | random search (expected) | uncalibrated model | programs |",
-        "|---|---|---|---|---|",
+        "| measured | loop | random search (expected) | uncalibrated model | programs "
+        "| tau of the loop on the rest | tau uncalibrated, same configs |",
+        "|---|---|---|---|---|---|---|",
     ]
     for m in LOOP_AT:
         got = [next((r for r in rec["loop"][model]["rounds"] if r["measured"] == m), None) for rec in records
@@ -303,7 +307,8 @@ def loop_table(records: list[dict], model: str) -> str:
         got = [g for g in got if g is not None]
         if got:
             cells = [f"{_mean([g[c] for g in got]):.4f}" for c in ("tuner", "random", "model")]
-            lines.append(f"| {m} | {' | '.join(cells)} | {len(got)} |")
+            taus = [f"{_mean([g[c] for g in got]):.4f}" for c in ("tau", "tau_model")]
+            lines.append(f"| {m} | {' | '.join(cells)} | {len(got)} | {' | '.join(taus)} |")
     lines += [
         "",
         "| program (configs) | loop | random search (expected) | uncalibrated model |",
@@ -356,6 +361,11 @@ def main() -> int:
     p.add_argument(
         "--gnn-steps", type=int, default=300, help="GNN training steps, one seed (0: LightGBM only)"
     )
+    p.add_argument(
+        "--forward-only",
+        action="store_true",
+        help="layout: only the programs ranked by models trained on unet3d",
+    )
     p.add_argument("--tile-folds", type=int, default=5, help="kernel folds (15 = leave one kernel out)")
     p.add_argument("--rounds", type=int, default=10, help="rounds of the loop")
     p.add_argument(
@@ -378,7 +388,14 @@ def main() -> int:
     p.add_argument("--work", type=Path, default=Path("/tmp/bench-tune"), help="models and caches (rebuilt)")
     p.add_argument("--reuse", action="store_true", help="keep --work's trained models (same settings only)")
     p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument(
+        "--table", type=Path, nargs="+", metavar="RESULTS", help="only print the tables of saved results"
+    )
     a = p.parse_args()
+    if a.table:
+        for f in a.table:
+            print(f"# {f}: {json.loads(f.read_text())['command']}\n\n{report(json.loads(f.read_text()))}\n")
+        return 0
     if reason := rd.missing_sample(rd.SHARED):
         print(f"bench_tune: skipped: {reason}")
         return 0
@@ -391,7 +408,7 @@ def main() -> int:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
     res: dict = {"command": " ".join(["bench/bench_tune.py", *sys.argv[1:]]), "commit": commit.stdout.strip(),
                  "ks": a.ks, "draws": a.draws, "variants": a.variants, "gnn_steps": a.gnn_steps,
-                 "profile": "cpu", "tile_folds": a.tile_folds, "sets": a.set, "training_share": a.training_share, "explore": a.explore,
+                 "profile": "cpu", "tile_folds": a.tile_folds, "sets": a.set, "training_share": a.training_share, "explore": a.explore, "forward_only": a.forward_only,
                  "load": os.getloadavg()[0]}  # fmt: skip
     for kind in ("layout", "tile"):
         if a.only in (None, kind):

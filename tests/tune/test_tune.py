@@ -308,3 +308,24 @@ def test_a_failed_run_of_the_real_layout_protobuf_is_refused(small: Paths, tmp_p
     m = _write_csv(tmp_path / "m.csv", [(failed, 1000)])
     assert main(_rank(small, [pb], tmp_path / "r.csv", "--measured", str(m))) == 1
     assert f"config {failed} failed in {pb}" in one_error(capsys, "rank")
+
+
+def test_the_ensemble_ranks_by_the_calibrated_lightgbm_or_its_kept_weights(small: Paths) -> None:
+    from tpurank.rankers.ensemble import combine
+
+    f = _valid(small)
+    runtime = np.load(f)["config_runtime"]
+    measured = dict(_measured(f, 12))
+    with Tuner.load(small.out) as tuner:
+        program = tuner.programs(f, collection=LAYOUT)[0]
+    positions = np.array(sorted(measured))  # an npz's configs: its positions are its indices
+    lgbm = program.lgbm.calibrated(positions, runtime[positions].astype(float), Calibration())
+    assert lgbm is not None and not np.array_equal(lgbm, program.costs["lgbm"])
+    alone = program.costs_with(positions, runtime[positions].astype(float), Calibration())
+    np.testing.assert_array_equal(alone, lgbm)
+    kept = program.costs_with(positions, runtime[positions].astype(float), Calibration(ensemble="kept"))
+    w = program.weights
+    members = [lgbm if m == "lgbm" else program.costs[m] for m in w["members"]]
+    np.testing.assert_allclose(kept, combine(members, np.asarray(w["weights"]), w["normalize"]), rtol=1e-6)
+    one = program.costs_with(positions[:1], runtime[positions[:1]].astype(float))
+    np.testing.assert_array_equal(one, program.costs["ensemble"])  # one config: nothing to learn

@@ -25,7 +25,7 @@ from tpurank.lgbm.queries import grades, query_labels
 from tpurank.lgbm.training_rows import TrainingRows
 
 METHODS = ("boost", "refit")
-ENSEMBLE_WEIGHTS = ("kept", "lgbm")  # the ensemble's trained weights, or LightGBM alone once calibrated
+ENSEMBLE_WEIGHTS = ("lgbm", "kept")  # LightGBM alone once calibrated, or the ensemble's trained weights
 AUTO_WEIGHT_PER = 10  # the default weight: 1 up to 10 measured configs, then one more per 10
 MIN_MEASURED = 2  # configs of different runtimes: fewer hold no order to learn
 
@@ -40,15 +40,16 @@ class Calibration:
             measurements, `max(1, measured / AUTO_WEIGHT_PER)` (`weight_for`).
         rounds: boost: the trees added. refit: ignored (the trained model's count).
         seed: seeds LightGBM's row and column draws: a calibration is repeatable.
-        ensemble: how the ensemble weighs its calibrated LightGBM: "kept" (its trained weights,
-            the other members as trained) or "lgbm" (the calibrated LightGBM alone).
+        ensemble: how the ensemble ranks once LightGBM is calibrated: "lgbm" (the calibrated
+            LightGBM alone: its members are not fine-tuned, and their trained weights can give
+            LightGBM none) or "kept" (the trained weights, the other members as trained).
     """
 
     method: str = "boost"
     weight: float | None = None
     rounds: int = 50
     seed: int = 0
-    ensemble: str = "kept"
+    ensemble: str = "lgbm"
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -92,16 +93,13 @@ class LgbmInputs:
     inverse: np.ndarray
     training: TrainingRows | None = None
 
-    def uncalibrated(self) -> np.ndarray:
-        """The trained model's cost of each config (lower = faster), as `predict` gives it."""
-        return self._costs(self.booster)
-
     def _costs(self, booster: lgb.Booster) -> np.ndarray:
         scores = booster.predict(self.x, num_threads=self.params.get("num_threads", 1))
         return (-scores)[self.inverse].astype(np.float32)
 
-    def calibrated(self, positions: np.ndarray, runtime: np.ndarray, how: Calibration) -> np.ndarray:
-        """Each config's cost from the model that learned from the measured configs.
+    def calibrated(self, positions: np.ndarray, runtime: np.ndarray, how: Calibration) -> np.ndarray | None:
+        """Each config's cost from the model that learned from the measured configs (None: fewer
+        than two of them, or all equally fast: no order to learn).
 
         Args:
             positions: the measured configs (positions in the program's config order).
@@ -113,7 +111,7 @@ class LgbmInputs:
         """
         xq, yq = measured_query(self.x, self.inverse, positions, runtime, self.levels)
         if len(yq) < MIN_MEASURED or len(np.unique(yq)) < 2:
-            return self.uncalibrated()
+            return None
         if how.method == "refit" and self.training is None:
             raise TpurankError("refit calibration needs the training rows shipped with the model")
         data = self._dataset(xq, yq, how.weight_for(len(yq)))

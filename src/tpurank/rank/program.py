@@ -2,9 +2,10 @@
 its configs are measured (`rank --measured`, `tpurank.tune.Tuner`).
 
 Without measurements a program's ranking is the one `predict` gives (the costs it wrote). With
-them, LightGBM learns from the measured configs first (tpurank.rank.calibrate) and the ensemble
-combines the calibrated LightGBM with its other members. The GNNs are not fine-tuned on
-measurements: they rank as they were trained.
+them, LightGBM learns from the measured configs first (tpurank.rank.calibrate), and the ensemble
+ranks by the calibrated LightGBM alone (`Calibration.ensemble`; "kept": its trained weights over
+the calibrated LightGBM and the other members). The GNNs are not fine-tuned on measurements: they
+rank as they were trained.
 """
 
 from __future__ import annotations
@@ -98,11 +99,11 @@ class Program:
         if self.candidates.normalizer is not None:  # tile: ranked as the competition scores it
             label = runtime / np.maximum(self.candidates.normalizer[positions], 1)
         calibrated = self.lgbm.calibrated(positions, label, how)
-        if self.model == LGBM:
+        if calibrated is None:  # nothing to learn from (fewer than two distinct runtimes)
+            return self.costs[self.model]
+        if self.model == LGBM or how.ensemble == "lgbm":
             return calibrated
         assert self.weights is not None
-        if how.ensemble == "lgbm":
-            return calibrated
         members = [calibrated if m == LGBM else self.costs[m] for m in self.weights["members"]]
         weights = np.asarray(self.weights["weights"], dtype=np.float64)
         return combine(members, weights, self.weights["normalize"]).astype(np.float32)
