@@ -30,9 +30,8 @@ DEFAULT_TOP = 10  # configs printed per graph: an autotuner measures a handful o
 MODELS = (ENSEMBLE, "lgbm", "gnn", "baseline")
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("files", nargs="+", metavar="FILE", help=".pb (raw tuning data) or .npz (dataset format)")
-    p.add_argument("--models", required=True, metavar="DIR", help="a trained out folder, or a models dataset")
+def add_model_choice(p: argparse.ArgumentParser) -> None:
+    """`--kind`, `--collection` and `--model`: which trained models rank a file (rank and tune)."""
     p.add_argument("--kind", choices=KINDS, help="insist on layout or tile (default: told by content)")
     p.add_argument(
         "--collection",
@@ -40,6 +39,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"whose models rank a layout graph (default {DEFAULT_LAYOUT})",
     )
     p.add_argument("--model", choices=MODELS, default=ENSEMBLE, help="the ensemble (default) or one member")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", nargs="+", metavar="FILE", help=".pb (raw tuning data) or .npz (dataset format)")
+    p.add_argument("--models", required=True, metavar="DIR", help="a trained out folder, or a models dataset")
+    add_model_choice(p)
     p.add_argument(
         "--top", type=int, default=DEFAULT_TOP, metavar="K", help=f"configs printed (default {DEFAULT_TOP})"
     )

@@ -18,17 +18,12 @@ from pathlib import Path
 import numpy as np
 
 from tpurank.core.atomic import write_text
-from tpurank.core.collections import COLLECTIONS
 from tpurank.core.env import WORK
 from tpurank.core.errors import TpurankError
-from tpurank.pb.convert import KINDS
 from tpurank.rank.calibrate import Calibration
-from tpurank.rank.models import ENSEMBLE
-from tpurank.rank.ranker import DEFAULT_LAYOUT
+from tpurank.rank.cli import add_model_choice
 from tpurank.tune.replay import TOLERANCE, Replay, replay
 from tpurank.tune.tuner import Tuner, Tuning
-
-MODELS = (ENSEMBLE, "lgbm", "gnn", "baseline")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -39,13 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--per-round", type=int, default=10, metavar="M", help="configs measured per round (default 10)"
     )
     p.add_argument("--graph", action="append", metavar="NAME", help="only this graph of FILE (repeatable)")
-    p.add_argument("--kind", choices=KINDS, help="insist on layout or tile (default: told by content)")
-    p.add_argument(
-        "--collection",
-        choices=[c for c in COLLECTIONS if c.startswith("layout:")],
-        help=f"whose models rank a layout graph (default {DEFAULT_LAYOUT})",
-    )
-    p.add_argument("--model", choices=MODELS, default=ENSEMBLE, help="the ensemble (default) or one member")
+    add_model_choice(p)
     p.add_argument("--seed", type=int, default=0, help="seeds the calibration: a replay is repeatable")
     p.add_argument(
         "--explore",
