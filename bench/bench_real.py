@@ -85,19 +85,6 @@ def budget_sets(b: dict[str, int]) -> list[str]:
     return out
 
 
-def stage(argv: list[str], log: Path) -> float:
-    """Run `python -m tpurank <argv>`, its output to `log`; raise with the log's tail on failure."""
-    t = time.perf_counter()
-    with open(log, "a") as f:
-        f.write(f"$ tpurank {' '.join(argv)}\n")
-        f.flush()
-        rc = subprocess.call([PYTHON, "-m", "tpurank", *argv], stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
-    if rc != 0:
-        tail = log.read_text().splitlines()[-15:]
-        raise SystemExit(f"tpurank {argv[0]} failed (exit {rc}); log {log}:\n" + "\n".join(tail))
-    return time.perf_counter() - t
-
-
 def run_models(
     root: Path,
     out: Path,
@@ -121,14 +108,14 @@ def run_models(
     ]
     common += [x for s in sets for x in ("--set", s)]
     only = ["--collections", collection]
-    stage(["prepare", "--no-progress", *only, *common], log)
+    rd.stage(["prepare", "--no-progress", *only, *common], log)
     learned = [m for m in models if m in LEARNED]
     if "lgbm" in learned:
-        stage(["features", *only, *common], log)
+        rd.stage(["features", *only, *common], log)
     for m in learned:
-        stage(["train", "--model", m, *only, *common], log)
+        rd.stage(["train", "--model", m, *only, *common], log)
     for m in models:
-        stage(["predict", "--model", m, "--split", "test", "--partial", *only, *common], log)
+        rd.stage(["predict", "--model", m, "--split", "test", "--partial", *only, *common], log)
     paths = Paths(root, out, work)
     return {m: load_predictions(paths.prediction_file(m, "test")) for m in models}
 
@@ -137,7 +124,7 @@ def tile_kernels(work: Path, log: Path) -> list[Path]:
     """The 15 real kernels of op_tuning_data.pb as tile npz files (featurize-pb, through the CLI)."""
     folder = work / "tile-kernels"
     folder.parent.mkdir(parents=True, exist_ok=True)
-    stage(["featurize-pb", str(rd.SHARED / rd.TILE_PB), str(folder), "--kind", "tile"], log)
+    rd.stage(["featurize-pb", str(rd.SHARED / rd.TILE_PB), str(folder), "--kind", "tile"], log)
     return sorted(folder.glob("*.npz"))
 
 

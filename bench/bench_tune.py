@@ -73,17 +73,6 @@ def parse_variant(text: str) -> Calibration:
     return Calibration(method=method, **kwargs)
 
 
-def stage(argv: list[str], log: Path) -> None:
-    """`python -m tpurank <argv>` (output to `log`); stops with the log's tail on failure."""
-    with open(log, "a") as f:
-        f.write(f"$ tpurank {' '.join(argv)}\n")
-        f.flush()
-        rc = subprocess.call([PYTHON, "-m", "tpurank", *argv], stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
-    if rc != 0:
-        tail = log.read_text().splitlines()[-15:]
-        raise SystemExit(f"tpurank {argv[0]} failed (exit {rc}); log {log}:\n" + "\n".join(tail))
-
-
 def train(root: Path, folder: Path, collection: str, a: argparse.Namespace) -> tuple[Path, Path]:
     """The cpu profile's models of `collection` on a data root: (out folder, prepared cache)."""
     out, work, log = folder / "out", folder / "work", folder / "train.log"
@@ -95,12 +84,12 @@ def train(root: Path, folder: Path, collection: str, a: argparse.Namespace) -> t
     common = ["--data-dir", str(root), "--out-dir", str(out), "--work-dir", str(work), "--profile", "cpu"]
     common += [x for s in sets for x in ("--set", s)]
     only = ["--collections", collection]
-    stage(["prepare", "--no-progress", *only, *common], log)
-    stage(["features", *only, *common], log)
+    rd.stage(["prepare", "--no-progress", *only, *common], log)
+    rd.stage(["features", *only, *common], log)
     for m in models:
-        stage(["train", "--model", m, *only, *common], log)
-        stage(["predict", "--model", m, "--split", "valid", "--partial", *only, *common], log)
-    stage(["train", "--model", "ensemble", *only, *common], log)
+        rd.stage(["train", "--model", m, *only, *common], log)
+        rd.stage(["predict", "--model", m, "--split", "valid", "--partial", *only, *common], log)
+    rd.stage(["train", "--model", "ensemble", *only, *common], log)
     return out, work / "features" / "prepared"
 
 
@@ -139,7 +128,7 @@ def tile_programs(a: argparse.Namespace) -> list[tuple[str, Path, Path, Path]]:
     base = a.work / "tile"
     base.mkdir(parents=True, exist_ok=True)
     folder = base / "kernels"
-    stage(
+    rd.stage(
         ["featurize-pb", str(rd.SHARED / rd.TILE_PB), str(folder), "--kind", "tile"], base / "featurize.log"
     )
     kernels = sorted(folder.glob("*.npz"))

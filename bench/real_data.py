@@ -10,6 +10,9 @@ validation split, and validating on a train graph selects on the fit to the trai
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -185,3 +188,20 @@ def fold_fitted(
         for g in fold:
             out[g] = combine([m[g] for m in member_costs], w, how)
     return out, weights
+
+
+def stage(argv: list[str], log: Path) -> float:
+    """Run `python -m tpurank <argv>` from the checkout, its output to `log`; its seconds, or stop
+    with the log's tail on failure (the real-data benches run every stage as a user would)."""
+    root = Path(__file__).resolve().parents[1]
+    t = time.perf_counter()
+    with open(log, "a") as f:
+        f.write(f"$ tpurank {' '.join(argv)}\n")
+        f.flush()
+        rc = subprocess.call(
+            [sys.executable, "-m", "tpurank", *argv], stdout=f, stderr=subprocess.STDOUT, cwd=root
+        )
+    if rc != 0:
+        tail = log.read_text().splitlines()[-15:]
+        raise SystemExit(f"tpurank {argv[0]} failed (exit {rc}); log {log}:\n" + "\n".join(tail))
+    return time.perf_counter() - t
