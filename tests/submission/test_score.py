@@ -12,6 +12,7 @@ from tpurank import cli
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.data.npz import LayoutGraph, TileGraph, save_graph
+from tpurank.data.subsets import EVAL_MAX_CONFIGS, spread_configs
 from tpurank.submission.score import load_runtimes, score_csv
 
 # Distinct runtimes (no ties), so a perfect ranking has tau exactly 1.
@@ -145,13 +146,16 @@ def test_real_sample_true_ranking_with_ties(sample_root, tmp_path):
     )
     rows, summary = score_csv(csv, paths, "valid", sample_root / "eval_indices")
     assert summary["tile:xla"]["score"] == pytest.approx(1.0)
-    _, counts = np.unique(rt, return_counts=True)
-    n = len(rt)
+    assert len(rt) > EVAL_MAX_CONFIGS  # without the official subset: 1,000 configs spread evenly
+    scored = rt[spread_configs(len(rt))]
+    _, counts = np.unique(scored, return_counts=True)
+    n = len(scored)
     n0, n1 = n * (n - 1) / 2, float((counts * (counts - 1) / 2).sum())
     assert n1 > 0
-    _, full = score_csv(csv, paths, "valid")
-    assert full["layout:xla:default"]["score"] == pytest.approx(math.sqrt((n0 - n1) / n0))
-    assert full["layout:xla:default"]["pair_accuracy"] == pytest.approx(1.0)
+    spread_rows, spread = score_csv(csv, paths, "valid")
+    assert spread["layout:xla:default"]["score"] == pytest.approx(math.sqrt((n0 - n1) / n0))
+    assert spread["layout:xla:default"]["pair_accuracy"] == pytest.approx(1.0)
+    assert not spread_rows[1]["subset"] and spread_rows[1]["configs"] == EVAL_MAX_CONFIGS
     assert rows[1]["subset"] and rows[1]["configs"] == 1000
 
 

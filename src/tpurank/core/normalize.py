@@ -10,8 +10,18 @@ from tpurank.core.errors import TpurankError
 
 
 def normalize(cost: np.ndarray, how: str) -> np.ndarray:
-    """Per-graph normalized cost: ranks in [0, 1] or z-scores (a constant graph maps to zeros)."""
+    """Per-graph normalized cost: ranks in [0, 1] or z-scores (a constant graph maps to zeros).
+
+    NaN marks a config that was not scored (a neural ranker's valid predictions score only the configs
+    that validation scores: `data.subsets.scored_configs`): it stays NaN, and the others are
+    normalized among themselves.
+    """
     cost = np.asarray(cost, dtype=np.float64)
+    scored = ~np.isnan(cost)
+    if not scored.all():
+        out = np.full(len(cost), np.nan)
+        out[scored] = normalize(cost[scored], how)
+        return out
     if how == "rank":
         return (rankdata(cost) - 1) / max(1, len(cost) - 1)
     if how == "zscore":

@@ -1,9 +1,12 @@
-"""The official validation subsets: at most 1,000 configs per valid layout graph.
+"""The configs a layout graph is scored on: at most 1,000, as the official evaluation did.
 
 The official evaluation scores each valid layout graph on a fixed subset of its configs, listed in
 `eval_indices/{xla,nlp}_{default,random}.json` (graph name -> config indices) of the TpuGraphs
 release. `prepare` stores each graph's subset in the cache (where the folder is present), training
-validates on it, and `score` / `validate` can score on it.
+validates on it, and `score` / `validate` can score on it. A layout graph without an official subset
+is scored on at most `EVAL_MAX_CONFIGS` configs spread evenly over its list (`scored_configs`): a
+valid graph of the real data has up to ~100,000, and scoring each of them with a GNN would cost
+more than training it (docs/scale.md), while 1,000 configs measure tau as the competition did.
 """
 
 from __future__ import annotations
@@ -18,6 +21,10 @@ import numpy as np
 from tpurank.core.collections import LAYOUT_COLLECTIONS, kind_of
 from tpurank.core.errors import DataError, TpurankError
 
+EVAL_MAX_CONFIGS = 1000  # the official subsets' size: configs a layout graph is scored on
+SPREAD_NOTE = (
+    f" (a layout graph with more than {EVAL_MAX_CONFIGS:,} configs on {EVAL_MAX_CONFIGS:,} spread evenly)"
+)
 # official eval_indices file of each layout collection, e.g. layout:xla:default -> xla_default.json
 SUBSET_FILES = {c: c.removeprefix("layout:").replace(":", "_") + ".json" for c in LAYOUT_COLLECTIONS}
 
@@ -50,6 +57,27 @@ def load_subsets(folder: str | Path) -> dict[str, dict[str, np.ndarray]]:
     return out
 
 
+def spread_configs(n: int, limit: int = EVAL_MAX_CONFIGS) -> np.ndarray:
+    """Original config indices 0..n-1, or `limit` of them spread evenly (deterministic) when n is larger.
+
+    Args:
+        n: configs of the graph.
+        limit: the most to keep (0 = all).
+    """
+    if limit <= 0 or n <= limit:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, limit).round().astype(np.int64))
+
+
+def scored_configs(collection: str, n: int) -> np.ndarray | None:
+    """The configs a graph of `collection` with `n` configs is scored on where no official subset is
+    given: None (all) for tile and for layout graphs of at most `EVAL_MAX_CONFIGS`, else
+    `spread_configs(n)`."""
+    if kind_of(collection) != "layout" or n <= EVAL_MAX_CONFIGS:
+        return None
+    return spread_configs(n)
+
+
 def coverage(rows: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
     """(layout graphs scored, those of them scored on their official subset), from per-graph score
     rows (`submission.score.score_parsed`: `id`, `collection`, `subset`); a graph is counted once
@@ -63,16 +91,16 @@ def coverage(rows: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
 
 def coverage_sentence(layout_graphs: int, on_subset: int) -> str:
     """What scoring with the official subsets did, in one sentence: they list layout graphs only, and
-    a graph they do not list is scored on all its configs."""
+    a graph they do not list is scored on all its configs (`scored_configs`: at most 1,000)."""
     if layout_graphs == 0:
         return (
             "No layout graph was scored, so the official subsets changed nothing: all configs of every "
-            "graph scored."
+            f"graph scored{SPREAD_NOTE}."
         )
     if on_subset == 0:
         return (
             f"No graph of this data is in the official subsets: all configs of every graph scored "
-            f"({layout_graphs} layout graph{'s' if layout_graphs > 1 else ''})."
+            f"({layout_graphs} layout graph{'s' if layout_graphs > 1 else ''}){SPREAD_NOTE}."
         )
     if on_subset == layout_graphs:
         return (
@@ -81,5 +109,5 @@ def coverage_sentence(layout_graphs: int, on_subset: int) -> str:
         )
     return (
         f"{on_subset} of {layout_graphs} layout graphs scored on their official subsets; the other "
-        f"{layout_graphs - on_subset}, not in the subsets, and every tile graph on all their configs."
+        f"{layout_graphs - on_subset}, not in the subsets, and every tile graph on all their configs{SPREAD_NOTE}."
     )

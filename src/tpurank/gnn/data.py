@@ -13,6 +13,7 @@ import torch
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
+from tpurank.data.subsets import spread_configs
 from tpurank.gnn.nets.batch import Batch
 from tpurank.gnn.nets.tile_inputs import NodeShapes, node_tile_inputs, tile_inputs
 from tpurank.prepare.cache import PreparedGraph, iter_prepared, no_rows
@@ -191,10 +192,7 @@ def eval_configs(g: GraphData, limit: int) -> np.ndarray:
     """
     if len(g.eval_rows):
         return g.eval_rows
-    n = len(g.inverse)
-    if limit <= 0 or n <= limit:
-        return np.arange(n)
-    return np.unique(np.linspace(0, n - 1, limit).round().astype(np.int64))
+    return spread_configs(len(g.inverse), limit)
 
 
 def load_split(

@@ -9,6 +9,7 @@ from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
+from tpurank.data.subsets import scored_configs
 from tpurank.gnn import device as devices
 from tpurank.gnn.data import GraphData, load_split
 from tpurank.gnn.device import setup_runtime
@@ -61,8 +62,9 @@ def predict_collection(
                 f"{g.id}: {g.node_feat.shape[1]} node features but the model was trained on {want}; "
                 "re-run prepare and train together"
             )
-        rows = np.arange(g.num_unique)
-        unique_cost = score_rows(
+        rows = scored_rows(g, collection, split)
+        cost = np.full(g.num_unique, np.nan)
+        cost[rows] = score_rows(
             model,
             g,
             rows,
@@ -71,5 +73,16 @@ def predict_collection(
             precision=precision,
             segment_nodes=trained.segment_nodes,
         )
-        out[g.id] = unique_cost[g.inverse]
+        out[g.id] = cost[g.inverse]
     return out
+
+
+def scored_rows(g: GraphData, collection: str, split: str) -> np.ndarray:
+    """The unique-config rows to score: every one, but on a valid layout graph only those of the
+    configs validation scores (its official subset and `scored_configs`, at most 2,000): scoring every
+    config of the real data's valid graphs (up to ~100,000 each) costs more than training. The
+    others stay NaN (unscored)."""
+    spread = scored_configs(collection, len(g.inverse)) if split == "valid" else None
+    if spread is None:
+        return np.arange(g.num_unique)
+    return np.unique(g.inverse[np.union1d(spread, g.eval_rows)])

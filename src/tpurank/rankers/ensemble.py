@@ -35,6 +35,7 @@ from tpurank.core.options import add_collections
 from tpurank.core.paths import Paths
 from tpurank.core.provenance import write_sidecar
 from tpurank.core.staleness import Files, StageIO, dataset_files, option
+from tpurank.data.subsets import scored_configs
 from tpurank.prepare.cache import iter_prepared
 
 WEIGHT_STEP = 0.1  # grid resolution: 66 weight vectors for 3 members, 286 for 4
@@ -69,9 +70,13 @@ def valid_truth(paths: Paths, collection: str) -> dict[str, np.ndarray]:
 
 
 def collection_score(collection: str, costs: dict[str, np.ndarray], truth: dict[str, np.ndarray]) -> float:
-    scores = [
-        graph_metrics(collection, order_from_costs(costs[gid]), rt)["score"] for gid, rt in truth.items()
-    ]
+    """The collection's score, each graph on the configs validation scores (`scored_configs`)."""
+    scores = []
+    for gid, rt in truth.items():
+        cost, keep = costs[gid], scored_configs(collection, len(rt))
+        if keep is not None:
+            cost, rt = cost[keep], rt[keep]
+        scores.append(graph_metrics(collection, order_from_costs(cost), rt)["score"])
     return mean_score(scores)[0]
 
 

@@ -275,7 +275,7 @@ def write_csv(
         summary = summarize(score_parsed(parsed, paths, split))
         extra["scores"] = scores_json(summary)
         extra["graphs"] = {c: int(s["graphs"]) for c, s in summary.items()}
-    write_submission(target, costs, rows, cfg=cfg, data_root=paths.data, **extra)
+    write_submission(target, costs, rows, cfg=cfg, data_root=paths.data, unscored=split != "test", **extra)
     scored = extra.get("scores", {}).get("overall")
     note = (
         f" (overall {split} score {scored:.4f} over {len(covered)} collections)" if scored is not None else ""

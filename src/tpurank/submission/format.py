@@ -285,8 +285,17 @@ def top_configs(collection: str, costs: np.ndarray) -> np.ndarray:
     return order[:TILE_TOP_K] if kind_of(collection) == "tile" else order
 
 
-def render(costs: Mapping[str, np.ndarray], expected: list[ExpectedGraph], where: str) -> str:
+def render(
+    costs: Mapping[str, np.ndarray], expected: list[ExpectedGraph], where: str, unscored: bool = False
+) -> str:
     """The CSV text for `expected` (in its order) from per-graph costs, after full validation.
+
+    Args:
+        costs: graph ID -> cost per config index.
+        expected: the rows, in order.
+        where: names the target in errors.
+        unscored: NaN costs are allowed (the valid split: configs a neural ranker did not score,
+            `data.subsets.scored_configs`); they follow the scored configs in index order.
 
     Raises:
         TpurankError: listing the first problems when any cost array or row is invalid.
@@ -305,7 +314,7 @@ def render(costs: Mapping[str, np.ndarray], expected: list[ExpectedGraph], where
         if c.ndim != 1 or (e.num_configs is not None and len(c) != e.num_configs):
             problems.append(f"{shown(e.id)}: {c.shape} costs for {e.num_configs} configs")
             continue
-        if not np.isfinite(c).all():
+        if not np.isfinite(c[~np.isnan(c)] if unscored else c).all():
             problems.append(f"{shown(e.id)}: {int((~np.isfinite(c)).sum())} NaN or infinite costs")
             continue
         top = ";".join(map(str, top_configs(e.collection, c).tolist()))
@@ -326,6 +335,7 @@ def write_submission(
     expected: list[ExpectedGraph],
     cfg: Config | None,
     data_root: Path | None,
+    unscored: bool = False,
     **extra: Any,
 ) -> Path:
     """Validate, then write `target` (CSV) atomically and its provenance sidecar `<name>.json`.
@@ -336,12 +346,13 @@ def write_submission(
         expected: the rows, in order (expected_for_split).
         cfg: the resolved config (saved in the sidecar).
         data_root: the data root (its fingerprint is saved).
+        unscored: NaN costs allowed (`render`).
         **extra: more sidecar fields (models, validation scores, ...).
 
     Returns:
         the sidecar path.
     """
-    text = render(costs, expected, str(target))
+    text = render(costs, expected, str(target), unscored=unscored)
     write_text(target, text)
     sidecar = target.with_suffix(".json")
     summary = {"rows": len(expected), "complete": not missing_files(expected)}

@@ -4,7 +4,8 @@ The CSV must pass the submission checks for the split (every graph once, valid l
 `--official-subsets DIR` (the `eval_indices/*.json` files: graph name -> config indices) each
 listed layout graph is scored only on its official subset: the submitted permutation restricted
 to the subset, as the paper's validation did. Layout graphs not listed there are scored on all
-their configs (a note says how many).
+their configs, or on 1,000 spread evenly over them where they have more (`data.subsets.scored_configs`:
+the official subsets' size; a note says how many graphs were scored on their official subset).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from tpurank.core.metrics import graph_metrics, normalized_runtime, overall_scor
 from tpurank.core.paths import Paths
 from tpurank.data.dataset import discover
 from tpurank.data.npz import read_header
-from tpurank.data.subsets import load_subsets
+from tpurank.data.subsets import load_subsets, scored_configs
 from tpurank.submission.format import (
     ExpectedGraph,
     check_csv,
@@ -101,6 +102,8 @@ def score_parsed(
         subset = (subsets or {}).get(f.collection, {}).get(f.stem)
         if subset is not None:
             order, runtime = restrict(order, runtime, subset, f"official subset of {f.stem}")
+        elif (spread := scored_configs(f.collection, len(runtime))) is not None:
+            order, runtime = restrict(order, runtime, spread, f"the configs scored of {f.stem}")
         row: dict[str, Any] = {"id": graph_id, "collection": f.collection, "stem": f.stem}
         row.update(
             configs=len(runtime), subset=subset is not None, **graph_metrics(f.collection, order, runtime)
