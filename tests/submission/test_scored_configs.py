@@ -13,6 +13,7 @@ from tpurank.data.subsets import EVAL_MAX_CONFIGS, scored_configs, spread_config
 from tpurank.gnn.data import load_split
 from tpurank.gnn.predict import scored_rows
 from tpurank.rankers.ensemble import collection_score
+from tpurank.rankers.predictions import save_predictions, unscored_subset
 from tpurank.submission.format import ExpectedGraph, render
 
 
@@ -77,3 +78,17 @@ def test_the_ensemble_scores_a_big_graph_on_its_scored_configs() -> None:
     keep = spread_configs(n)
     cost[keep] = runtime[keep]  # perfect on the scored configs, nothing elsewhere
     assert collection_score("layout:xla:random", {"g": cost}, {"g": runtime}) == pytest.approx(1.0)
+
+
+def test_validation_refuses_a_subset_the_predictions_left_unscored(tmp_path) -> None:
+    path = tmp_path / "valid.npz"
+    cost = np.full(3_000, np.nan)
+    cost[spread_configs(3_000)] = 1.0
+    save_predictions(path, {"layout:xla:default:g": cost})
+    scored = {"layout:xla:default": {"g": spread_configs(3_000)[:10]}}
+    assert unscored_subset(path, scored) is None
+    missing = {"layout:xla:default": {"g": np.array([1, 2, 3])}}  # not among the spread configs
+    assert "layout:xla:default:g: configs of its official subset were not scored" in unscored_subset(
+        path, missing
+    )
+    assert unscored_subset(tmp_path / "absent.npz", missing) is None

@@ -49,3 +49,22 @@ def load_predictions(path: str | Path) -> dict[str, np.ndarray]:
     if len(offsets) != len(ids) + 1 or offsets[-1] != len(costs) or (np.diff(offsets) < 0).any():
         raise DataError(path, "ids, offsets and costs do not agree")
     return {str(i): costs[offsets[k] : offsets[k + 1]] for k, i in enumerate(ids)}
+
+
+def unscored_subset(path: str | Path, subsets: Mapping[str, Mapping[str, np.ndarray]]) -> str | None:
+    """The first graph whose official subset holds configs these valid predictions left unscored
+    (NaN: a neural ranker scores only the configs validation scores, `data.subsets.scored_configs`,
+    and the subset `prepare` cached), as one line; None when every subset was scored or there is no
+    prediction file."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    for graph_id, cost in load_predictions(path).items():
+        collection, _, stem = graph_id.rpartition(":")
+        rows = subsets.get(collection, {}).get(stem)
+        if rows is not None and len(rows) and rows.max() < len(cost) and np.isnan(cost[rows]).any():
+            return (
+                f"{path}: {graph_id}: configs of its official subset were not scored; give `prepare` the "
+                "subsets (--eval-indices, or DATA/eval_indices) and predict again"
+            )
+    return None

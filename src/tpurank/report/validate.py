@@ -33,6 +33,7 @@ from tpurank.core.staleness import Files, StageIO, dataset_files, option
 from tpurank.data.dataset import discover
 from tpurank.data.subsets import coverage, coverage_sentence, load_subsets
 from tpurank.rankers.ensemble import WEIGHTS_FILE, read_weights, report_lines
+from tpurank.rankers.predictions import unscored_subset
 from tpurank.rankers.registry import EVERY_SECTION, MODEL_NAMES
 from tpurank.report import plots, reference
 from tpurank.report.curves import read_curves
@@ -91,6 +92,10 @@ def score_models(
             problems = problems or [f"{csv}: no row names a valid graph"]
         if problems:
             skipped[m] = f"{len(problems)} problem(s), first: {problems[0]}"
+            continue
+        unscored = unscored_subset(paths.prediction_file(m, "valid"), subsets) if subsets else None
+        if unscored:
+            skipped[m] = unscored
             continue
         rows[m] = score_parsed(parsed, paths, "valid", subsets)
         orders[m] = parsed
