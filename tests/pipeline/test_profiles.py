@@ -313,3 +313,14 @@ def test_all_within_a_tiny_budget_stops_training_on_time(tiny_root: Path, tmp_pa
         again.returncode == 0 and "[all] the plan the last run with this budget trained with" in again.stderr
     )
     assert again.stderr.count("up to date, skipped") == 14 and ": tpurank " not in again.stderr
+
+
+@pytest.mark.parametrize("profile", ["cpu", "kaggle-t4", "gpu"])
+def test_neural_predictions_are_estimated_at_the_device_that_runs_them(monkeypatch, profile: str) -> None:
+    """A GPU profile's faster predictions are counted only where a GPU runs them (a GPU profile
+    chosen on a CPU predicts on the CPU)."""
+    monkeypatch.setattr(budget, "gpu", lambda: None)
+    assert budget.neural_predict_scale(profile) == 1.0
+    monkeypatch.setattr(budget, "gpu", lambda: ("Tesla T4", 14.7))
+    assert budget.neural_predict_scale(profile) == budget.NEURAL_PREDICT_SCALE[profile]
+    assert budget.neural_predict_scale(profile) < 1.0 or profile == "cpu"
