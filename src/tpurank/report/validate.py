@@ -31,14 +31,14 @@ from tpurank.core.paths import Paths
 from tpurank.core.provenance import write_sidecar
 from tpurank.core.staleness import Files, StageIO, dataset_files, option
 from tpurank.data.dataset import discover
-from tpurank.data.subsets import coverage, coverage_sentence, load_subsets
+from tpurank.data.subsets import coverage, coverage_sentence, load_subsets, scored_configs
 from tpurank.rankers.ensemble import WEIGHTS_FILE, read_weights, report_lines
 from tpurank.rankers.predictions import unscored_subset
 from tpurank.rankers.registry import EVERY_SECTION, MODEL_NAMES
 from tpurank.report import plots, reference
 from tpurank.report.curves import read_curves
 from tpurank.submission.format import check_csv
-from tpurank.submission.score import expected_for_csv, load_runtimes, score_parsed, scores_json
+from tpurank.submission.score import expected_for_csv, load_runtimes, restrict, score_parsed, scores_json
 
 RANK_PLOT_GRAPHS = 4  # graphs in the predicted-vs-true rank figure
 COLUMNS = (*COLLECTIONS, "overall")
@@ -260,9 +260,12 @@ def rank_examples(
     out = []
     for r in picked[:RANK_PLOT_GRAPHS]:
         f = files[r["id"]]
-        runtime = load_runtimes(f.path, f.collection)
+        runtime, order = load_runtimes(f.path, f.collection), np.asarray(orders[r["id"]])
+        keep = scored_configs(f.collection, len(runtime))  # the configs the score counts
+        if keep is not None:
+            order, runtime = restrict(order, runtime, keep, f.stem)
         title = f"{f.collection}\n{f.stem[:28]} tau={r['score']:.2f}"
-        out.append((title, rank_from_order(np.asarray(orders[r["id"]])), rankdata(runtime) - 1))
+        out.append((title, rank_from_order(order), rankdata(runtime) - 1))
     return out
 
 
