@@ -208,9 +208,20 @@ def step_estimates_s(
     return {s: FIXED_S_MIN * r / total + gb * r for s, r in rates.items()}
 
 
+def seeds_scoring_s(model: str, cfg: Config, data_root: Path, collections: list[str]) -> float:
+    """Seconds a neural training step spends outside its shares: with more than one seed it scores
+    every member on the configs validation scores (`gnn/seeds.py`), the work of its valid predictions."""
+    if model != "gnn" or all(cfg.for_collection(c).gnn.seeds <= 1 for c in collections):
+        return 0.0
+    gb = sum(data_bytes(data_root, c) for c in collections) / 1e9
+    return gb * step_s_per_gb(f"predict {model} valid", cfg, collections)
+
+
 def fixed_estimate_s(cfg: Config, data_root: Path, collections: list[str]) -> float:
-    """Seconds of every step of a default `all` but neural training, from the data's size."""
-    return sum(step_estimates_s(DEFAULT_STEPS, cfg, data_root, collections).values())
+    """Seconds of every step of a default `all` but neural training, and the GNN seeds' scoring,
+    from the data's size."""
+    steps = sum(step_estimates_s(DEFAULT_STEPS, cfg, data_root, collections).values())
+    return steps + seeds_scoring_s("gnn", cfg, data_root, collections)
 
 
 def minimum_budget_s(cfg: Config, collections: list[str], models: list[str], fixed_s: float) -> float:

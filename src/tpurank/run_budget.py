@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tpurank.budget import Plan, apply_plan, step_estimates_s
+from tpurank.budget import Plan, apply_plan, seeds_scoring_s, step_estimates_s
 from tpurank.core.config import Config
 from tpurank.core.config_files import Layer
 from tpurank.core.errors import TpurankError
@@ -33,6 +33,7 @@ class Step:
     skipped: bool = False
     estimate: float = 0.0  # seconds the plan expects still (the time-left estimate; 0 once run)
     planned: float = 0.0  # seconds the first plan expected
+    overhead: float = 0.0  # neural training: seconds it spends outside its shares (budget.seeds_scoring_s)
 
 
 NEURAL_TRAINING = ("train gnn", "train baseline")  # the steps whose time the budget's plan sets
@@ -62,7 +63,10 @@ def expect_steps(
                 s.estimate = last
         upstream_runs |= s.estimate > 0
         s.planned = s.estimate
-    return sum(s.estimate for s in fixed)
+    for s in steps:
+        if s.name in NEURAL_TRAINING:
+            s.overhead = seeds_scoring_s(s.name.removeprefix("train "), cfg, paths.data, collections)
+    return sum(s.estimate for s in fixed) + sum(s.overhead for s in steps)
 
 
 def _stage_run(step: Step, paths: Paths, cfg: Config) -> StageRun | None:
@@ -80,7 +84,8 @@ def estimate_training(steps: list[Step], plan: Plan) -> None:
     for s in steps:
         if s.name in NEURAL_TRAINING:
             model = s.name.removeprefix("train ")
-            s.estimate = s.planned = sum(x.minutes * 60 * x.seeds for x in plan.shares if x.model == model)
+            shares = sum(x.minutes * 60 * x.seeds for x in plan.shares if x.model == model)
+            s.estimate = s.planned = shares + s.overhead
 
 
 @dataclass
@@ -124,7 +129,7 @@ class RunBudget:
         # load now); a step expected up to date that ran anyway is in `elapsed` already
         done = [s for s in steps[: k - 1] if not s.skipped and s.planned > 0]
         off = max(1.0, sum(s.seconds for s in done) / max(1e-9, sum(s.planned for s in done)))
-        later = sum(s.planned for s in steps[k - 1 :] if s.name not in NEURAL_TRAINING)
+        later = sum(s.planned if s.name not in NEURAL_TRAINING else s.overhead for s in steps[k - 1 :])
         self.plan = self.remake(elapsed, later * off)
         self.save(self.plan)
         print(

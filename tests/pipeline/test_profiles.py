@@ -324,3 +324,18 @@ def test_neural_predictions_are_estimated_at_the_device_that_runs_them(monkeypat
     monkeypatch.setattr(budget, "gpu", lambda: ("Tesla T4", 14.7))
     assert budget.neural_predict_scale(profile) == budget.NEURAL_PREDICT_SCALE[profile]
     assert budget.neural_predict_scale(profile) < 1.0 or profile == "cpu"
+
+
+def test_the_seed_members_closing_scoring_is_counted_outside_the_shares(tmp_path: Path) -> None:
+    """With several seeds, `train gnn` scores each member on valid after training (the work of its
+    valid predictions): the plan counts it among what it cannot shorten; with one seed, nothing."""
+    root = _tree(tmp_path, {"layout:xla:default": 10_000, "tile:xla": 100})
+    collections = ["tile:xla", "layout:xla:default"]
+    one, three = load_config(overrides=["gnn.seeds=1"]), load_config(overrides=["gnn.seeds=3"])
+    assert budget.seeds_scoring_s("gnn", one, root, collections) == 0.0
+    assert budget.seeds_scoring_s("lgbm", three, root, collections) == 0.0
+    gb = sum(budget.data_bytes(root, c) for c in collections) / 1e9
+    want = gb * budget.step_s_per_gb("predict gnn valid", three, collections)
+    assert budget.seeds_scoring_s("gnn", three, root, collections) == pytest.approx(want) and want > 0
+    base = sum(budget.step_estimates_s(budget.DEFAULT_STEPS, three, root, collections).values())
+    assert budget.fixed_estimate_s(three, root, collections) == pytest.approx(base + want)
