@@ -499,18 +499,17 @@ def test_vectorised_unique_rows_match_the_streaming_ones() -> None:
     x = rng.integers(0, 3, size=(500, 24)).astype(np.float32)
     x[:, 3:] = 1.0  # 27 distinct rows among 500
     x[7] = -0.0 * x[7]  # -0.0 and 0.0 differ byte for byte, in both
-    buf = np.empty_like(x)
-    u, inverse = unique_rows([x[:200], x[200:]], buf)
+    kept: list[np.ndarray] = []
+    u, inverse = unique_rows([x[:200], x[200:]], kept.append)
     rows, inv = unique_rows_in_memory(x)
     assert len(rows) == u < 500
-    np.testing.assert_array_equal(rows.view(np.uint32), buf[:u].view(np.uint32))
+    np.testing.assert_array_equal(rows.view(np.uint32), np.concatenate(kept).view(np.uint32))
     np.testing.assert_array_equal(inv, inverse)
 
 
-def test_varying_nodes_never_read_the_unwritten_rows(tiny_root: Path, tmp_path: Path, monkeypatch) -> None:
-    """dedup_layout writes the unique rows into an np.empty buffer; the rows past them hold whatever
-    the allocator had (the cause of a once-in-ten difference between two prepares of one file).
-    With that memory filled with garbage, the varying nodes are still those of the file."""
+def test_varying_nodes_are_those_of_the_file(tiny_root: Path, tmp_path: Path) -> None:
+    """dedup_layout marks a node varying when any unique row differs from the first one there
+    (duplicated rows change nothing), and keeps exactly those nodes of each unique row."""
     from tpurank.prepare import dedup
 
     src = next(gf for gf in discover(tiny_root / "npz_all/npz") if gf.kind == "layout")
@@ -524,11 +523,10 @@ def test_varying_nodes_never_read_the_unwritten_rows(tiny_root: Path, tmp_path: 
     save_graph(path, twice)
     x = twice.node_config_feat
     truth = (x != x[0]).any(axis=(0, 2))
-    full = np.full
-    monkeypatch.setattr(dedup.np, "empty", lambda shape, dtype=float: full(shape, 5, dtype=dtype))
     d = dedup.dedup_layout(path, x.shape, twice.config_runtime.astype(np.float64))
-    assert len(d.count) <= len(g.config_runtime) < len(x)  # duplicates: rows past u were never written
+    assert len(d.count) <= len(g.config_runtime) < len(x)
     np.testing.assert_array_equal(d.varying, truth)
+    np.testing.assert_array_equal(np.asarray(d.configs)[d.inverse], x[:, truth].astype(np.int8))
 
 
 def test_prepare_exclude_leaves_matching_train_graphs_out(tiny_root: Path, tmp_path: Path, capsys) -> None:

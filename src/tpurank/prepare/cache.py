@@ -23,6 +23,7 @@ from tpurank.core.atomic import atomic_path
 from tpurank.core.collections import collection_dir
 from tpurank.core.errors import DataError, TpurankError
 from tpurank.prepare.node_features import model_features
+from tpurank.prepare.packed import PackedRows
 from tpurank.prepare.store import ConfigStore, read_arrays, read_meta, write_store
 
 SUMMARY_OPCODE = 121  # one past the real opcode vocabulary (0..120): a collapsed run of pruned nodes
@@ -62,7 +63,7 @@ class PreparedGraph:
     edge_index: np.ndarray  # int32 (m, 2) [user, operand]
     node_map: np.ndarray  # int64 (n,), -1 for a summary node
     config_nodes: np.ndarray  # int32 (k,)
-    configs: Any  # layout int8 (u, k, 18); tile float32 (u, 24): ndarray or ConfigStore
+    configs: Any  # layout int8 (u, k, 18); tile float32 (u, 24): ndarray, PackedRows or ConfigStore
     runtime_min: np.ndarray  # float64 (u,)
     runtime_mean: np.ndarray  # float64 (u,)
     count: np.ndarray  # int32 (u,)
@@ -142,7 +143,8 @@ def save_prepared(
         "keep": keep,
     }
     with atomic_path(path, suffix=CACHE_SUFFIX) as tmp:
-        write_store(tmp, meta, arrays, np.asarray(g.configs), row_order=order)
+        configs = g.configs if isinstance(g.configs, PackedRows) else np.asarray(g.configs)
+        write_store(tmp, meta, arrays, configs, row_order=order)
 
 
 def load_prepared(path: str | Path) -> PreparedGraph:

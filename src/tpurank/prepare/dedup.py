@@ -3,13 +3,14 @@
 Random layout files repeat configurations heavily (one real file: ~100k rows, almost all
 duplicates) and identical configs were measured with runtimes up to ~0.4% apart, so each unique
 row keeps the min, mean and count of its runtimes. Rows are hashed block by block as they stream
-out of the npz, so only the unique rows (as int8) are ever held, never the float32 tensor.
+out of the npz, so only the unique rows (as int8, compressed: `PackedRows`) are ever held, never
+the float32 tensor.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from tpurank.core.errors import DataError
 from tpurank.data.npz import CONFIG_MAX, CONFIG_MIN, check_config_block, iter_rows
+from tpurank.prepare.packed import PackedRows
 
 CONFIG_CHUNK_BYTES = 16 << 20  # float32 bytes of node_config_feat decoded per step (peak-RSS vs speed)
 HASH_BYTES = 16  # blake2b digest per row: collisions are out of reach (2^-64 at 2^32 rows)
@@ -30,7 +32,7 @@ class Dedup:
     file's configurable nodes those are.
     """
 
-    configs: np.ndarray  # layout int8 (u, k, 18); tile float32 (u, 24)
+    configs: np.ndarray | PackedRows  # layout int8 (u, k, 18), compressed; tile float32 (u, 24)
     varying: np.ndarray  # bool (nc,) layout; empty for tile
     runtime_min: np.ndarray  # float64 (u,)
     runtime_mean: np.ndarray  # float64 (u,)
@@ -39,16 +41,15 @@ class Dedup:
     runtime: np.ndarray  # float64 (c,) each original config's own measurement (tile: normalized)
 
 
-def unique_rows(blocks: Iterable[np.ndarray], out: np.ndarray) -> tuple[int, np.ndarray]:
-    """Unique rows of a stream of row blocks, first occurrence first, written into `out`.
+def unique_rows(blocks: Iterable[np.ndarray], keep: Callable[[np.ndarray], None]) -> tuple[int, np.ndarray]:
+    """Unique rows of a stream of row blocks, first occurrence first, handed to `keep` block by block.
 
     Args:
         blocks: arrays sharing every axis but the first (a row may have any shape).
-        out: a buffer with room for every row (e.g. `np.empty` of the full shape: pages never
-            written are never resident, so memory follows the unique rows, not the total).
+        keep: called with each block's new unique rows, in order (e.g. `PackedRows.append`).
 
     Returns:
-        (number of unique rows, now in out[:u]; inverse: original row -> unique row, int64).
+        (number of unique rows; inverse: original row -> unique row, int64).
     """
     seen: dict[bytes, int] = {}
     inverse: list[np.ndarray] = []
@@ -64,27 +65,9 @@ def unique_rows(blocks: Iterable[np.ndarray], out: np.ndarray) -> tuple[int, np.
                 new.append(i)
             inv[i] = j
         if new:
-            out[len(seen) - len(new) : len(seen)] = block[np.asarray(new)]
+            keep(block[np.asarray(new)])
         inverse.append(inv)
     return len(seen), (np.concatenate(inverse) if inverse else np.zeros(0, dtype=np.int64))
-
-
-def _compact_nodes(buf: np.ndarray, u: int, cols: np.ndarray, block_rows: int) -> np.ndarray:
-    """buf[:u][:, cols] built in place inside buf's own memory (never a second copy of the configs).
-
-    Row i moves from offset i*nc to i*k (k <= nc), so copying blocks in ascending order only
-    overwrites rows already moved; each block goes through a small temporary.
-    """
-    _, nc, d = buf.shape
-    k = len(cols)
-    if k == nc:
-        return buf[:u]
-    flat = buf.reshape(-1)
-    for start in range(0, u, block_rows):
-        stop = min(u, start + block_rows)
-        moved = buf[start:stop][:, cols].reshape(-1)
-        flat[start * k * d : stop * k * d] = moved
-    return flat[: u * k * d].reshape(u, k, d)
 
 
 def aggregate_runtimes(inverse: np.ndarray, runtime: np.ndarray, num_unique: int) -> tuple[np.ndarray, ...]:
@@ -118,11 +101,27 @@ def _int8_blocks(path: Path, chunk_rows: int) -> Iterator[np.ndarray]:
         yield small
 
 
+class _Varying:
+    """`keep` for unique_rows: each unique row goes on to `rows`, and the nodes whose config differs
+    from the first row's anywhere are marked (they are the varying ones)."""
+
+    def __init__(self, rows: PackedRows) -> None:
+        self.rows, self.first = rows, None
+        self.mask = np.zeros(rows.row_shape[0], dtype=bool)
+
+    def __call__(self, block: np.ndarray) -> None:
+        if self.first is None:
+            self.first = block[0].copy()
+        self.mask |= (block != self.first).any(axis=(0, 2))
+        self.rows.append(block)
+
+
 def dedup_layout(path: str | Path, config_shape: tuple[int, int, int], runtime: np.ndarray) -> Dedup:
     """Deduplicate a layout file's node_config_feat, streamed from the npz as int8.
 
     Configurable nodes whose config never varies carry no ranking signal and are left out of
-    `configs` (they stay in the graph).
+    `configs` (they stay in the graph). The unique rows are kept compressed (`PackedRows`), so
+    memory follows their compressed size, never the (configs x nodes x 18) tensor.
 
     Args:
         path: the npz file.
@@ -132,18 +131,14 @@ def dedup_layout(path: str | Path, config_shape: tuple[int, int, int], runtime: 
     path = Path(path)
     c, nc, d = config_shape
     chunk_rows = max(1, CONFIG_CHUNK_BYTES // max(1, nc * d * 4))
-    buf = np.empty((c, nc, d), dtype=np.int8)  # virtual: only the unique rows' pages get written
-    u, inverse = unique_rows(_int8_blocks(path, chunk_rows), buf)
+    varying = _Varying(PackedRows((nc, d), np.int8))
+    u, inverse = unique_rows(_int8_blocks(path, chunk_rows), varying)
     if len(inverse) != c:
         raise DataError(path, f"node_config_feat: streamed {len(inverse)} rows, expected {c}")
-    varying = np.zeros(nc, dtype=bool)
-    for start in range(0, u, chunk_rows):  # rows from u on were never written (np.empty): left out
-        varying |= (buf[start : min(u, start + chunk_rows)] != buf[0]).any(axis=(0, 2))
-    configs = _compact_nodes(buf, u, np.flatnonzero(varying), chunk_rows)
     lo, mean, count = aggregate_runtimes(inverse, runtime, u)
     return Dedup(
-        configs,
-        varying,
+        varying.rows.select(np.flatnonzero(varying.mask)),
+        varying.mask,
         lo,
         runtime_mean=mean,
         count=count,

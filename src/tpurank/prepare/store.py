@@ -20,7 +20,7 @@ import zipfile
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +28,9 @@ import pyarrow as pa
 from tpurank.core.env import CHUNK_CACHE_MB
 from tpurank.core.errors import DataError
 from tpurank.core.identity import zip_identity
+
+if TYPE_CHECKING:
+    from tpurank.prepare.packed import PackedRows
 
 META_MEMBER = "meta.json"
 ARRAYS_MEMBER = "arrays.zst"
@@ -38,11 +41,11 @@ ZSTD_LEVEL = 3  # zstd's default: ~5x faster than deflate at a better ratio on t
 _CODEC = pa.Codec("zstd", compression_level=ZSTD_LEVEL)
 
 
-def _compress(data: bytes | memoryview) -> bytes:
+def compress(data: bytes | memoryview) -> bytes:
     return _CODEC.compress(data, asbytes=True)
 
 
-def _decompress(data: bytes, size: int) -> bytes:
+def decompress(data: bytes, size: int) -> bytes:
     return _CODEC.decompress(data, decompressed_size=size, asbytes=True)
 
 
@@ -51,7 +54,7 @@ def chunk_rows_for(row_bytes: int) -> int:
     return max(64, CHUNK_BYTES // max(1, row_bytes))
 
 
-def _to_columns(block: np.ndarray) -> np.ndarray:
+def to_columns(block: np.ndarray) -> np.ndarray:
     """(rows, ...) -> (..., rows): what is written; contiguous."""
     return np.ascontiguousarray(np.moveaxis(block, 0, -1))
 
@@ -60,7 +63,7 @@ def write_store(
     path: Path,
     meta: dict[str, Any],
     arrays: dict[str, np.ndarray],
-    configs: np.ndarray,
+    configs: np.ndarray | PackedRows,
     row_order: np.ndarray | None = None,
 ) -> None:
     """Write one cache file (the caller makes it atomic).
@@ -69,7 +72,8 @@ def write_store(
         path: the file to write.
         meta: JSON-able fields; `arrays` and `configs` entries are added here.
         arrays: per-graph arrays (any dtype, any shape).
-        configs: the unique configs, (u, ...) of any dtype.
+        configs: the unique configs, (u, ...) of any dtype, in memory or kept compressed
+            (`PackedRows`: gathered a group of chunks at a time).
         row_order: which config row goes to stored position i (default: as given); read chunk by
             chunk, so a permutation never copies the whole tensor.
     """
@@ -90,11 +94,21 @@ def write_store(
     }
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
         _put(zf, META_MEMBER, json.dumps(meta, sort_keys=True).encode())
-        _put(zf, ARRAYS_MEMBER, _compress(blob))
-        for i, start in enumerate(range(0, u, rows)):
-            sel = slice(start, min(u, start + rows))
-            block = configs[sel] if row_order is None else configs[row_order[sel]]
-            _put(zf, CHUNK_MEMBER.format(i), _compress(_to_columns(block).data))
+        _put(zf, ARRAYS_MEMBER, compress(blob))
+        for i, block in enumerate(_ordered_chunks(configs, row_order, rows)):
+            _put(zf, CHUNK_MEMBER.format(i), compress(to_columns(block).data))
+
+
+def _ordered_chunks(
+    configs: np.ndarray | PackedRows, row_order: np.ndarray | None, rows: int
+) -> Iterator[np.ndarray]:
+    """The config rows in stored order, `rows` at a time."""
+    if not isinstance(configs, np.ndarray):
+        yield from configs.ordered_chunks(row_order, rows)
+        return
+    for start in range(0, len(configs), rows):
+        sel = slice(start, min(len(configs), start + rows))
+        yield configs[sel] if row_order is None else configs[row_order[sel]]
 
 
 def _put(zf: zipfile.ZipFile, name: str, data: bytes) -> None:
@@ -137,7 +151,7 @@ def read_arrays(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
             meta = json.loads(zf.read(META_MEMBER))
             specs = [(n, np.dtype(d), tuple(s)) for n, d, s in meta["arrays"]]
             size = sum(int(np.prod(s, dtype=np.int64)) * d.itemsize for _, d, s in specs)
-            blob = _decompress(zf.read(ARRAYS_MEMBER), size)
+            blob = decompress(zf.read(ARRAYS_MEMBER), size)
         except (KeyError, TypeError, ValueError, OSError, zipfile.BadZipFile, pa.ArrowException) as e:
             raise DataError(path, f"unreadable prepared file ({e})") from None
     arrays, offset = {}, 0
@@ -230,7 +244,7 @@ class ConfigStore:
         size = rows * int(np.prod(inner, dtype=np.int64)) * self.dtype.itemsize
         with _open(self.path) as zf:
             try:
-                raw = _decompress(zf.read(CHUNK_MEMBER.format(i)), size)
+                raw = decompress(zf.read(CHUNK_MEMBER.format(i)), size)
             except (KeyError, OSError, zipfile.BadZipFile, pa.ArrowException) as e:
                 raise DataError(self.path, f"config chunk {i} unreadable ({e})") from None
         cols = np.frombuffer(raw, dtype=self.dtype).reshape(*inner, rows)
