@@ -321,9 +321,12 @@ def test_the_ensemble_ranks_by_the_calibrated_lightgbm_or_its_kept_weights(small
     positions = np.array(sorted(measured))  # an npz's configs: its positions are its indices
     lgbm = program.lgbm.calibrated(positions, runtime[positions].astype(float), Calibration())
     assert lgbm is not None and not np.array_equal(lgbm, program.costs["lgbm"])
-    alone = program.costs_with(positions, runtime[positions].astype(float), Calibration())
+    untuned = Calibration(gnn=None)  # the GNN as trained (tests/tune/test_finetune.py fine-tunes it)
+    alone = program.costs_with(positions, runtime[positions].astype(float), untuned)
     np.testing.assert_array_equal(alone, lgbm)
-    kept = program.costs_with(positions, runtime[positions].astype(float), Calibration(ensemble="kept"))
+    kept = program.costs_with(
+        positions, runtime[positions].astype(float), Calibration(ensemble="kept", gnn=None)
+    )
     w = program.weights
     members = [lgbm if m == "lgbm" else program.costs[m] for m in w["members"]]
     np.testing.assert_allclose(kept, combine(members, np.asarray(w["weights"]), w["normalize"]), rtol=1e-6)

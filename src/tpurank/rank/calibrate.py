@@ -23,9 +23,12 @@ import numpy as np
 from tpurank.core.errors import TpurankError
 from tpurank.lgbm.queries import grades, query_labels
 from tpurank.lgbm.training_rows import TrainingRows
+from tpurank.rank.finetune import FineTune
 
 METHODS = ("boost", "refit")
-ENSEMBLE_WEIGHTS = ("lgbm", "kept")  # LightGBM alone once calibrated, or the ensemble's trained weights
+# the ensemble once calibrated: "kept" (its trained weights over the calibrated members) when the GNN is
+# fine-tuned, else "lgbm" (the calibrated LightGBM alone); or either of them named
+ENSEMBLE_WEIGHTS = ("auto", "lgbm", "kept")
 AUTO_WEIGHT_PER = 10  # the default weight: 1 up to 10 measured configs, then one more per 10
 MIN_MEASURED = 2  # configs of different runtimes: fewer hold no order to learn
 
@@ -40,16 +43,20 @@ class Calibration:
             measurements, `max(1, measured / AUTO_WEIGHT_PER)` (`weight_for`).
         rounds: boost: the trees added. refit: ignored (the trained model's count).
         seed: seeds LightGBM's row and column draws: a calibration is repeatable.
-        ensemble: how the ensemble ranks once LightGBM is calibrated: "lgbm" (the calibrated
-            LightGBM alone: its members are not fine-tuned, and their trained weights can give
-            LightGBM none) or "kept" (the trained weights, the other members as trained).
+        ensemble: how the ensemble ranks once calibrated: "kept" (the trained weights over the
+            calibrated members, the others as trained), "lgbm" (the calibrated LightGBM alone: the
+            trained weights can give LightGBM none, and a GNN as trained would leave the
+            measurements unused), or "auto" (the default: "kept" when the GNN is fine-tuned, else
+            "lgbm").
+        gnn: how the GNN is fine-tuned on the measured configs (None: it ranks as trained).
     """
 
     method: str = "boost"
     weight: float | None = None
     rounds: int = 50
     seed: int = 0
-    ensemble: str = "lgbm"
+    ensemble: str = "auto"
+    gnn: FineTune | None = FineTune()
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -60,8 +67,17 @@ class Calibration:
             raise TpurankError(
                 f"calibration ensemble must be one of {', '.join(ENSEMBLE_WEIGHTS)}, got {self.ensemble!r}"
             )
+        if self.gnn is not None and not isinstance(self.gnn, FineTune):
+            raise TpurankError(f"calibration gnn must be a FineTune or None, got {self.gnn!r}")
         if self.rounds < 1:
             raise TpurankError(f"calibration rounds must be >= 1, got {self.rounds}")
+
+    @property
+    def weights(self) -> str:
+        """How the ensemble ranks once calibrated: "kept" or "lgbm" (`ensemble`, "auto" resolved)."""
+        if self.ensemble != "auto":
+            return self.ensemble
+        return "kept" if self.gnn is not None else "lgbm"
 
     def weight_for(self, measured: int) -> float:
         """The measured rows' weight when `measured` configs calibrate: the set weight, or by

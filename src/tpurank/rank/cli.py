@@ -21,6 +21,8 @@ from tpurank.core.atomic import write_text
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.errors import TpurankError
 from tpurank.pb.convert import KINDS
+from tpurank.rank.calibrate import Calibration
+from tpurank.rank.finetune import FineTune
 from tpurank.rank.measured import read_measured
 from tpurank.rank.models import ENSEMBLE
 from tpurank.rank.ranker import DEFAULT_LAYOUT, Ranker
@@ -41,6 +43,39 @@ def add_model_choice(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", choices=MODELS, default=ENSEMBLE, help="the ensemble (default) or one member")
 
 
+def add_gnn_tuning(p: argparse.ArgumentParser) -> None:
+    """`--gnn-steps` and `--gnn-seconds`: how the GNN learns from measurements (rank and tune)."""
+    p.add_argument(
+        "--gnn-steps",
+        type=int,
+        metavar="N",
+        help=f"fine-tune the GNN N steps on the measured configs (default {FineTune.steps}; 0: ranked as trained)",
+    )
+    p.add_argument(
+        "--gnn-seconds",
+        type=float,
+        metavar="S",
+        help=f"the fine-tuning's time limit, all seed members together (default {FineTune.seconds:g})",
+    )
+
+
+def calibration(args: argparse.Namespace, seed: int = 0) -> Calibration:
+    """The calibration the command line asks for (`add_gnn_tuning`).
+
+    Raises:
+        TpurankError: negative steps, a bad time limit, or a time limit with no fine-tuning.
+    """
+    steps = FineTune.steps if args.gnn_steps is None else args.gnn_steps
+    if steps < 0:
+        raise TpurankError(f"--gnn-steps must be >= 0 (0: no fine-tuning), got {steps}")
+    if args.gnn_seconds is not None and not steps:
+        raise TpurankError("--gnn-seconds limits the GNN's fine-tuning, which --gnn-steps 0 turns off")
+    if not steps:
+        return Calibration(seed=seed, gnn=None)
+    seconds = FineTune.seconds if args.gnn_seconds is None else args.gnn_seconds
+    return Calibration(seed=seed, gnn=FineTune(steps=steps, seconds=seconds))
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help=".pb (raw tuning data) or .npz (dataset format)")
     p.add_argument("--models", required=True, metavar="DIR", help="a trained out folder, or a models dataset")
@@ -58,6 +93,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE.csv",
         help="runtimes measured so far (config,runtime_ns): the models learn from them first (one FILE)",
     )
+    add_gnn_tuning(p)
 
 
 def report(r: Ranking, top: int) -> str:
@@ -124,10 +160,18 @@ def run(args: argparse.Namespace) -> int:
         raise TpurankError(f"{args.out}: --out must end in .csv or .json")
     # the prepared cache training used, when it lives apart from the models (`--work-dir`)
     apart = args.work_dir or env.WORK.read()
+    how = calibration(args)
+    tuning = [
+        o for o, v in (("--gnn-steps", args.gnn_steps), ("--gnn-seconds", args.gnn_seconds)) if v is not None
+    ]
+    if tuning and args.measured is None:
+        raise TpurankError(
+            f"{tuning[0]} sets how the GNN learns from measurements: give them with --measured"
+        )
     measured = read_measured(args.measured) if args.measured is not None else None
     with Ranker.load(args.models, args.work, args.paths.prepared if apart else None) as ranker:
         rankings = ranker.rank_files(
-            [Path(f) for f in args.files], args.kind, args.collection, args.model, measured
+            [Path(f) for f in args.files], args.kind, args.collection, args.model, measured, how
         )
     for note in dict.fromkeys(n for r in rankings for n in r.notes):
         print(f"tpurank rank: {note}", file=sys.stderr)

@@ -2,10 +2,10 @@
 its configs are measured (`rank --measured`, `tpurank.tune.Tuner`).
 
 Without measurements a program's ranking is the one `predict` gives (the costs it wrote). With
-them, LightGBM learns from the measured configs first (tpurank.rank.calibrate), and the ensemble
-ranks by the calibrated LightGBM alone (`Calibration.ensemble`; "kept": its trained weights over
-the calibrated LightGBM and the other members). The GNNs are not fine-tuned on measurements: they
-rank as they were trained.
+them, LightGBM learns from the measured configs first (tpurank.rank.calibrate), the GNN is
+fine-tuned on them (tpurank.rank.finetune; `Calibration.gnn`), and the ensemble ranks by its
+trained weights over the calibrated members (`Calibration.ensemble`; the calibrated LightGBM alone
+when the GNN is not fine-tuned).
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ import numpy as np
 
 from tpurank.rank.calibrate import Calibration, LgbmInputs
 from tpurank.rank.candidates import Candidates
+from tpurank.rank.finetune import GnnInputs
 from tpurank.rank.models import ENSEMBLE
 from tpurank.rank.ranking import Ranking
 from tpurank.rankers.ensemble import combine
 
 LGBM = "lgbm"
+GNN = "gnn"
 
 
 @dataclass
@@ -37,6 +39,8 @@ class Program:
         weights: the ensemble's weights record (members, weights, normalize); None for one member.
         lgbm: LightGBM's calibration inputs (None: LightGBM does not rank it, or nothing asked for
             calibration).
+        gnn: the GNN's fine-tuning inputs (None: the GNN does not rank it, or nothing asked for
+            calibration).
         notes: one line each about how the program was calibrated (printed by `rank` and `tune`).
     """
 
@@ -46,6 +50,7 @@ class Program:
     costs: dict[str, np.ndarray]
     weights: dict | None = None
     lgbm: LgbmInputs | None = None
+    gnn: GnnInputs | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -54,8 +59,9 @@ class Program:
 
     @property
     def calibrates(self) -> bool:
-        """Whether measurements change its ranking (LightGBM ranks it, alone or in the ensemble)."""
-        return self.lgbm is not None
+        """Whether measurements can change its ranking (LightGBM or the GNN ranks it, alone or in the
+        ensemble; the GNN only when `Calibration.gnn` asks)."""
+        return self.lgbm is not None or self.gnn is not None
 
     def position(self, config: int) -> int | None:
         """The position in the graph of the user's config index (None: not a candidate)."""
@@ -79,8 +85,14 @@ class Program:
         runtime = np.fromiter(measured.values(), dtype=np.float64, count=len(measured))
         used[positions] = runtime
         ranking = Ranking.of(c, self.collection, self.model, self.costs_with(positions, runtime, how), used)
-        ranking.notes = tuple(self.notes)
+        ranking.notes = tuple(self.notes) + self._gnn_note(how or Calibration())
         return ranking
+
+    def _gnn_note(self, how: Calibration) -> tuple[str, ...]:
+        """Why the GNN ranking alone stays as trained: fine-tuning was turned off."""
+        if self.model != GNN or self.gnn is None or how.gnn is not None:
+            return ()
+        return (f"{self.name}: the GNN is not fine-tuned (--gnn-steps 0): ranked as trained",)
 
     def costs_with(
         self, positions: np.ndarray, runtime: np.ndarray, how: Calibration | None = None
@@ -93,26 +105,46 @@ class Program:
             how: the calibration (default: `Calibration()`).
         """
         how = how or Calibration()
-        if self.lgbm is None or not len(positions):
+        if not len(positions):
             return self.costs[self.model]
         label = runtime
         if self.candidates.normalizer is not None:  # tile: ranked as the competition scores it
             label = runtime / np.maximum(self.candidates.normalizer[positions], 1)
-        calibrated = self.lgbm.calibrated(positions, label, how)
-        if calibrated is None:  # nothing to learn from (fewer than two distinct runtimes)
+        calibrated = self._calibrated(positions, label, how)
+        if not calibrated:  # nothing to learn from (fewer than two distinct runtimes), or no model learns
             return self.costs[self.model]
-        if self.model == LGBM or how.ensemble == "lgbm":
-            return calibrated
+        if self.model != ENSEMBLE:
+            return calibrated[self.model]
+        if how.weights == "lgbm" and LGBM in calibrated:
+            return calibrated[LGBM]
         assert self.weights is not None
-        members = [calibrated if m == LGBM else self.costs[m] for m in self.weights["members"]]
+        members = [calibrated.get(m, self.costs[m]) for m in self.weights["members"]]
         weights = np.asarray(self.weights["weights"], dtype=np.float64)
         return combine(members, weights, self.weights["normalize"]).astype(np.float32)
 
+    def _calibrated(
+        self, positions: np.ndarray, label: np.ndarray, how: Calibration
+    ) -> dict[str, np.ndarray]:
+        """Member -> its costs once calibrated, for the members that learn here: LightGBM, and the
+        GNN where `how.gnn` asks and its costs are used (alone, or in the ensemble's kept weights)."""
+        out = {}
+        if self.lgbm is not None and self.model in (LGBM, ENSEMBLE):
+            costs = self.lgbm.calibrated(positions, label, how)
+            if costs is not None:
+                out[LGBM] = costs
+        used = self.model == GNN or (self.model == ENSEMBLE and (how.weights == "kept" or self.lgbm is None))
+        if self.gnn is not None and how.gnn is not None and used:
+            costs = self.gnn.calibrated(positions, label, how.gnn, how.seed)
+            if costs is not None:
+                out[GNN] = costs
+        return out
+
 
 def not_calibrated_note(program: Program) -> str:
-    """Why measurements leave a program's ranking as it was (a GNN alone, or an ensemble without LightGBM)."""
-    which = program.model if program.model != ENSEMBLE else "the ensemble (it has no LightGBM member)"
+    """Why measurements leave a program's ranking as it was (the baseline alone, or an ensemble of
+    neither LightGBM nor the GNN)."""
+    which = program.model if program.model != ENSEMBLE else "the ensemble (it has no LightGBM or GNN member)"
     return (
-        f"{program.name}: {which} is not calibrated (fine-tuning a GNN on measurements is not done): "
+        f"{program.name}: {which} is not calibrated (only LightGBM and the GNN learn from measurements): "
         "ranked as without measurements; its scores still leave out the measured configs"
     )

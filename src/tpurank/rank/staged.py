@@ -1,6 +1,6 @@
 """The programs of a work tree once the stages ran: each graph's costs as `predict` wrote them, the
 ensemble's weights and, for calibration, LightGBM's inputs (its model, training rows and the
-graph's feature rows)."""
+graph's feature rows) and the GNN's (its seed members' files and the graph's place in the cache)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,20 @@ import os
 import numpy as np
 import pandas as pd
 
+from tpurank.core.collections import kind_of
 from tpurank.core.errors import DataError, TpurankError
 from tpurank.features import io as tab_io
+from tpurank.gnn.families.gnn import SPEC as GNN_SPEC
+from tpurank.gnn.seeds import member_files, trained_seeds
 from tpurank.lgbm import saved as lgbm_saved
 from tpurank.lgbm.model import lgb_params
 from tpurank.lgbm.training_rows import TRAIN_ROWS_FILE
 from tpurank.lgbm.training_rows import load as load_training_rows
 from tpurank.rank.calibrate import LgbmInputs
 from tpurank.rank.candidates import Candidates
+from tpurank.rank.finetune import GnnInputs
 from tpurank.rank.models import ENSEMBLE, TrainedModels
-from tpurank.rank.program import LGBM, Program, not_calibrated_note
+from tpurank.rank.program import GNN, LGBM, Program, not_calibrated_note
 from tpurank.rankers.ensemble import WEIGHTS_FILE, read_weights
 from tpurank.rankers.predictions import load_predictions
 
@@ -63,7 +67,7 @@ class Staged:
             c: the graph.
             collection: the collection whose models ranked it.
             model: "ensemble" or one member.
-            calibrate: load what calibrating LightGBM needs (when LightGBM ranks it).
+            calibrate: load what calibrating LightGBM and the GNN needs (those of them that rank it).
         """
         gid = f"{collection}:{c.name}"
         models = self.needed[collection]
@@ -74,11 +78,24 @@ class Staged:
         program = Program(c, collection, model, costs, weights)
         if not calibrate:
             return program
-        if LGBM not in models:
+        if LGBM not in models and GNN not in models:
             program.notes.append(not_calibrated_note(program))
             return program
-        program.lgbm = self._lgbm(c, collection, program.notes)
+        if LGBM in models:
+            program.lgbm = self._lgbm(c, collection, program.notes)
+        if GNN in models:
+            program.gnn = self._gnn(collection, gid)
         return program
+
+    def _gnn(self, collection: str, gid: str) -> GnnInputs:
+        """The GNN's seed members (their `model.pt`, only read) and where the graph is in the cache."""
+        paths = self.models.paths
+        summary = trained_seeds(GNN_SPEC, paths, collection)
+        n, how = (len(summary["seeds"]), summary["normalize"]) if summary else (1, None)
+        ccfg = self.models.cfg.for_collection(collection)
+        chunk = GNN_SPEC.recipe(ccfg, kind_of(collection)).predict_chunk
+        files = member_files(GNN_SPEC, paths, collection, n)
+        return GnnInputs(GNN_SPEC, files, how, paths, collection, gid, chunk)
 
     def _lgbm(self, c: Candidates, collection: str, notes: list[str]) -> LgbmInputs:
         """LightGBM's model, parameters, training rows and the graph's feature rows."""

@@ -20,8 +20,7 @@ import numpy as np
 from tpurank.core.atomic import write_text
 from tpurank.core.env import WORK
 from tpurank.core.errors import TpurankError
-from tpurank.rank.calibrate import Calibration
-from tpurank.rank.cli import add_model_choice
+from tpurank.rank.cli import add_gnn_tuning, add_model_choice, calibration
 from tpurank.tune.replay import TOLERANCE, Replay, replay
 from tpurank.tune.tuner import Tuner, Tuning
 
@@ -36,6 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--graph", action="append", metavar="NAME", help="only this graph of FILE (repeatable)")
     add_model_choice(p)
     p.add_argument("--seed", type=int, default=0, help="seeds the calibration: a replay is repeatable")
+    add_gnn_tuning(p)
     p.add_argument(
         "--explore",
         type=float,
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.suffix != ".json":
         raise TpurankError(f"{args.out}: --out must end in .json")
     apart = args.work_dir or WORK.read()
-    how = Calibration(seed=args.seed)
+    how = calibration(args, seed=args.seed)
     replays = []
     with Tuner.load(args.models, args.work, args.paths.prepared if apart else None, how) as tuner:
         for program in tuner.programs(args.file, args.kind, args.collection, args.model, args.graph):

@@ -37,7 +37,7 @@ class Tuning:
 
     Args:
         program: the program, ranked by the trained models.
-        how: how LightGBM learns from the measurements.
+        how: how LightGBM and the GNN learn from the measurements.
         candidates: the user's config indices it may propose (None: every candidate of the program).
     """
 
@@ -150,7 +150,7 @@ class Tuner:
 
     Args:
         ranker: the staged models (tpurank.rank.Ranker).
-        how: how LightGBM learns from measurements (default `Calibration()`).
+        how: how LightGBM and the GNN learn from measurements (default `Calibration()`).
     """
 
     def __init__(self, ranker: Ranker, how: Calibration | None = None) -> None:
@@ -170,7 +170,7 @@ class Tuner:
             models: a trained out folder, or a folder holding a models dataset.
             work: a work folder to keep (default: a temporary one, removed on `close`).
             prepared: the prepared cache training used, when it is not under `models`.
-            how: how LightGBM learns from measurements; its seed makes the proposals repeatable.
+            how: how LightGBM and the GNN learn from measurements; its seed makes the proposals repeatable.
         """
         return cls(Ranker.load(models, work, prepared), how)
 

@@ -1,0 +1,210 @@
+"""The GNN calibrated on the measured configs of the program it ranks: a bounded fine-tuning.
+
+A copy of each trained seed member is loaded from its `model.pt` (the file is only read) and takes a
+few optimizer steps on the program's own graph, with the program's measured configs as the one
+ranking query: the member's training loss and step (`tpurank.gnn.train.step.train_step`, the
+recipe's loss, optimizer and gradient clipping), a cosine learning rate that follows the steps or
+the time limit, whichever is spent faster (`tpurank.gnn.train.schedule`). The fine-tuned members
+then score every config of the graph as `predict` scores it, and their costs are averaged as the
+seed members' are (`tpurank.gnn.seeds.average_costs`).
+
+docs/rank.md gives the measurements on real programs that chose the settings and the default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from tpurank.core.errors import TpurankError
+from tpurank.core.paths import Paths
+from tpurank.gnn import device as devices
+from tpurank.gnn.data import GraphData, load_split
+from tpurank.gnn.nets import tile_inputs
+from tpurank.gnn.recipe import ModelSpec, Recipe
+from tpurank.gnn.scoring import score_rows
+from tpurank.gnn.seeds import average_costs
+from tpurank.gnn.train.checkpoints import load_model
+from tpurank.gnn.train.schedule import make_scheduler
+from tpurank.gnn.train.step import make_optimizer, micro_batches, train_step
+
+MIN_MEASURED = 2  # configs of different runtimes: fewer hold no order to learn
+
+
+@dataclass(frozen=True)
+class FineTune:
+    """How a GNN learns from a program's measured configs (each seed member the same way).
+
+    Args:
+        steps: optimizer steps per seed member (>= 1).
+        seconds: the time limit of all members' steps together (> 0): a calibration on a slow
+            machine or a big graph stops there; the learning rate follows whichever of steps and
+            time is spent faster, so it has decayed when either ends. Scoring the graph afterwards is
+            not counted. Deterministic for a seed as long as the steps end first.
+        lr: the peak learning rate (> 0), decayed by a cosine to 0 at the end.
+    """
+
+    steps: int = 50  # real layout programs: of 5, 20 and 50, 50 gained most at k = 20 and 50 (docs/rank.md)
+    seconds: float = 60.0  # what an autotuner can wait a round; bounds a slow machine or a huge graph
+    lr: float = 5e-4  # a quarter of the cpu profile's training peak: at 20 steps it ranked above the peak
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.steps, int) and self.steps >= 1):
+            raise TpurankError(f"GNN fine-tuning steps must be an integer >= 1, got {self.steps!r}")
+        if not (self.seconds > 0 and math.isfinite(self.seconds)):
+            raise TpurankError(f"GNN fine-tuning seconds must be a positive number, got {self.seconds}")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            raise TpurankError(f"GNN fine-tuning lr must be a positive number, got {self.lr}")
+
+
+@dataclass
+class GnnInputs:
+    """What fine-tuning one program's GNN needs; the graph is read from the work tree when first used.
+
+    Args:
+        spec: the model family.
+        files: each seed member's `model.pt` (only read).
+        normalize: how the members' costs are normalised before averaging (None: one member, its
+            costs as they are, as `predict` gives them).
+        paths: the work tree whose prepared cache holds the program's graph.
+        collection: its collection.
+        graph_id: its ID in the cache (`collection:name`).
+        chunk: configs per scoring pass (the config's `predict_chunk`).
+    """
+
+    spec: ModelSpec
+    files: list[Path]
+    normalize: str | None
+    paths: Paths
+    collection: str
+    graph_id: str
+    chunk: int
+    _graph: GraphData | None = None
+
+    def graph(self, dim_features: bool) -> GraphData:
+        """The program's prepared graph, as the members read it."""
+        if self._graph is None:
+            if not self.paths.prepared.is_dir():
+                raise TpurankError(
+                    f"{self.paths.prepared}: gone (the Ranker or Tuner was closed): calibrate before"
+                )
+            found = [
+                g
+                for g in load_split(self.paths, self.collection, "test", False, dim_features=dim_features)
+                if g.id == self.graph_id
+            ]
+            if not found:
+                raise TpurankError(f"{self.paths.prepared}: no prepared graph {self.graph_id}")
+            self._graph = found[0]
+        return self._graph
+
+    def calibrated(
+        self, positions: np.ndarray, runtime: np.ndarray, how: FineTune, seed: int
+    ) -> np.ndarray | None:
+        """Each config's cost (the graph's order) from the members fine-tuned on the measured configs
+        (None: fewer than two of them of different runtimes, no order to learn).
+
+        Args:
+            positions: the measured configs (positions in the graph's config order).
+            runtime: their runtimes (tile: divided by their normalizers), > 0.
+            how: steps, time limit and learning rate.
+            seed: seeds the configs each step samples (member k: `seed + k`).
+        """
+        if len(np.unique(runtime)) < MIN_MEASURED:  # nothing to learn: no model or graph read
+            return None
+        costs, start = [], time.perf_counter()
+        for k, file in enumerate(self.files):
+            left = how.seconds - (time.perf_counter() - start)
+            share = max(left, 0.0) / (len(self.files) - k)  # what the earlier members left, shared
+            member = self._member(file, positions, runtime, how, seed + k, share)
+            if member is None:
+                return None
+            costs.append(member)
+        if self.normalize is None:
+            return costs[0].astype(np.float32)
+        return average_costs(costs, self.normalize).astype(np.float32)
+
+    def _member(
+        self, file: Path, positions: np.ndarray, runtime: np.ndarray, how: FineTune, seed: int, seconds: float
+    ) -> np.ndarray | None:
+        """One member fine-tuned on a copy of its weights, then every config of the graph scored; the
+        caller's torch generator is left as it was (building the model draws from it)."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model, ckpt = load_model(self.spec, file, self.collection)
+            trained = Recipe(**ckpt["recipe"])
+            g = self.graph(trained.dim_features)
+            target = measured_target(g, positions, runtime)
+            if target is None:
+                return None
+            device = devices.pick_device(0)
+            precision = devices.prediction_precision(device, ckpt.get("precision") or "fp32")
+            model.to(device)
+            fit(model, target, trained, how, seconds, seed, device, precision)
+        model.eval()
+        rows = np.arange(g.num_unique)
+        cost = score_rows(
+            model, g, rows, self.chunk, device, precision=precision, segment_nodes=trained.segment_nodes
+        )
+        return cost[g.inverse]
+
+
+def measured_target(g: GraphData, positions: np.ndarray, runtime: np.ndarray) -> GraphData | None:
+    """The graph with the measured configs as its only training target: each measured unique config
+    at its mean measured runtime (duplicates count once, as training counts them), 0 elsewhere (never
+    sampled). None: fewer than two measured unique configs of different runtimes."""
+    rows = g.inverse[np.asarray(positions, dtype=np.int64)]
+    unique, codes = np.unique(rows, return_inverse=True)
+    mean = np.bincount(codes, weights=np.asarray(runtime, np.float64)) / np.bincount(codes)
+    if len(unique) < MIN_MEASURED or np.ptp(mean) <= 0:
+        return None
+    target = np.zeros(g.num_unique, dtype=np.float64)
+    target[unique] = mean
+    return dataclasses.replace(g, runtime=target, is_test=False, eval_rows=unique)
+
+
+def fit(
+    model: torch.nn.Module,
+    g: GraphData,
+    trained: Recipe,
+    how: FineTune,
+    seconds: float,
+    seed: int,
+    device: torch.device,
+    precision: str,
+) -> int:
+    """Fine-tune `model` in place on the measured configs of `g` (`measured_target`: `eval_rows`);
+    returns the steps taken.
+
+    Each step is one training step of the trained recipe (its loss, margin, clipping, node budget)
+    on at most `configs_per_graph` measured configs (all of them when they fit, else a seeded draw).
+    """
+    r = dataclasses.replace(
+        trained,
+        lr=how.lr,
+        max_steps=how.steps,
+        time_budget_min=seconds / 60,
+        warmup_steps=0,
+        schedule="cosine",
+    )
+    opt = make_optimizer(model, r)
+    start = time.perf_counter()
+    sched = make_scheduler(opt, r, spent=lambda: time.perf_counter() - start)
+    rng = np.random.default_rng(seed)
+    measured, per_step = g.eval_rows, trained.configs_per_graph
+    tile = tile_inputs.wanted(model)
+    model.train()
+    steps = 0
+    while steps < how.steps and time.perf_counter() - start < seconds:
+        rows = measured if len(measured) <= per_step else rng.choice(measured, per_step, replace=False)
+        batches = micro_batches([g], [rows], r.max_batch_nodes, tile)
+        train_step(model, opt, batches, r, device, precision=precision)
+        sched.step()
+        steps += 1
+    return steps
