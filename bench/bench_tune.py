@@ -20,6 +20,12 @@ and the uncalibrated model, and the measurements each needed to come within 0.5%
     .venv/bin/python bench/bench_tune.py --only layout --gnn-steps 0         # LightGBM only, layout
     .venv/bin/python bench/bench_tune.py --variants boost:w=10:r=50 refit:w=10 --ks 0 20
     .venv/bin/python bench/bench_tune.py --table bench/results/tune_layout.json   # saved tables
+    .venv/bin/python bench/bench_tune.py --only layout --models gnn --rounds 0 \
+        --variants boost:g=20:lr=5e-4                                         # GNN fine-tuning
+
+A variant `METHOD[:w=WEIGHT][:r=ROUNDS][:e=kept|lgbm][:g=STEPS][:lr=LR][:gs=SECONDS]` is a
+`Calibration`; `g` fine-tunes the GNN (`FineTune(steps, seconds, lr)`), which calibrates the `gnn`
+model and, with `e=kept`, the ensemble's GNN member.
 
 Quality figures are valid on a loaded machine; the calibration seconds it prints are not (the cost
 target is bench/bench_tune_cost.py's). Saves bench/results/tune.json (or --out). Exits 0 with the
@@ -40,104 +46,43 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import real_data as rd  # noqa: E402
+import tune_programs  # noqa: E402
+import tune_tables  # noqa: E402
 
 from tpurank.core.metrics import kendall_tau, order_from_costs, slowdown_at_k  # noqa: E402
-from tpurank.core.paths import NPZ_SUBDIR  # noqa: E402
 from tpurank.rank.calibrate import Calibration  # noqa: E402
+from tpurank.rank.finetune import FineTune  # noqa: E402
 from tpurank.rank.program import Program  # noqa: E402
 from tpurank.tune.replay import replay  # noqa: E402
 from tpurank.tune.tuner import Tuner, Tuning  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "tune.json"
-PYTHON = sys.executable
-LAYOUT_PB = "pb/module_tuning_data_layout.pb"
 MIN_LEFT = 10  # configs left to score: fewer and a tau is noise
 DEFAULT_VARIANTS = ["boost:w=auto:r=50", "refit:w=1"]  # the default calibration, then the alternative
-LOOP_AT = (5, 10, 20, 50, 100)  # measurements at which the loop's slowdowns are reported
 
 
 def parse_variant(text: str) -> Calibration:
-    """`boost:w=10:r=50`, `refit:w=3`, `boost:w=auto:r=50:e=lgbm` -> a Calibration (w=auto: the
-    weight grows with the measurements, `Calibration.weight_for`)."""
+    """`boost:w=10:r=50`, `refit:w=3`, `boost:w=auto:r=50:e=kept:g=20:lr=5e-4` -> a Calibration
+    (w=auto: the weight grows with the measurements, `Calibration.weight_for`; g: GNN fine-tuning
+    steps, with lr and gs (seconds) its `FineTune`)."""
     method, *parts = text.split(":")
-    keys = {"w": "weight", "r": "rounds", "e": "ensemble"}
+    keys = {"w": "weight", "r": "rounds", "e": "ensemble", "g": "steps", "lr": "lr", "gs": "seconds"}
     values = {keys[k]: v for k, _, v in (p.partition("=") for p in parts)}
     kinds = {"weight": lambda v: None if v == "auto" else float(v), "rounds": int, "ensemble": str}
+    kinds |= {"steps": int, "lr": float, "seconds": float}
     kwargs = {k: kinds[k](v) for k, v in values.items()}
-    return Calibration(method=method, **kwargs)
-
-
-def train(root: Path, folder: Path, collection: str, a: argparse.Namespace) -> tuple[Path, Path]:
-    """The cpu profile's models of `collection` on a data root: (out folder, prepared cache)."""
-    out, work, log = folder / "out", folder / "work", folder / "train.log"
-    models = ["lgbm", "gnn"] if a.gnn_steps else ["lgbm"]
-    sets = [f"ensemble.models={models!r}".replace(" ", ""), f"seed={a.seed}", *a.set]
-    if a.gnn_steps:  # one seed of a fixed length: the issue's own GNN row
-        sets += ["gnn.seeds=1", f"gnn.max_steps={a.gnn_steps}", "gnn.time_budget_min=0"]
-        sets += [f"gnn.eval_every={a.gnn_steps}", f"gnn.warmup_steps={a.gnn_steps // 10}"]
-    common = ["--data-dir", str(root), "--out-dir", str(out), "--work-dir", str(work), "--profile", "cpu"]
-    common += [x for s in sets for x in ("--set", s)]
-    only = ["--collections", collection]
-    rd.stage(["prepare", "--no-progress", *only, *common], log)
-    rd.stage(["features", *only, *common], log)
-    for m in models:
-        rd.stage(["train", "--model", m, *only, *common], log)
-        rd.stage(["predict", "--model", m, "--split", "valid", "--partial", *only, *common], log)
-    rd.stage(["train", "--model", "ensemble", *only, *common], log)
-    return out, work / "features" / "prepared"
-
-
-def swapped_layout_root(folder: Path) -> Path:
-    """The layout data root the other way round: train on unet_3d.4x4.bf16, rank unet3d."""
-    npz = folder / NPZ_SUBDIR / "layout/xla/default"
-    for split in ("train", "valid", "test"):
-        (npz / split).mkdir(parents=True, exist_ok=True)
-        for old in (npz / split).glob("*.npz"):
-            old.unlink()
-    scored, trained = rd.SHARED / NPZ_SUBDIR / rd.LAYOUT_TRAIN, rd.SHARED / NPZ_SUBDIR / rd.LAYOUT_SCORED
-    (npz / "train" / trained.name).symlink_to(trained)
-    (npz / "valid" / f"{rd.FIT_PREFIX}{trained.name}").symlink_to(trained)
-    (npz / "test" / scored.name).symlink_to(scored)
-    return folder
-
-
-def layout_programs(a: argparse.Namespace) -> list[tuple[str, Path, Path, Path]]:
-    """(name, file, out folder, prepared cache) of each real layout program and its models."""
-    base = a.work / "layout"
-    forward = rd.layout_root(base / "fwd" / "data")
-    out_f, prep_f = train(forward, base / "fwd", rd.LAYOUT, a)
-    found = [
-        ("unet_3d.4x4.bf16 (npz)", rd.SHARED / NPZ_SUBDIR / rd.LAYOUT_SCORED, out_f, prep_f),
-        ("unet_3d.4x4.bf16 (pb runs)", rd.SHARED / LAYOUT_PB, out_f, prep_f),
-    ]
-    if a.forward_only:
-        return found
-    backward = swapped_layout_root(base / "bwd" / "data")
-    out_b, prep_b = train(backward, base / "bwd", rd.LAYOUT, a)
-    return [found[0], ("unet3d (npz)", rd.SHARED / NPZ_SUBDIR / rd.LAYOUT_TRAIN, out_b, prep_b), found[1]]
-
-
-def tile_programs(a: argparse.Namespace) -> list[tuple[str, Path, Path, Path]]:
-    """(name, kernel npz, out folder, prepared cache) of each real tile kernel and its fold's models."""
-    base = a.work / "tile"
-    base.mkdir(parents=True, exist_ok=True)
-    folder = base / "kernels"
-    rd.stage(
-        ["featurize-pb", str(rd.SHARED / rd.TILE_PB), str(folder), "--kind", "tile"], base / "featurize.log"
-    )
-    kernels = sorted(folder.glob("*.npz"))
-    out = []
-    for i, held in enumerate(rd.kernel_folds(len(kernels), a.tile_folds, seed=0)):
-        root = rd.tile_root(base / f"fold{i}" / "data", kernels, held)
-        models, prepared = train(root, base / f"fold{i}", rd.TILE, a)
-        out += [(kernels[j].stem, kernels[j], models, prepared) for j in held]
-    return out
+    tune = {k: kwargs.pop(k) for k in ("steps", "lr", "seconds") if k in kwargs}
+    gnn = FineTune(**tune) if "steps" in tune else None
+    if tune and gnn is None:
+        raise SystemExit(f"{text}: lr and gs set the GNN's fine-tuning: name its steps too (g=STEPS)")
+    return Calibration(method=method, gnn=gnn, **kwargs)
 
 
 def truth_of(program: Program) -> np.ndarray:
@@ -160,12 +105,17 @@ def scores(costs: np.ndarray, truth: np.ndarray, left: np.ndarray) -> dict[str, 
     return {"tau": kendall_tau(order, truth[left]), "slowdown@5": slowdown_at_k(order, truth[left], 5)}
 
 
+def members_of(program: Program, wanted: list[str] | None) -> list[str]:
+    """The models scored: LightGBM, the GNN and the ensemble where trained, or those of `wanted`."""
+    trained = list(program.weights["members"]) if program.weights else ["lgbm"]
+    found = [m for m in ("lgbm", "gnn") if m in trained] + (["ensemble"] if len(trained) > 1 else [])
+    return [m for m in found if wanted is None or m in wanted]
+
+
 def calibrations(program: Program, variants: list[str], a: argparse.Namespace) -> list[dict]:
-    """One record per (k, draw, variant): scores on the configs not measured, and seconds."""
+    """One record per (k, draw, model, variant): scores on the configs not measured, and seconds."""
     truth, rows = truth_of(program), []
     known = truth > 0
-    with_gnn = program.weights is not None and len(program.weights["members"]) > 1
-    members = ["lgbm", "ensemble"] if with_gnn else ["lgbm"]
     for k in a.ks:
         if known.sum() - k < MIN_LEFT:
             continue
@@ -173,19 +123,21 @@ def calibrations(program: Program, variants: list[str], a: argparse.Namespace) -
             measured = draws(program, k, draw)
             left = known.copy()
             left[measured] = False
-            for model in members:
+            runtime = program.candidates.runtime[measured].astype(float)
+            for model in members_of(program, a.models):
                 p = dataclasses.replace(program, model=model)
-                base = scores(p.costs[model], truth, left)
+                row = {"k": k, "draw": draw, "model": model}
                 rows.append(
-                    {"k": k, "draw": draw, "model": model, "variant": "uncalibrated", **base, "s": 0.0}
+                    row | {"variant": "uncalibrated", **scores(p.costs[model], truth, left), "s": 0.0}
                 )
                 for v in variants if k else []:
                     t = time.perf_counter()
-                    costs = p.costs_with(
-                        measured, program.candidates.runtime[measured].astype(float), parse_variant(v)
+                    costs = p.costs_with(measured, runtime, parse_variant(v))
+                    took = round(time.perf_counter() - t, 3)
+                    rows.append(row | {"variant": v, **scores(costs, truth, left), "s": took})
+                    print(
+                        f"    {program.name} k={k} draw {draw} {model} {v}: {rows[-1]['tau']:.4f}", flush=True
                     )
-                    rows.append({"k": k, "draw": draw, "model": model, "variant": v, **scores(costs, truth, left),
-                                 "s": round(time.perf_counter() - t, 3)})  # fmt: skip
     return rows
 
 
@@ -208,8 +160,10 @@ def shrink_training_rows(program: Program, share: float, seed: int) -> None:
         return
     rng = np.random.default_rng(seed)
     starts = np.cumsum(np.r_[0, t.sizes[:-1]])
-    keep = [np.sort(rng.choice(np.arange(s, s + n), max(2, round(n * share)), replace=False))
-            for s, n in zip(starts, t.sizes, strict=True)]  # fmt: skip
+    keep = [
+        np.sort(rng.choice(np.arange(s, s + n), max(2, round(n * share)), replace=False))
+        for s, n in zip(starts, t.sizes, strict=True)
+    ]
     rows = np.concatenate(keep)
     sizes = np.array([len(k) for k in keep], dtype=np.int64)
     program.lgbm.training = dataclasses.replace(t, x=t.x[rows], runtime=t.runtime[rows], sizes=sizes)
@@ -217,7 +171,7 @@ def shrink_training_rows(program: Program, share: float, seed: int) -> None:
 
 def run_kind(kind: str, a: argparse.Namespace) -> list[dict]:
     """Every program of one kind: its calibration records and its loop."""
-    programs = layout_programs(a) if kind == "layout" else tile_programs(a)
+    programs = tune_programs.layout_programs(a) if kind == "layout" else tune_programs.tile_programs(a)
     collection = rd.LAYOUT if kind == "layout" else rd.TILE
     out = []
     for name, file, models, prepared in programs:
@@ -234,156 +188,60 @@ def run_kind(kind: str, a: argparse.Namespace) -> list[dict]:
                 "configs": int((program.candidates.runtime > 0).sum()),
             }
             record["calibration"] = calibrations(program, a.variants, a)
-            lgbm_only = dataclasses.replace(program, model="lgbm")
-            with_gnn = len(program.weights["members"]) > 1 if program.weights else False
-            pairs = [("lgbm", lgbm_only)] + ([(program.model, program)] if with_gnn else [])
-            record["loop"] = {m: loop(q, a.variants[0], a) for m, q in pairs}
+            looped = members_of(program, a.models) if a.rounds else []
+            record["loop"] = {
+                m: loop(dataclasses.replace(program, model=m), a.variants[0], a) for m in looped
+            }
         print(f"  {kind} {name}: {record['configs']} configs, {time.perf_counter() - t:.0f} s", flush=True)
         out.append(record)
     return out
 
 
-def _mean(values: list[float]) -> float:
-    v = [x for x in values if x is not None and not np.isnan(x)]
-    return float(np.mean(v)) if v else float("nan")
-
-
-def calibration_table(records: list[dict], ks: list[int], metric: str = "tau") -> str:
-    """Per model and variant, the mean over programs and draws of `metric` on the configs not
-    measured, per k; the uncalibrated model on the same configs beside it."""
-    rows = [r | {"program": rec["program"]} for rec in records for r in rec["calibration"]]
-    ks = [k for k in ks if any(r["k"] == k for r in rows)]
-    lines = [f"| model, calibration | {' | '.join(f'k = {k}' for k in ks)} | seconds per calibration |",
-             "|---|" + "---|" * (len(ks) + 1)]  # fmt: skip
-    for model in dict.fromkeys(r["model"] for r in rows):
-        for v in dict.fromkeys(r["variant"] for r in rows if r["model"] == model):
-            cells = []
-            for k in ks:
-                got = [r[metric] for r in rows if r["model"] == model and r["variant"] == v and r["k"] == k]
-                if not got and k == 0:  # a variant at k = 0 is the uncalibrated model
-                    got = [r[metric] for r in rows if r["model"] == model and r["k"] == 0]
-                cells.append(f"{_mean(got):.4f}" if got else "-")
-            secs = [r["s"] for r in rows if r["model"] == model and r["variant"] == v and r["k"]]
-            lines.append(f"| {model}, {v} | {' | '.join(cells)} | {_mean(secs):.2f} |")
-    return "\n".join(lines)
-
-
-def per_program_table(records: list[dict], ks: list[int], model: str, variant: str) -> str:
-    """One row per program: tau on the configs not measured for each k (each draw, then the mean)."""
-    lines = [f"| program (configs) | {' | '.join(f'k = {k}' for k in ks)} |", "|---|" + "---|" * len(ks)]
-    for rec in records:
-        cells = []
-        for k in ks:
-            got = [r["tau"] for r in rec["calibration"] if r["model"] == model and r["k"] == k
-                   and r["variant"] == (variant if k else "uncalibrated")]  # fmt: skip
-            cells.append("-" if not got else f"{got[0]:.3f}" if len(got) == 1 else
-                          ", ".join(f"{g:.3f}" for g in got) + f" (mean {_mean(got):.3f})")  # fmt: skip
-        lines.append(f"| {rec['program']} ({rec['configs']}) | {' | '.join(cells)} |")
-    return "\n".join(lines)
-
-
-def loop_table(records: list[dict], model: str) -> str:
-    """The loop's best found over the true best after m measurements (mean over programs), beside
-    random search and the uncalibrated model; then the measurements each needed."""
-    lines = [
-        "| measured | loop | random search (expected) | uncalibrated model | programs "
-        "| tau of the loop on the rest | tau uncalibrated, same configs |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for m in LOOP_AT:
-        got = [next((r for r in rec["loop"][model]["rounds"] if r["measured"] == m), None) for rec in records
-               if model in rec["loop"]]  # fmt: skip
-        got = [g for g in got if g is not None]
-        if got:
-            cells = [f"{_mean([g[c] for g in got]):.4f}" for c in ("tuner", "random", "model")]
-            taus = [f"{_mean([g[c] for g in got]):.4f}" for c in ("tau", "tau_model")]
-            lines.append(f"| {m} | {' | '.join(cells)} | {len(got)} | {' | '.join(taus)} |")
-    lines += [
-        "",
-        "| program (configs) | loop | random search (expected) | uncalibrated model |",
-        "|---|---|---|---|",
-    ]
-    for rec in records:
-        n = rec["loop"].get(model, {}).get("needed")
-        if n:
-            loop_n = "-" if n["tuner"] is None else n["tuner"]
-            lines.append(
-                f"| {rec['program']} ({rec['configs']}) | {loop_n} | {n['random']:.1f} | {n['model']} |"
-            )
-    needed = [rec["loop"][model]["needed"] for rec in records if model in rec["loop"]]
-    fewer = sum(n["tuner"] is not None and n["tuner"] < n["random"] for n in needed)
-    more = sum(n["tuner"] is None or n["tuner"] > n["random"] for n in needed)
-    lines.append(f"\nthe loop needed fewer than random search on {fewer} programs, more on {more}")
-    reached = [n["tuner"] for n in needed if n["tuner"] is not None]
-    lines.append(
-        f"\nmeasurements to come within 0.5% of the best (mean over {len(needed)} programs): loop "
-        f"{_mean(reached):.1f} (reached by {len(reached)} of {len(needed)}), random search "
-        f"{_mean([n['random'] for n in needed]):.1f} (expected), uncalibrated model "
-        f"{_mean([n['model'] for n in needed]):.1f}"
-    )
-    return "\n".join(lines)
-
-
-def report(res: dict) -> str:
-    out = []
-    for kind in ("layout", "tile"):
-        if kind not in res:
-            continue
-        recs = res[kind]
-        out.append(f"## {kind}: tau on the configs not measured (mean over programs and draws)\n")
-        out.append(calibration_table(recs, res["ks"]))
-        out.append(f"\n## {kind}: per program, lgbm, {res['variants'][0]}\n")
-        out.append(per_program_table(recs, res["ks"], "lgbm", res["variants"][0]))
-        for model in dict.fromkeys(m for rec in recs for m in rec["loop"]):
-            out.append(f"\n## {kind}: the loop ({model}, {res['variants'][0]})\n")
-            out.append(loop_table(recs, model))
-    return "\n".join(out)
-
-
-def main() -> int:
+def arguments() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--only", choices=["layout", "tile"], help="one of the two kinds")
-    p.add_argument("--ks", type=int, nargs="+", default=[0, 10, 20, 50, 100], help="measured configs")
-    p.add_argument("--draws", type=int, default=3, help="random draws of the k measured configs")
-    p.add_argument("--variants", nargs="+", default=DEFAULT_VARIANTS,
-                   help="calibrations, METHOD[:w=WEIGHT][:r=ROUNDS][:e=kept|lgbm]; the first runs the loop")  # fmt: skip
-    p.add_argument(
-        "--gnn-steps", type=int, default=300, help="GNN training steps, one seed (0: LightGBM only)"
+    add = p.add_argument
+    add("--only", choices=["layout", "tile"], help="one of the two kinds")
+    add("--ks", type=int, nargs="+", default=[0, 10, 20, 50, 100], help="measured configs")
+    add("--draws", type=int, default=3, help="random draws of the k measured configs")
+    add(
+        "--variants",
+        nargs="+",
+        default=DEFAULT_VARIANTS,
+        help="calibrations (above); the first runs the loop",
     )
-    p.add_argument(
+    add("--models", nargs="+", choices=["lgbm", "gnn", "ensemble"], help="the models scored (default: all)")
+    add("--gnn-steps", type=int, default=300, help="GNN training steps, one seed (0: LightGBM only)")
+    add(
         "--forward-only",
         action="store_true",
-        help="layout: only the programs ranked by models trained on unet3d",
+        help="layout: only the programs of the models trained on unet3d",
     )
-    p.add_argument("--tile-folds", type=int, default=5, help="kernel folds (15 = leave one kernel out)")
-    p.add_argument("--rounds", type=int, default=10, help="rounds of the loop")
-    p.add_argument(
-        "--per-round", type=int, default=10, help="configs per round (a small program: a tenth of it)"
-    )
-    p.add_argument("--seed", type=int, default=0, help="the models' training seed")
-    p.add_argument(
-        "--explore", type=float, default=0.0, help="the loop's share of each round drawn at random"
-    )
-    p.add_argument("--threads", type=int, default=0, help="LightGBM threads calibrating (0: as trained)")
-    p.add_argument(
+    add("--tile-folds", type=int, default=5, help="kernel folds (15 = leave one kernel out)")
+    add("--rounds", type=int, default=10, help="rounds of the loop (0: no loop)")
+    add("--per-round", type=int, default=10, help="configs per round (a small program: a tenth of it)")
+    add("--seed", type=int, default=0, help="the models' training seed")
+    add("--explore", type=float, default=0.0, help="the loop's share of each round drawn at random")
+    add("--threads", type=int, default=0, help="LightGBM and torch threads calibrating (0: as trained)")
+    add(
         "--training-share",
         type=float,
         default=1.0,
         help="share of the shipped training rows calibration sees",
     )
-    p.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="config override for training"
-    )
-    p.add_argument("--work", type=Path, default=Path("/tmp/bench-tune"), help="models and caches (rebuilt)")
-    p.add_argument("--reuse", action="store_true", help="keep --work's trained models (same settings only)")
-    p.add_argument("--out", type=Path, default=RESULTS)
-    p.add_argument(
-        "--table", type=Path, nargs="+", metavar="RESULTS", help="only print the tables of saved results"
-    )
-    a = p.parse_args()
+    add("--set", action="append", default=[], metavar="KEY=VALUE", help="config override for training")
+    add("--work", type=Path, default=Path("/tmp/bench-tune"), help="models and caches (rebuilt)")
+    add("--reuse", action="store_true", help="keep --work's trained models (same settings only)")
+    add("--out", type=Path, default=RESULTS)
+    add("--table", type=Path, nargs="+", metavar="RESULTS", help="only print the tables of saved results")
+    return p.parse_args()
+
+
+def main() -> int:
+    a = arguments()
     if a.table:
         for f in a.table:
-            print(f"# {f}: {json.loads(f.read_text())['command']}\n\n{report(json.loads(f.read_text()))}\n")
+            res = json.loads(f.read_text())
+            print(f"# {f}: {res['command']}\n\n{tune_tables.report(res)}\n")
         return 0
     if reason := rd.missing_sample(rd.SHARED):
         print(f"bench_tune: skipped: {reason}")
@@ -393,18 +251,22 @@ def main() -> int:
     if a.work.exists() and not a.reuse:
         shutil.rmtree(a.work)
     a.work.mkdir(parents=True, exist_ok=True)
+    if a.threads:
+        torch.set_num_threads(a.threads)
     t0 = time.perf_counter()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-    res: dict = {"command": " ".join(["bench/bench_tune.py", *sys.argv[1:]]), "commit": commit.stdout.strip(),
-                 "ks": a.ks, "draws": a.draws, "variants": a.variants, "gnn_steps": a.gnn_steps,
-                 "profile": "cpu", "tile_folds": a.tile_folds, "sets": a.set, "training_share": a.training_share, "explore": a.explore, "forward_only": a.forward_only,
-                 "load": os.getloadavg()[0]}  # fmt: skip
+    res: dict = {"command": " ".join(["bench/bench_tune.py", *sys.argv[1:]]), "commit": commit.stdout.strip()}
+    res |= {k: getattr(a, k) for k in ("ks", "draws", "variants", "gnn_steps", "tile_folds")} | {
+        "sets": a.set
+    }
+    res |= {k: getattr(a, k) for k in ("training_share", "explore", "forward_only", "models")}
+    res |= {"profile": "cpu", "load": os.getloadavg()[0]}
     for kind in ("layout", "tile"):
         if a.only in (None, kind):
             print(f"{kind}: training and calibrating", flush=True)
             res[kind] = run_kind(kind, a)
     res["seconds"] = round(time.perf_counter() - t0, 1)
-    res["report"] = report(res)
+    res["report"] = tune_tables.report(res)
     print(f"\n{res['report']}\n\n{res['seconds'] / 60:.1f} min")
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(res, indent=1) + "\n")
