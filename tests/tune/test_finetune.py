@@ -191,3 +191,16 @@ def test_the_tuner_with_gnn_fine_tuning_repeats_its_proposals_for_a_seed(small: 
             runs.append(proposed)
     assert runs[0] == runs[1]
     assert len({c for r in runs[0] for c in r}) == 8  # never proposed twice
+
+
+def test_a_tile_kernel_fine_tunes_on_its_normalized_runtimes(small: Paths) -> None:
+    f = sorted((small.npz / collection_dir("tile:xla") / "valid").glob("*.npz"))[0]
+    with Tuner.load(small.out) as tuner:
+        program = tuner.programs(f, model="gnn")[0]
+        c = program.candidates
+        positions = np.flatnonzero(c.runtime > 0)[:8]
+        runtime = c.runtime[positions].astype(np.float64)
+        tuned = [program.costs_with(positions, runtime, Calibration(gnn=TUNE)) for _ in range(2)]
+    assert program.collection == "tile:xla" and c.normalizer is not None
+    assert not np.allclose(tuned[0], program.costs["gnn"])
+    np.testing.assert_array_equal(tuned[0], tuned[1])
