@@ -8,6 +8,9 @@ the time limit, whichever is spent faster (`tpurank.gnn.train.schedule`). The fi
 then score every config of the graph as `predict` scores it, and their costs are averaged as the
 seed members' are (`tpurank.gnn.seeds.average_costs`).
 
+A model trained with Graph Segment Training (`gnn.segment_nodes`, off by default) takes its
+fine-tuning steps on the whole graph, not on segments: measured on no real program.
+
 docs/rank.md gives the measurements on real programs that chose the settings and the default.
 """
 
