@@ -161,3 +161,25 @@ def test_predict_without_or_with_a_damaged_model_is_a_clear_error(tmp_path):
     (out / "provenance.json").write_text(json.dumps(record))  # the file training wrote, yet no model
     with pytest.raises(DataError, match="model.txt: unreadable lgbm model"):
         model.predict(paths, Config(), "tile:xla", "valid")
+
+
+def test_feature_matrix_is_the_frames_float32_rows_in_order():
+    """Built column by column, the matrix equals pandas' own conversion, value for value."""
+    import pandas as pd
+
+    from tpurank.lgbm.validation import feature_matrix
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(
+        {
+            "graph": ["g"] * 50,
+            "a": rng.normal(size=50),  # float64, rounded to float32
+            "b": rng.normal(size=50).astype(np.float32),
+            "c": rng.integers(-(2**30), 2**30, size=50).astype(np.int32),  # beyond float32's integers
+        }
+    )
+    order = rng.permutation(50)[:40]
+    x = feature_matrix(df, ["c", "a", "b"], order)
+    expect = df[["c", "a", "b"]].to_numpy(np.float32)[order]
+    assert x.dtype == np.float32 and x.flags.c_contiguous
+    np.testing.assert_array_equal(x.view(np.uint32), expect.view(np.uint32))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from tpurank.core.collections import collection_dir
 from tpurank.core.errors import DataError, TpurankError
@@ -23,6 +24,7 @@ from tpurank.core.paths import Paths
 # not features: graph ID, unique-config row, runtime (mean over duplicates: the label), runtime_min
 META_COLUMNS: tuple[str, ...] = ("graph", "row", "runtime", "runtime_min")
 PER_GRAPH: tuple[str, ...] = ("inverse", "runtime")  # the per-graph files beside each table
+TO_PANDAS = {"split_blocks": True, "self_destruct": True}  # read_table: the same frame, one copy
 
 
 def table_dir(paths: Paths, collection: str) -> Path:
@@ -78,7 +80,11 @@ def read_table(paths: Paths, collection: str, split: str, columns: list[str] | N
     if not path.exists():
         raise TpurankError(f"{path}: no feature table; run `python -m tpurank features` first")
     try:
-        return pd.read_parquet(path, columns=columns)
+        # each column converted zero-copy where it can be and freed from arrow as it goes, then
+        # pyarrow's pool emptied: the frame alone stays resident, not beside the arrow table
+        df = pd.read_parquet(path, columns=columns, to_pandas_kwargs=TO_PANDAS)
+        pa.default_memory_pool().release_unused()
+        return df
     except Exception as e:  # pyarrow raises several types for a damaged or mismatched file
         raise DataError(path, f"unreadable feature table ({e})") from None
 

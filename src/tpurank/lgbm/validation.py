@@ -112,10 +112,20 @@ def dataset(
         order, runtime, sizes = order[keep_rows], runtime[keep_rows], sizes[~flat]
     if len(order) < 2:
         raise TpurankError("no graph with at least two configs of different runtimes to learn a ranking from")
-    x = df[features].to_numpy(np.float32)[order]
     y = query_labels(runtime, sizes, cfg.lgbm.relevance_levels)
-    ds = lgb.Dataset(x, y, group=sizes, feature_name=features, reference=reference, free_raw_data=False)
+    # LightGBM drops the matrix once it has binned it (free_raw_data): nothing reads it afterwards
+    x = feature_matrix(df, features, order)
+    ds = lgb.Dataset(x, y, group=sizes, feature_name=features, reference=reference, free_raw_data=True)
     return ds, order
+
+
+def feature_matrix(df: pd.DataFrame, features: list[str], order: np.ndarray) -> np.ndarray:
+    """`df[features].to_numpy(np.float32)[order]`, filled column by column: one (rows x features)
+    float32 copy, never the frame's own copy of the columns and its reordered copy beside it."""
+    x = np.empty((len(order), len(features)), dtype=np.float32)
+    for j, name in enumerate(features):
+        x[:, j] = df[name].to_numpy()[order]
+    return x
 
 
 def validation(
@@ -131,7 +141,7 @@ def validation(
     if valid is None or len(valid.table) < 2:
         return None, [], []
     dvalid, order = dataset(valid.table, features, cfg, reference=dtrain)
-    rows = valid.table.iloc[order].reset_index(drop=True)
+    rows = valid.table[["graph", "row"]].iloc[order].reset_index(drop=True)  # all the scorer reads
     scorer = ValidScorer.from_table(collection, rows, valid.inverse, valid.runtime)
     stop = lgb.early_stopping(cfg.lgbm.early_stopping_rounds, first_metric_only=True, verbose=False)
     return scorer, [dvalid], [lgb.record_evaluation(evals), stop]
