@@ -29,6 +29,7 @@ from tpurank.budget import (
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import LEARNED_MODELS, Config
 from tpurank.core.errors import TpurankError
+from tpurank.core.memory import release_between_steps
 from tpurank.core.options import add_collections, add_jobs
 from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR, Paths, remember_data_root, synthetic_scale
 from tpurank.core.profiles import DEFAULT_BUDGET, format_duration, parse_duration
@@ -187,6 +188,7 @@ def run_steps(steps: list[Step], paths: Paths, budget: RunBudget, force: bool, t
             print(f"[all] {step.name}: runs again: {why}", file=sys.stderr)
         t = time.perf_counter()
         rc = guarded(options.STAGE, run)
+        release_between_steps()  # one process runs every step: each starts from what it needs (core/memory)
         step.seconds = time.perf_counter() - t
         step.estimate = 0.0
         if rc != 0:

@@ -158,3 +158,18 @@ def test_torch_is_asked_for_huge_pages_where_the_kernel_gives_them(
     monkeypatch.setattr(memory, "THP_SETTING", tmp_path / "enabled")
     memory.ask_torch_for_huge_pages()
     assert (os.environ.get("THP_MEM_ALLOC_ENABLE") == "1") is ("[never]" not in setting)
+
+
+def test_memory_is_released_between_the_steps_of_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`all` runs its steps in one process: after each (pipeline.run_steps), pyarrow's pool is
+    emptied and glibc's heap trimmed."""
+    import pyarrow as pa
+
+    from tpurank.core import memory
+
+    released: list[str] = []
+    pool = pa.default_memory_pool()
+    monkeypatch.setattr(pa, "default_memory_pool", lambda: released.append("arrow") or pool)
+    monkeypatch.setattr(memory, "release_free_memory", lambda: released.append("trim") or True)
+    assert memory.release_between_steps() is True
+    assert released == ["arrow", "trim"]

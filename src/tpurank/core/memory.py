@@ -12,6 +12,8 @@ measures (what each saves: docs/scale.md, "Memory on the CPU"; `bench/bench_gnn_
   `THP_MEM_ALLOC_ENABLE`: tensors from 2 MB are madvised to huge pages.
 - `release_free_memory` (`malloc_trim`, after each CPU step and validation) returns what is left
   in the heap's holes.
+`all` runs every stage in one process, so a stage's leftovers (glibc's heap, pyarrow's pool) would
+stay resident through the next ones: `release_between_steps` gives them back after each step.
 Elsewhere (no glibc, or CUDA, whose caching allocator reuses its blocks) nothing is done.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import gc
 import os
 import sys
 from pathlib import Path
@@ -49,6 +52,17 @@ def release_free_memory() -> bool:
         return False
     libc.malloc_trim(0)
     return True
+
+
+def release_between_steps() -> bool:
+    """Give back what a finished stage left allocated but unused, before `all` runs the next one in
+    the same process: collect unreachable objects, empty pyarrow's own pool (mimalloc, which keeps
+    a parquet read's freed pages) and trim glibc's heap. True when glibc's trim ran."""
+    gc.collect()
+    arrow = sys.modules.get("pyarrow")
+    if arrow is not None:
+        arrow.default_memory_pool().release_unused()
+    return release_free_memory()
 
 
 def huge_pages_available() -> bool:
