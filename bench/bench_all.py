@@ -3,7 +3,10 @@
 Runs `python -m tpurank all ARGS...` as a child and samples the resident memory of its whole
 process tree (every 0.5 s). Each sample is charged to the step the child last announced on stderr
 (`[all] step k/N <name>:`; before the first step: `data and plan`), so the table gives each step's
-wall time and peak RSS. At the end it reports the run against its budget (the `all` summary's last
+wall time and peak memory twice: RSS summed over the tree, which counts a page shared by several
+processes (prepare's workers share the interpreter's and libraries' pages) once in each, and PSS
+summed over the tree (`Pss` of /proc/PID/smaps_rollup: a shared page split among its sharers), the
+tree's real memory. With one process the two differ only by the pages it shares with others. At the end it reports the run against its budget (the `all` summary's last
 line), the disk the run's folders hold (`du` of the out and work folders, and of the data root),
 and whether the submission was written. `--busy-cores N` keeps N cores busy with spinning
 processes for the whole run (a laptop running other things), `--fresh` empties the out and work
@@ -37,15 +40,29 @@ AFTER = "submission and summary"
 SAMPLE_S = 0.5
 
 
-def tree_rss(proc: psutil.Process) -> int:
-    """Resident bytes of `proc` and every descendant (children that vanish mid-sample count 0)."""
-    total = 0
+def pss_bytes(pid: int) -> int:
+    """A process's proportional set size (Linux smaps_rollup; 0 where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def tree_memory(proc: psutil.Process) -> tuple[int, int]:
+    """(RSS, PSS) bytes summed over `proc` and every descendant (children that vanish mid-sample
+    count 0)."""
+    rss = pss = 0
     for p in [proc, *proc.children(recursive=True)]:
         try:
-            total += p.memory_info().rss
+            rss += p.memory_info().rss
         except psutil.Error:
             continue
-    return total
+        pss += pss_bytes(p.pid)
+    return rss, pss
 
 
 def start_busy(n: int) -> list[subprocess.Popen]:
@@ -66,13 +83,17 @@ def option(argv: list[str], name: str) -> str | None:
     return argv[argv.index(name) + 1] if name in argv and argv.index(name) + 1 < len(argv) else None
 
 
+def new_step(start_s: float, skipped: bool = False) -> dict:
+    return {"start_s": start_s, "peak_rss": 0, "peak_pss": 0, "skipped": skipped}
+
+
 class Watch:
     """Reads the child's stderr (teeing it to the log) and charges RSS samples to its current step."""
 
     def __init__(self, proc: subprocess.Popen, log: Path) -> None:
         self.proc, self.log = proc, log
         self.step, self.t0 = BEFORE, time.perf_counter()
-        self.steps: dict[str, dict] = {BEFORE: {"start_s": 0.0, "peak_rss": 0, "skipped": False}}
+        self.steps: dict[str, dict] = {BEFORE: new_step(0.0)}
         self.lines: list[str] = []
 
     def read(self) -> None:
@@ -84,7 +105,7 @@ class Watch:
                 if m := STEP_LINE.match(line):
                     self.enter(m.group(3))
                 elif m := SKIP_LINE.match(line):
-                    self.steps[m.group(1)] = {"start_s": self.now(), "peak_rss": 0, "skipped": True}
+                    self.steps[m.group(1)] = new_step(self.now(), skipped=True)
         self.enter(AFTER)
 
     def now(self) -> float:
@@ -92,13 +113,14 @@ class Watch:
 
     def enter(self, name: str) -> None:
         self.step = name
-        self.steps.setdefault(name, {"start_s": self.now(), "peak_rss": 0, "skipped": False})
+        self.steps.setdefault(name, new_step(self.now()))
 
     def sample(self, ps: psutil.Process) -> None:
         while self.proc.poll() is None:
-            rss = tree_rss(ps)
+            rss, pss = tree_memory(ps)
             rec = self.steps[self.step]
             rec["peak_rss"] = max(rec["peak_rss"], rss)
+            rec["peak_pss"] = max(rec["peak_pss"], pss)
             time.sleep(SAMPLE_S)
 
 
@@ -153,16 +175,17 @@ def step_table(watch: Watch) -> list[dict]:
                 "seconds": round(nxt - rec["start_s"], 1),
                 "skipped": rec["skipped"],
                 "peak_rss_gb": round(rec["peak_rss"] / 1e9, 3),
+                "peak_pss_gb": round(rec["peak_pss"] / 1e9, 3),
             }
         )
     return rows
 
 
 def markdown(result: dict) -> str:
-    rows = ["| step | wall | peak RSS (tree) |", "|---|---|---|"]
+    rows = ["| step | wall | peak RSS (tree) | peak PSS (tree) |", "|---|---|---|---|"]
     for r in result["steps"]:
         wall = "skipped" if r["skipped"] else f"{r['seconds'] / 60:.1f} min"
-        rows.append(f"| {r['step']} | {wall} | {r['peak_rss_gb']:.2f} GB |")
+        rows.append(f"| {r['step']} | {wall} | {r['peak_rss_gb']:.2f} GB | {r['peak_pss_gb']:.2f} GB |")
     return "\n".join(rows)
 
 
@@ -197,9 +220,11 @@ def main() -> int:
     sub = Path(out or ROOT) / "submissions" / "submission.csv"
     result["submission"] = sub.exists()
     result["peak_rss_gb"] = max((r["peak_rss_gb"] for r in result["steps"]), default=0.0)
+    result["peak_pss_gb"] = max((r["peak_pss_gb"] for r in result["steps"]), default=0.0)
     print(markdown(result))
     print(
-        f"exit {result['exit']}, {result['seconds'] / 60:.1f} min, peak RSS {result['peak_rss_gb']:.2f} GB, "
+        f"exit {result['exit']}, {result['seconds'] / 60:.1f} min, peak RSS {result['peak_rss_gb']:.2f} GB "
+        f"(PSS {result['peak_pss_gb']:.2f} GB), "
         f"disk {result['disk_bytes']}, submission {'written' if result['submission'] else 'MISSING'}"
     )
     for line in result["summary"]:
