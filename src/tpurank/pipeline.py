@@ -37,6 +37,7 @@ from tpurank.core.staleness import Files, StageIO
 from tpurank.data.download import download, have_credentials
 from tpurank.features import stage as features
 from tpurank.prepare import cli as prepare
+from tpurank.prepare.store import CHUNKS
 from tpurank.rankers import predict, train
 from tpurank.rankers.ensemble import summary_note
 from tpurank.rankers.registry import UNTRAINED
@@ -188,7 +189,8 @@ def run_steps(steps: list[Step], paths: Paths, budget: RunBudget, force: bool, t
             print(f"[all] {step.name}: runs again: {why}", file=sys.stderr)
         t = time.perf_counter()
         rc = guarded(options.STAGE, run)
-        release_between_steps()  # one process runs every step: each starts from what it needs (core/memory)
+        CHUNKS.clear()  # one process runs every step: each starts from what it needs (core/memory)
+        release_between_steps()
         step.seconds = time.perf_counter() - t
         step.estimate = 0.0
         if rc != 0:

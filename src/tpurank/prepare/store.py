@@ -191,6 +191,12 @@ class _ChunkCache:
             self._budget = cache_bytes()
         return self._budget
 
+    def clear(self) -> None:
+        """Drop every decoded chunk (`all`, between steps: the next step reads other graphs)."""
+        with self.lock:
+            self.items.clear()
+            self.bytes = 0
+
     def put(self, key: tuple, value: np.ndarray) -> None:
         with self.lock:
             if key in self.items or value.nbytes > self.budget:
