@@ -20,8 +20,9 @@ from tpurank.core.progress import tqdm
 from tpurank.core.workers import die_with_parent
 from tpurank.data.dataset import GraphFile
 
-# memory one worker may need on the real data: imports (~125 MiB) plus the int8 unique configs of
-# the biggest graph (a quarter of a 2.6 GB float32 node_config_feat) and the streaming buffers
+# memory one worker may need: imports (~125 MiB), the biggest graph's unique configs held compressed
+# as the cache stores them (tpurank.prepare.packed; full scale's largest cache file: 74 MB), the
+# 256 MB of them gathered per write pass and the streaming buffers
 WORKER_MEMORY = 2**30
 
 
