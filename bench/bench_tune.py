@@ -82,7 +82,7 @@ def parse_variant(text: str) -> Calibration:
     gnn = FineTune(**tune) if "steps" in tune else None
     if tune and gnn is None:
         raise SystemExit(f"{text}: lr and gs set the GNN's fine-tuning: name its steps too (g=STEPS)")
-    return Calibration(method=method, gnn=gnn, **kwargs)
+    return Calibration(method=method, gnn=gnn, gnn_tile=gnn is not None, **kwargs)
 
 
 def truth_of(program: Program) -> np.ndarray:

@@ -200,7 +200,16 @@ def test_a_tile_kernel_fine_tunes_on_its_normalized_runtimes(small: Paths) -> No
         c = program.candidates
         positions = np.flatnonzero(c.runtime > 0)[:8]
         runtime = c.runtime[positions].astype(np.float64)
-        tuned = [program.costs_with(positions, runtime, Calibration(gnn=TUNE)) for _ in range(2)]
+        tuned = [
+            program.costs_with(positions, runtime, Calibration(gnn=TUNE, gnn_tile=True)) for _ in range(2)
+        ]
+        by_default = program.costs_with(positions, runtime, Calibration(gnn=TUNE))
+        note = program.ranking(
+            dict(zip(positions.tolist(), runtime, strict=True)), Calibration(gnn=TUNE)
+        ).notes
     assert program.collection == "tile:xla" and c.normalizer is not None
     assert not np.allclose(tuned[0], program.costs["gnn"])
     np.testing.assert_array_equal(tuned[0], tuned[1])
+    # not measured on real tile kernels: their GNN is fine-tuned only when asked (gnn_tile, --gnn-steps)
+    np.testing.assert_array_equal(by_default, program.costs["gnn"])
+    assert any("a tile kernel's GNN is fine-tuned only with --gnn-steps" in n for n in note)

@@ -15,6 +15,7 @@ docs/rank.md gives the measurements on real programs that chose the default and 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import lightgbm as lgb
@@ -49,6 +50,9 @@ class Calibration:
             measurements unused), or "auto" (the default: "kept" when the GNN is fine-tuned, else
             "lgbm").
         gnn: how the GNN is fine-tuned on the measured configs (None: it ranks as trained).
+        gnn_tile: fine-tune the GNN of tile kernels too. Off by default: fine-tuning was measured on
+            real layout programs only (docs/rank.md), so a tile kernel's ensemble ranks by the
+            calibrated LightGBM alone, as measured on the real tile kernels.
     """
 
     method: str = "boost"
@@ -57,6 +61,7 @@ class Calibration:
     seed: int = 0
     ensemble: str = "auto"
     gnn: FineTune | None = FineTune()
+    gnn_tile: bool = False  # real tile kernels: measured with LightGBM's calibration only
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -71,6 +76,13 @@ class Calibration:
             raise TpurankError(f"calibration gnn must be a FineTune or None, got {self.gnn!r}")
         if self.rounds < 1:
             raise TpurankError(f"calibration rounds must be >= 1, got {self.rounds}")
+
+    def for_kind(self, kind: str) -> Calibration:
+        """The calibration of a program of `kind` ("layout" or "tile"): without the GNN's fine-tuning
+        on tile unless `gnn_tile` asks for it."""
+        if kind != "tile" or self.gnn_tile or self.gnn is None:
+            return self
+        return dataclasses.replace(self, gnn=None)
 
     @property
     def weights(self) -> str:

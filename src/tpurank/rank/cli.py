@@ -49,7 +49,10 @@ def add_gnn_tuning(p: argparse.ArgumentParser) -> None:
         "--gnn-steps",
         type=int,
         metavar="N",
-        help=f"fine-tune the GNN N steps on the measured configs (default {FineTune.steps}; 0: ranked as trained)",
+        help=(
+            f"fine-tune the GNN N steps on the measured configs (default {FineTune.steps} on layout programs; "
+            "given, tile kernels too; 0: ranked as trained)"
+        ),
     )
     p.add_argument(
         "--gnn-seconds",
@@ -73,7 +76,8 @@ def calibration(args: argparse.Namespace, seed: int = 0) -> Calibration:
     if not steps:
         return Calibration(seed=seed, gnn=None)
     seconds = FineTune.seconds if args.gnn_seconds is None else args.gnn_seconds
-    return Calibration(seed=seed, gnn=FineTune(steps=steps, seconds=seconds))
+    tile = args.gnn_steps is not None  # asked for by name: tile kernels' GNN fine-tuned too
+    return Calibration(seed=seed, gnn=FineTune(steps=steps, seconds=seconds), gnn_tile=tile)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tpurank.core.collections import kind_of
 from tpurank.rank.calibrate import Calibration, LgbmInputs
 from tpurank.rank.candidates import Candidates
 from tpurank.rank.finetune import GnnInputs
@@ -89,10 +90,14 @@ class Program:
         return ranking
 
     def _gnn_note(self, how: Calibration) -> tuple[str, ...]:
-        """Why the GNN ranking alone stays as trained: fine-tuning was turned off."""
-        if self.model != GNN or self.gnn is None or how.gnn is not None:
+        """Why the GNN ranking alone stays as trained: fine-tuning was turned off, or not asked for a
+        tile kernel."""
+        if self.model != GNN or self.gnn is None or how.for_kind(kind_of(self.collection)).gnn is not None:
             return ()
-        return (f"{self.name}: the GNN is not fine-tuned (--gnn-steps 0): ranked as trained",)
+        why = (
+            "--gnn-steps 0" if how.gnn is None else "a tile kernel's GNN is fine-tuned only with --gnn-steps"
+        )
+        return (f"{self.name}: the GNN is not fine-tuned ({why}): ranked as trained",)
 
     def costs_with(
         self, positions: np.ndarray, runtime: np.ndarray, how: Calibration | None = None
@@ -104,7 +109,7 @@ class Program:
             runtime: their runtimes in ns.
             how: the calibration (default: `Calibration()`).
         """
-        how = how or Calibration()
+        how = (how or Calibration()).for_kind(kind_of(self.collection))
         if not len(positions):
             return self.costs[self.model]
         label = runtime
