@@ -20,7 +20,7 @@ import zipfile
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -28,9 +28,6 @@ import pyarrow as pa
 from tpurank.core.env import CHUNK_CACHE_MB
 from tpurank.core.errors import DataError
 from tpurank.core.identity import zip_identity
-
-if TYPE_CHECKING:
-    from tpurank.prepare.packed import PackedRows
 
 META_MEMBER = "meta.json"
 ARRAYS_MEMBER = "arrays.zst"
@@ -49,6 +46,18 @@ def decompress(data: bytes, size: int) -> bytes:
     return _CODEC.decompress(data, decompressed_size=size, asbytes=True)
 
 
+class OrderedRows(Protocol):
+    """Config rows not held as one array (`tpurank.prepare.packed.PackedRows`): read back in any
+    order, a chunk at a time."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def __len__(self) -> int: ...
+
+    def ordered_chunks(self, order: np.ndarray | None, chunk_rows: int) -> Iterator[np.ndarray]: ...
+
+
 def chunk_rows_for(row_bytes: int) -> int:
     """Rows per config chunk for rows of this many bytes (at least 64, so transposing pays off)."""
     return max(64, CHUNK_BYTES // max(1, row_bytes))
@@ -63,7 +72,7 @@ def write_store(
     path: Path,
     meta: dict[str, Any],
     arrays: dict[str, np.ndarray],
-    configs: np.ndarray | PackedRows,
+    configs: np.ndarray | OrderedRows,
     row_order: np.ndarray | None = None,
 ) -> None:
     """Write one cache file (the caller makes it atomic).
@@ -73,7 +82,7 @@ def write_store(
         meta: JSON-able fields; `arrays` and `configs` entries are added here.
         arrays: per-graph arrays (any dtype, any shape).
         configs: the unique configs, (u, ...) of any dtype, in memory or kept compressed
-            (`PackedRows`: gathered a group of chunks at a time).
+            (`OrderedRows`, e.g. `PackedRows`: gathered a group of chunks at a time).
         row_order: which config row goes to stored position i (default: as given); read chunk by
             chunk, so a permutation never copies the whole tensor.
     """
@@ -100,7 +109,7 @@ def write_store(
 
 
 def _ordered_chunks(
-    configs: np.ndarray | PackedRows, row_order: np.ndarray | None, rows: int
+    configs: np.ndarray | OrderedRows, row_order: np.ndarray | None, rows: int
 ) -> Iterator[np.ndarray]:
     """The config rows in stored order, `rows` at a time."""
     if not isinstance(configs, np.ndarray):
