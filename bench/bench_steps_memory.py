@@ -82,14 +82,20 @@ def in_process(stage: list[str], release: bool) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    )
     ap.add_argument("stages", help="stages and their own options, separated by ';'")
     ap.add_argument(
         "--one-process", action="store_true", help="run the stages in this process, as `all` does"
     )
     ap.add_argument("--no-release", action="store_true", help="with --one-process: no release between stages")
     ap.add_argument("--json", type=Path, help="write the results here too")
-    ap.add_argument("common", nargs=argparse.REMAINDER, help="-- then the arguments every stage gets")
+    ap.add_argument(
+        "common",
+        nargs=argparse.REMAINDER,
+        help="-- then the arguments every stage gets:\n--profile --data-dir --out-dir --work-dir --set ...",
+    )
     args = ap.parse_args()
     common = args.common[1:] if args.common[:1] == ["--"] else args.common
     results = []
