@@ -332,3 +332,42 @@ def test_infer_on_a_copy_of_the_data_keeps_the_models_rule(
         (ranked,) = ranker.rank(f)
     costs = load_predictions(clean / "predictions/ensemble/test.npz")[f"tile:xla:{f.stem}"]
     assert ranked.cost.tolist() == sorted(costs.tolist()) and len(ranked.order) == len(costs)
+
+
+def test_all_releases_memory_after_every_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`all` runs its steps in one process: after each one it ran (not after a skipped one), the
+    decoded-chunk cache is emptied and the heap released before the next starts."""
+    from types import SimpleNamespace
+
+    from tpurank import pipeline
+
+    calls: list[str] = []
+
+    class Run:
+        def __init__(self, module: object, namespace: object) -> None:
+            self.stage = namespace
+
+        def up_to_date(self) -> bool:
+            return self.stage == "predict"
+
+        def why(self) -> str:
+            return pipeline.NEVER_RAN
+
+    monkeypatch.setattr(pipeline, "StageRun", Run)
+    monkeypatch.setattr(pipeline, "stage_namespace", lambda stage, *rest: stage)
+    monkeypatch.setattr(pipeline, "guarded", lambda stage, run: calls.append(stage) or 0)
+    monkeypatch.setattr(pipeline, "progress_line", lambda *a: "")
+    monkeypatch.setattr(pipeline, "command_line", lambda options: "")
+    monkeypatch.setattr(pipeline.CHUNKS, "clear", lambda: calls.append("clear"))
+    monkeypatch.setattr(pipeline, "release_between_steps", lambda: calls.append("release") or True)
+    steps = [
+        SimpleNamespace(name=name, options=SimpleNamespace(STAGE=stage))
+        for name, stage in (
+            ("prepare", "prepare"),
+            ("predict lgbm valid", "predict"),
+            ("features", "features"),
+        )
+    ]
+    budget = SimpleNamespace(config=lambda: None, final=True, seconds=60.0)
+    pipeline.run_steps(steps, Paths(data=Path("d"), out=Path("o")), budget, force=False, t0=0.0)
+    assert calls == ["prepare", "clear", "release", "features", "clear", "release"]
