@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from tpurank.prepare.store import _ChunkCache
+from tpurank.prepare.store import _ChunkCache, row_indices
 
 
 def test_the_chunk_cache_keeps_its_budget_and_empties_between_steps() -> None:
@@ -16,3 +17,17 @@ def test_the_chunk_cache_keeps_its_budget_and_empties_between_steps() -> None:
     assert cache.bytes == 0 and not cache.items and cache.get(("f", "id", 2)) is None
     cache.put(("f", "id", 4), np.zeros(40, dtype=np.uint8))
     assert cache.bytes == 40
+
+
+@pytest.mark.parametrize(
+    ("rows", "want"), [(slice(1, None, 2), [1, 3]), (-1, 3), ([0, -2], [0, 2]), (np.array([[3]]), [[3]])]
+)
+def test_row_indices_index_as_numpy_does(rows, want) -> None:
+    np.testing.assert_array_equal(row_indices(rows, 4, "x"), want)
+    np.testing.assert_array_equal(row_indices(rows, 4, "x"), np.arange(4)[rows])
+
+
+@pytest.mark.parametrize("rows", [4, -5, [0, 9]])
+def test_row_indices_refuse_a_row_out_of_range(rows) -> None:
+    with pytest.raises(IndexError, match="x: config row out of range 0..3"):
+        row_indices(rows, 4, "x")

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tpurank.prepare.store import compress, decompress, to_columns
+from tpurank.prepare.store import compress, decompress, row_indices, to_columns
 
 BLOCK_BYTES = 4 << 20  # raw bytes per compressed block (the cache's own chunk size)
 GATHER_BYTES = 256 << 20  # raw bytes of rows gathered per pass over the blocks (peak RSS vs passes)
@@ -123,17 +123,11 @@ class PackedRows:
         return out
 
     def __getitem__(self, rows: Any) -> np.ndarray:
-        if isinstance(rows, slice):
-            rows = np.arange(*rows.indices(len(self)))
-        idx = np.asarray(rows, dtype=np.int64)
+        idx = row_indices(rows, len(self), "packed configs")
         if idx.ndim == 0:
             return self[idx[None]][0]
-        if idx.size and (idx.min() < -len(self) or idx.max() >= len(self)):
-            raise IndexError(f"row out of range 0..{len(self) - 1}")
         self._flush()
-        return self._gather(np.where(idx < 0, idx + len(self), idx).reshape(-1)).reshape(
-            *idx.shape, *self.shape[1:]
-        )
+        return self._gather(idx.reshape(-1)).reshape(*idx.shape, *self.shape[1:])
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         out = self[slice(None)]

@@ -46,6 +46,21 @@ def decompress(data: bytes, size: int) -> bytes:
     return _CODEC.decompress(data, decompressed_size=size, asbytes=True)
 
 
+def row_indices(rows: Any, length: int, where: str) -> np.ndarray:
+    """Rows of an array-like of `length` rows as int64 indices, negatives counted from the end, as
+    numpy indexes (a slice, an int, a list or an array; a 0-d result is one row).
+
+    Raises:
+        IndexError: a row outside -length..length-1, naming `where`.
+    """
+    if isinstance(rows, slice):
+        rows = np.arange(*rows.indices(length))
+    idx = np.asarray(rows, dtype=np.int64)
+    if idx.size and (idx.min() < -length or idx.max() >= length):
+        raise IndexError(f"{where}: config row out of range 0..{length - 1}")
+    return np.where(idx < 0, idx + length, idx)
+
+
 class OrderedRows(Protocol):
     """Config rows not held as one array (`tpurank.prepare.packed.PackedRows`): read back in any
     order, a chunk at a time."""
@@ -274,14 +289,9 @@ class ConfigStore:
             yield i * self.chunk_rows, self.chunk(i)
 
     def __getitem__(self, rows: Any) -> np.ndarray:
-        if isinstance(rows, slice):
-            rows = np.arange(*rows.indices(len(self)))
-        idx = np.asarray(rows, dtype=np.int64)
+        idx = row_indices(rows, len(self), str(self.path))
         if idx.ndim == 0:
             return self[idx[None]][0]
-        if idx.size and (idx.min() < -len(self) or idx.max() >= len(self)):
-            raise IndexError(f"{self.path}: config row out of range 0..{len(self) - 1}")
-        idx = np.where(idx < 0, idx + len(self), idx)
         out = np.empty((len(idx), *self.shape[1:]), dtype=self.dtype)
         which = idx // self.chunk_rows
         for c in np.unique(which):
