@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from tpurank.core.paths import Paths
+from tpurank.data.npz import LayoutGraph
 
 if TYPE_CHECKING:
     from tpurank.core.config import Config
@@ -227,6 +228,20 @@ def prepared_graph(
         inverse=np.arange(u, dtype=np.int32),
         config_runtime=runtime,
         is_test=False,
+    )
+
+
+def chain_layout_graph(runtime: np.ndarray, rng: np.random.Generator) -> LayoutGraph:
+    """A 4-node chain layout graph with 2 configurable nodes and one config per runtime (random
+    features): what a scoring test needs of a layout npz."""
+    return LayoutGraph(
+        node_feat=rng.random((4, 140), dtype=np.float32),
+        node_opcode=np.array([1, 2, 3, 4], np.uint8),
+        edge_index=np.array([[1, 0], [2, 1], [3, 2]], np.int64),
+        node_config_feat=rng.integers(-1, 3, (len(runtime), 2, 18)).astype(np.float32),
+        node_config_ids=np.array([1, 2], np.int64),
+        config_runtime=np.asarray(runtime, np.int64),
+        node_splits=np.array([[0, 4]], np.int64),
     )
 
 

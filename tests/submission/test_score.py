@@ -7,11 +7,12 @@ import math
 
 import numpy as np
 import pytest
+from helpers import chain_layout_graph
 
 from tpurank import cli
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
-from tpurank.data.npz import LayoutGraph, TileGraph, save_graph
+from tpurank.data.npz import TileGraph, save_graph
 from tpurank.data.subsets import EVAL_MAX_CONFIGS, spread_configs
 from tpurank.submission.score import load_runtimes, score_csv
 
@@ -40,16 +41,7 @@ def make_mini_dataset(root):
         save_graph(npz / "tile" / "xla" / "valid" / f"{stem}.npz", g)
     for collection, graphs in LAYOUT_RT.items():
         for stem, rt in graphs.items():
-            c = len(rt)
-            g = LayoutGraph(
-                node_feat=rng.random((4, 140), dtype=np.float32),
-                node_opcode=np.array([1, 2, 3, 4], np.uint8),
-                edge_index=np.array([[1, 0], [2, 1], [3, 2]], np.int64),
-                node_config_feat=rng.integers(-1, 3, (c, 2, 18)).astype(np.float32),
-                node_config_ids=np.array([1, 2], np.int64),
-                config_runtime=np.array(rt, np.int64),
-                node_splits=np.array([[0, 4]], np.int64),
-            )
+            g = chain_layout_graph(np.array(rt), rng)
             save_graph(npz.joinpath(*collection.split(":"), "valid", f"{stem}.npz"), g)
     return root
 

@@ -6,11 +6,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from helpers import chain_layout_graph
 
 from tpurank.core.errors import TpurankError
 from tpurank.core.normalize import normalize
 from tpurank.core.paths import Paths
-from tpurank.data.npz import LayoutGraph, save_graph
+from tpurank.data.npz import save_graph
 from tpurank.data.subsets import EVAL_MAX_CONFIGS, scored_configs, spread_configs
 from tpurank.gnn.data import load_split
 from tpurank.gnn.predict import scored_rows
@@ -99,15 +100,7 @@ def test_validation_refuses_a_subset_the_predictions_left_unscored(tmp_path) -> 
 
 def test_the_reports_rank_scatter_draws_the_scored_configs(tmp_path) -> None:
     n, rng = 1_500, np.random.default_rng(1)
-    g = LayoutGraph(
-        node_feat=rng.random((4, 140), dtype=np.float32),
-        node_opcode=np.array([1, 2, 3, 4], np.uint8),
-        edge_index=np.array([[1, 0], [2, 1], [3, 2]], np.int64),
-        node_config_feat=rng.integers(-1, 3, (n, 2, 18)).astype(np.float32),
-        node_config_ids=np.array([1, 2], np.int64),
-        config_runtime=rng.permutation(n).astype(np.int64) + 100,
-        node_splits=np.array([[0, 4]], np.int64),
-    )
+    g = chain_layout_graph(rng.permutation(n) + 100, rng)
     save_graph(tmp_path / "data" / "npz_all" / "npz" / "layout" / "xla" / "default" / "valid" / "big.npz", g)
     paths = Paths(data=tmp_path / "data", out=tmp_path / "out")
     order = list(np.argsort(g.config_runtime))  # the true order: every scored config on the diagonal
