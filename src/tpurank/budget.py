@@ -45,16 +45,14 @@ BASELINE_SHARE = 0.2  # of the neural training time, when the official baseline 
 # cannot pay it trains fewer seeds, or is refused before any work (`minimum_budget_s`)
 SIZE_FILES = 16  # train files read per collection for its typical graph size (headers only)
 NEIGHBOURHOOD = 4  # nodes kept per configurable node by the 1-hop pruning, roughly
-# seconds per GB of npz of each step but neural training, on 2 cores. prepare, features, LightGBM and
-# the test predictions: the full-scale synthetic all-five run with one GNN seed (docs/scale.md). The
-# valid predictions score at most 1,000 configs of a valid layout graph (data/subsets.py), per seed:
-# 455 s a seed when they scored every config of the full tree's xla:default valid graphs, which is
-# 2.67e-7 s per config x node; the capped configs x nodes of all its valid layout graphs (2.93e8) and
-# its tile graphs (13 s) make ~91 s a seed, 7.9 s per GB of its 11.56 GB; twice that is counted until
-# a full run measures it (bench/LOG.md). They run on the GPU under the GPU profiles (NEURAL_PREDICT_SCALE)
-STEP_S_PER_GB = {"prepare": 14.8, "features": 8.2, "train lgbm": 5.6}
-STEP_S_PER_GB |= {"predict gnn valid": 16.0, "predict gnn test": 8.1}
-STEP_S_PER_GB |= {"predict baseline valid": 16.0, "predict baseline test": 8.1}
+# seconds per GB of npz of each step but neural training, on 2 cores, as measured in Recipe 1 at full
+# scale (`all --budget 90m` on the 11.56 GB synthetic tree, the cpu profile's 3 GNN seeds; docs/scale.md,
+# bench/results/recipe1_full_90m.json): prepare 240 s, features 105 s, LightGBM 87 s; the GNN's
+# predictions per seed: valid 80 s (at most 1,000 configs of a layout graph: data/subsets.py), test
+# 129 s. They run on the GPU under the GPU profiles (NEURAL_PREDICT_SCALE)
+STEP_S_PER_GB = {"prepare": 20.8, "features": 9.1, "train lgbm": 7.5}
+STEP_S_PER_GB |= {"predict gnn valid": 6.9, "predict gnn test": 11.2}
+STEP_S_PER_GB |= {"predict baseline valid": 6.9, "predict baseline test": 11.2}
 OTHER_STEP_S_PER_GB = 0.4  # the untrained rankers, LightGBM's predictions, the ensemble, the report
 NEURAL_PREDICT_SCALE = {"cpu": 1.0, "kaggle-t4": 0.2, "gpu": 0.06}  # GPU inference, per the profile
 FIXED_S_MIN = 60.0  # process start-ups and small files: what even the tiny data costs, over the steps
