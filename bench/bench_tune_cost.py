@@ -22,9 +22,7 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -43,23 +41,6 @@ TARGET_S, TARGET_GB = 30.0, 2.0
 COLLECTION = rd.LAYOUT
 
 
-def tpurank(argv: list[str], log: Path) -> tuple[float, float]:
-    """`python -m tpurank <argv>` in a fresh process: (seconds, its peak RSS in GB)."""
-    t = time.perf_counter()
-    with open(log, "a") as f:
-        f.write(f"$ tpurank {' '.join(argv)}\n")
-        f.flush()
-        child = subprocess.Popen(
-            [sys.executable, "-m", "tpurank", *argv], stdout=f, stderr=subprocess.STDOUT, cwd=ROOT
-        )
-        _, status, usage = os.wait4(child.pid, 0)
-    if status != 0:
-        raise SystemExit(
-            f"tpurank {argv[0]} failed; log {log}:\n" + "\n".join(log.read_text().splitlines()[-15:])
-        )
-    return time.perf_counter() - t, usage.ru_maxrss / 2**20  # ru_maxrss: KB on Linux
-
-
 def train(work: Path, log: Path) -> tuple[Path, Path]:
     """The cpu profile's models of the real layout pair (out folder, work folder of its cache)."""
     root = rd.layout_root(work / "data")
@@ -73,12 +54,12 @@ def train(work: Path, log: Path) -> tuple[Path, Path]:
     common = ["--data-dir", str(root), "--out-dir", str(out), "--work-dir", str(cache), "--profile", "cpu"]
     common += [x for s in sets for x in ("--set", s)]
     only = ["--collections", COLLECTION]
-    tpurank(["prepare", "--no-progress", *only, *common], log)
-    tpurank(["features", *only, *common], log)
+    rd.stage(["prepare", "--no-progress", *only, *common], log)
+    rd.stage(["features", *only, *common], log)
     for m in ("lgbm", "gnn"):
-        tpurank(["train", "--model", m, *only, *common], log)
-        tpurank(["predict", "--model", m, "--split", "valid", "--partial", *only, *common], log)
-    tpurank(["train", "--model", "ensemble", *only, *common], log)
+        rd.stage(["train", "--model", m, *only, *common], log)
+        rd.stage(["predict", "--model", m, "--split", "valid", "--partial", *only, *common], log)
+    rd.stage(["train", "--model", "ensemble", *only, *common], log)
     return out, cache
 
 
@@ -151,7 +132,7 @@ def main() -> int:
         "load": os.getloadavg()[0],
     }
     for name, extra in (("rank", []), ("rank --measured", ["--measured", str(a.work / "measured.csv")])):
-        seconds, gb = tpurank([*argv, *extra, "--out", str(a.work / "ranking.csv")], log)
+        seconds, gb = rd.measured_stage([*argv, *extra, "--out", str(a.work / "ranking.csv")], log)
         res[name] = {"seconds": round(seconds, 2), "peak_rss_gb": round(gb, 3)}
         print(f"{name}: {seconds:.1f} s, peak RSS {gb:.2f} GB", flush=True)
     cal = res["rank --measured"]

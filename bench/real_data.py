@@ -10,6 +10,7 @@ validation split, and validating on a train graph selects on the fit to the trai
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -193,15 +194,22 @@ def fold_fitted(
 def stage(argv: list[str], log: Path) -> float:
     """Run `python -m tpurank <argv>` from the checkout, its output to `log`; its seconds, or stop
     with the log's tail on failure (the real-data benches run every stage as a user would)."""
+    return measured_stage(argv, log)[0]
+
+
+def measured_stage(argv: list[str], log: Path) -> tuple[float, float]:
+    """`stage`, and its process's peak RSS in GB: (seconds, GB)."""
     root = Path(__file__).resolve().parents[1]
     t = time.perf_counter()
     with open(log, "a") as f:
         f.write(f"$ tpurank {' '.join(argv)}\n")
         f.flush()
-        rc = subprocess.call(
+        child = subprocess.Popen(
             [sys.executable, "-m", "tpurank", *argv], stdout=f, stderr=subprocess.STDOUT, cwd=root
         )
+        _, status, usage = os.wait4(child.pid, 0)
+    rc = os.waitstatus_to_exitcode(status)
     if rc != 0:
         tail = log.read_text().splitlines()[-15:]
         raise SystemExit(f"tpurank {argv[0]} failed (exit {rc}); log {log}:\n" + "\n".join(tail))
-    return time.perf_counter() - t
+    return time.perf_counter() - t, usage.ru_maxrss / 2**20  # ru_maxrss: KB on Linux
