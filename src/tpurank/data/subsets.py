@@ -11,6 +11,7 @@ more than training it (docs/scale.md), while 1,000 configs measure tau as the co
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -57,16 +58,19 @@ def load_subsets(folder: str | Path) -> dict[str, dict[str, np.ndarray]]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def spread_configs(n: int, limit: int = EVAL_MAX_CONFIGS) -> np.ndarray:
     """Original config indices 0..n-1, or `limit` of them spread evenly (deterministic) when n is larger.
+    Kept per (n, limit) and read-only: the ensemble's weight grid asks for each graph's many times.
 
     Args:
         n: configs of the graph.
         limit: the most to keep (0 = all).
     """
-    if limit <= 0 or n <= limit:
-        return np.arange(n)
-    return np.unique(np.linspace(0, n - 1, limit).round().astype(np.int64))
+    rows = np.arange(n) if limit <= 0 or n <= limit else np.linspace(0, n - 1, limit).round().astype(np.int64)
+    rows = np.unique(rows)
+    rows.flags.writeable = False
+    return rows
 
 
 def scored_configs(collection: str, n: int) -> np.ndarray | None:
