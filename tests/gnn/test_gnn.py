@@ -13,6 +13,7 @@ from helpers import FEAT, prepared_graph, small_cfg
 
 from tpurank.core.collections import kind_of
 from tpurank.core.config import Config
+from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
 from tpurank.core.paths import Paths
@@ -395,6 +396,28 @@ def test_checkpointed_layers_give_the_same_loss_and_gradients(layer_attention: b
     assert grads[0].keys() == grads[1].keys()
     for k in grads[0]:
         assert torch.allclose(grads[0][k], grads[1][k], atol=1e-6), k
+
+
+@pytest.mark.parametrize(
+    ("checkpoint_layers", "min_states", "recomputes"),
+    [(True, 0, True), (True, 10 * 30 * 16, True), (True, 10 * 30 * 16 + 1, False), (False, 0, False)],
+)
+def test_only_passes_of_at_least_checkpoint_min_states_recompute(
+    checkpoint_layers: bool, min_states: int, recomputes: bool
+) -> None:
+    """A pass of 10 configs x 30 nodes x width 16 recomputes its layers only from the threshold up,
+    and only in training with gradients; the config's key reaches the network's arguments."""
+    g = from_prepared(prepared_graph("layout", seed=2, n=30))
+    batch = make_batch([g], [np.arange(10)])
+    m = GnnRanker(
+        "layout", FEAT, hidden=16, checkpoint_layers=checkpoint_layers, checkpoint_min_states=min_states
+    )
+    states = m.encode_nodes(batch).unsqueeze(0).expand(10, -1, -1)
+    assert states.numel() == 10 * 30 * 16
+    assert m.train().recomputes(states) is recomputes
+    assert not m.eval().recomputes(states)
+    cfg = load_config(overrides=[f"gnn.checkpoint_min_states={min_states}"])
+    assert gnn_model.SPEC.model_args(cfg, "layout", FEAT)["checkpoint_min_states"] == min_states
 
 
 def shaped_graph(seed: int) -> PreparedGraph:

@@ -15,9 +15,9 @@ import pytest
 from tpurank.core.config import Config, from_dict
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
-from tpurank.gnn.data import load_split
+from tpurank.gnn.data import eval_configs, load_split
 from tpurank.gnn.families import gnn as gnn_model
-from tpurank.gnn.train import loop, run_log
+from tpurank.gnn.train import budget, loop, run_log
 from tpurank.gnn.train.checkpoints import CHECKPOINT, load_model
 from tpurank.gnn.train.schedule import lr_factor
 from tpurank.gnn.train.trainer import train_collection
@@ -68,11 +68,32 @@ def test_the_warm_up_follows_the_larger_share_of_the_budget(step: int, share: fl
     assert lr_factor(step, 100, 10, "cosine", time_share=share) == pytest.approx(expected, abs=1e-9)
 
 
-@pytest.mark.slow
-def test_a_time_budgeted_run_ends_near_a_zero_rate(tiny_paths: Paths, graphs, tmp_path: Path) -> None:
+def fake_clock(monkeypatch: pytest.MonkeyPatch, step_s: float, validation_s: float, score: float = 0.5):
+    """The loop's clock advances `step_s` per optimizer step and `validation_s` per validation (which
+    scores `score`): a time budget's behaviour without a real machine's speed in it."""
+    clock = types.SimpleNamespace(now=0.0)
+    monkeypatch.setattr(loop, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
+    real_step = loop.step_once
+
+    def timed_step(*args, **kwargs):
+        clock.now += step_s
+        return real_step(*args, **kwargs)
+
+    def timed_score(run, valid, losses) -> float:
+        clock.now += validation_s
+        return score
+
+    monkeypatch.setattr(loop, "step_once", timed_step)
+    monkeypatch.setattr(loop, "score_valid", timed_score)
+
+
+def test_a_time_budgeted_run_ends_near_a_zero_rate(
+    tiny_paths: Paths, graphs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 3 s budget at 0.1 s a step with a one-step warm-up: the first validation shows the peak rate,
+    the last one a rate near zero: the decay follows the budget's time, not max_steps."""
+    fake_clock(monkeypatch, step_s=0.1, validation_s=0.1)
     paths = Paths(tiny_paths.data, tmp_path)
-    # a one-step warm-up and 3 s: the first validation (step 5) comes before a loaded machine (CI's two
-    # test workers) has spent much of the budget, so it shows the peak
     cfg = small_cfg(max_steps=1_000_000, eval_every=5, time_budget_min=0.05, warmup_steps=1, patience=10**6)
     summary = train_collection(gnn_model.SPEC, paths, cfg, COLLECTION, *graphs, progress=False)
     rows = metrics(paths)
@@ -88,25 +109,45 @@ def test_a_time_budget_holds_its_closing_validation(
     """On a clock where a step takes 0.1 s and a validation 1 s, a 3 s budget validating every 5 steps:
     the steps end a validation's length before the budget, so the validation that closes the run
     fits in it (3.0 s; spent after it, the run took 4.1 s)."""
-    clock = types.SimpleNamespace(now=0.0)
-    monkeypatch.setattr(loop, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
-    real_step = loop.step_once
-
-    def timed_step(*args, **kwargs):
-        clock.now += 0.1
-        return real_step(*args, **kwargs)
-
-    def timed_score(run, valid, losses) -> float:
-        clock.now += 1.0
-        return 0.5
-
-    monkeypatch.setattr(loop, "step_once", timed_step)
-    monkeypatch.setattr(loop, "score_valid", timed_score)
+    fake_clock(monkeypatch, step_s=0.1, validation_s=1.0)
+    # no estimate before the first validation: what is reserved is the last validation's length
+    monkeypatch.setattr(loop, "closing_estimate", lambda work, trained, seconds: 0.0)
     cfg = small_cfg(max_steps=1_000_000, eval_every=5, time_budget_min=0.05, warmup_steps=1, patience=10**6)
     paths = Paths(tiny_paths.data, tmp_path)
     summary = train_collection(gnn_model.SPEC, paths, cfg, COLLECTION, *graphs, progress=False)
     assert summary["stopped_by"] == "time budget" and summary["steps_run"] == 10
     assert summary["seconds"] == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize(("guess", "steps"), [(0.0, 30), (1.0, 20), (5.0, 1)])
+def test_a_run_validated_only_at_its_end_reserves_the_estimate(
+    tiny_paths: Paths, graphs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guess: float, steps: int
+) -> None:
+    """No validation before the end (eval_every past the budget): the steps stop the estimated closing
+    validation's length before the 3 s budget (0.1 s a step): with no estimate, at the budget, and the
+    1 s validation overruns it; a guess longer than the budget leaves one step."""
+    fake_clock(monkeypatch, step_s=0.1, validation_s=1.0)
+    monkeypatch.setattr(loop, "closing_estimate", lambda work, trained, seconds: guess)
+    cfg = small_cfg(max_steps=1_000_000, eval_every=10**5, time_budget_min=0.05, warmup_steps=1)
+    paths = Paths(tiny_paths.data, tmp_path)
+    summary = train_collection(gnn_model.SPEC, paths, cfg, COLLECTION, *graphs, progress=False)
+    assert summary["stopped_by"] == "time budget" and summary["steps_run"] == steps
+
+
+def test_the_closing_estimate_counts_the_validation_at_the_training_rate(graphs) -> None:
+    """The configs x nodes a validation scores (each graph's unique scored configs times its nodes), at
+    the rate training went, times the forward pass's share."""
+    _, valid = graphs
+    r = gnn_model.SPEC.recipe(small_cfg(eval_max_configs=7), "layout")
+    work = budget.validation_work(valid, r)
+    by_hand = sum(
+        len(set(g.inverse[eval_configs(g, 7)].tolist())) * len(g.opcode) for g in valid if g.rankable
+    )
+    assert work == by_hand > 0
+    assert budget.closing_estimate(work, trained=work, seconds=10.0) == pytest.approx(
+        10 * budget.FORWARD_SHARE
+    )
+    assert budget.closing_estimate(work, trained=0, seconds=10.0) == 0.0
 
 
 @pytest.mark.parametrize(

@@ -173,6 +173,13 @@ class GnnConfig:
     checkpoint_layers: bool = value(
         True, doc="recompute each layer's activations in backward: the same numbers in less memory, slower"
     )
+    # a pass below it keeps its activations (8 MB a state tensor, ~0.1 GB over 3 layers at most): the
+    # demo's and small graphs' passes skip the recomputation's cost; the memory it saves: docs/scale.md
+    checkpoint_min_states: int = value(
+        2_000_000,
+        min=0,
+        doc="gnn.checkpoint_layers recomputes only passes of at least this many configs x nodes x hidden states",
+    )
     # Graph Segment Training (docs/models.md, "Graph Segment Training"): cut each graph into contiguous
     # segments; a step backpropagates through `segments_per_step` of them and takes the others'
     # embeddings from a table of historical ones

@@ -48,6 +48,9 @@ class GnnRanker(nn.Module):
         checkpoint_layers: recompute each message-passing layer's activations (and its attention
             across configs) in the backward pass instead of keeping them (layout: (configs, nodes,
             hidden) per layer; heads x configurable nodes x configs^2 attention scores), at ~1/3 more compute.
+        checkpoint_min_states: with `checkpoint_layers`, recompute only a pass whose (configs, nodes,
+            hidden) states hold at least this many values: a small pass's activations cost little
+            memory, and recomputing them most of a small step's time.
         standardize: centre and scale node features with train statistics (buffers set by
             `standardize.fit_train_stats`, saved with the weights).
         layer_attention: layout: attention across the configs at every configurable node after
@@ -69,6 +72,7 @@ class GnnRanker(nn.Module):
         cross_config_attention: bool = False,
         heads: int = 4,
         checkpoint_layers: bool = False,
+        checkpoint_min_states: int = 0,
         standardize: bool = False,
         layer_attention: bool = False,
         tile_features: bool = False,
@@ -77,6 +81,7 @@ class GnnRanker(nn.Module):
         self.kind = kind
         self.hidden = hidden
         self.checkpoint_layers = checkpoint_layers
+        self.checkpoint_min_states = checkpoint_min_states
         self.opcode = nn.Embedding(OPCODE_VOCAB, opcode_dim)
         self.node_in = mlp([node_feat_dim + opcode_dim, hidden, hidden])
         self.layers = nn.ModuleList(BiSAGE(hidden, dropout, aggr) for _ in range(layers))
@@ -118,13 +123,18 @@ class GnnRanker(nn.Module):
             e = e + self.tile_in(batch.config_tile.to(e.dtype))
         e = e.to(h.dtype)
         x = h.unsqueeze(0).expand(c, -1, -1).index_add(1, batch.config_nodes, e)  # (C, N, H), no graph copy
-        recompute = self.checkpoint_layers and self.training and torch.is_grad_enabled()
+        recompute = self.recomputes(x)
         for i in range(len(self.layers)):
             if recompute:  # same numbers, a fraction of the memory (see the constructor)
                 x = checkpoint(self._layer, i, x, batch, use_reentrant=False)
             else:
                 x = self._layer(i, x, batch)
         return x
+
+    def recomputes(self, x: torch.Tensor) -> bool:
+        """Whether a training pass over the (C, N, H) states `x` recomputes its layers in backward."""
+        big = x.numel() >= self.checkpoint_min_states
+        return self.checkpoint_layers and big and self.training and torch.is_grad_enabled()
 
     def _layer(self, i: int, x: torch.Tensor, batch: Batch) -> torch.Tensor:
         """Message-passing layer `i` and its attention across configs (checkpointed as one)."""

@@ -12,11 +12,14 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from tpurank.gnn.data import GraphData
+from tpurank.gnn.data import GraphData, eval_configs
 from tpurank.gnn.device import Runtime
 from tpurank.gnn.recipe import Recipe
 
 AUTO_EVAL_MAX = 200  # eval_every = 0: about one pass over the train configs, but at most this many steps
+# a scored config's forward pass against a trained one's forward, backward and recomputation: about a
+# third, counted high, so a run reserves enough for its closing validation before any validation timed it
+FORWARD_SHARE = 0.5
 
 
 def step_graphs(order: np.ndarray, step: int, rt: Runtime, per_rank: int) -> list[int]:
@@ -57,3 +60,18 @@ def budget_share(r: Recipe, step: int, seconds: float) -> float:
     if r.time_budget_min > 0:
         share = max(share, seconds / (r.time_budget_min * 60))
     return min(1.0, share)
+
+
+def validation_work(valid: list[GraphData], r: Recipe) -> int:
+    """Configs x nodes one validation scores: the unique configs it scores on each rankable graph."""
+    rankable = [g for g in valid if g.rankable]
+    return sum(
+        len(np.unique(g.inverse[eval_configs(g, r.eval_max_configs)])) * len(g.opcode) for g in rankable
+    )
+
+
+def closing_estimate(work: int, trained: int, seconds: float) -> float:
+    """The closing validation's seconds before any validation measured them: its configs x nodes
+    (`validation_work`) at the rate training went through `trained` configs x nodes in `seconds`,
+    times FORWARD_SHARE. Without it a run validated only at its end overran its share by that end."""
+    return FORWARD_SHARE * work * seconds / trained if trained > 0 else 0.0

@@ -33,7 +33,15 @@ from tpurank.gnn.nets import tile_inputs
 from tpurank.gnn.recipe import ModelSpec
 from tpurank.gnn.scoring import evaluate
 from tpurank.gnn.train import run_log
-from tpurank.gnn.train.budget import budget_share, eval_interval, out_of_time, step_graphs, synced_seconds
+from tpurank.gnn.train.budget import (
+    budget_share,
+    closing_estimate,
+    eval_interval,
+    out_of_time,
+    step_graphs,
+    synced_seconds,
+    validation_work,
+)
 from tpurank.gnn.train.checkpoints import load_checkpoint, save_checkpoint
 from tpurank.gnn.train.gst_step import SegmentStep, finetune_head
 from tpurank.gnn.train.run import LoopState, Run, build, patience_ends, resume
@@ -50,10 +58,11 @@ class Fitted(NamedTuple):
 
 
 class StepDone(NamedTuple):
-    """One optimizer step: its loss and the configs it saw."""
+    """One optimizer step: its loss, the configs it saw and those configs times their graphs' nodes."""
 
     loss: float
     configs: int
+    node_configs: int
 
 
 def fit(
@@ -116,7 +125,8 @@ def step_once(run: Run, st: LoopState, train: list[GraphData], every: int) -> St
     if rt.device.type == "cpu":
         release_free_memory()  # the heap's holes would keep growing (tpurank.core.memory)
     st.step += 1
-    return StepDone(loss, sum(len(x) for x in rows))
+    node_configs = sum(len(x) * len(g.opcode) for g, x in zip(graphs, rows, strict=True))
+    return StepDone(loss, sum(len(x) for x in rows), node_configs)
 
 
 def score_valid(run: Run, valid: list[GraphData], losses: list[float]) -> float:
@@ -176,8 +186,13 @@ def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]
                disable=not (run.progress and rt.main), leave=False)  # fmt: skip
     losses, window, configs_seen, t0, clock = [], [], 0, time.perf_counter(), time.perf_counter()
     run.spent = st.seconds  # a resume: the seconds spent before carry over (and so the rate)
+    work, trained, trained_s = validation_work(valid, r), 0, 0.0
     while st.step < r.max_steps and not st.stopped:
-        loss, configs = step_once(run, st, train, every)
+        started = time.perf_counter()
+        loss, configs, node_configs = step_once(run, st, train, every)
+        trained, trained_s = trained + node_configs, trained_s + time.perf_counter() - started
+        if not run.closing:  # the same on every rank, as `late` must be
+            run.closing_guess = synced_seconds(closing_estimate(work, trained, trained_s), rt)
         losses.append(loss)
         window.append(loss)  # the steps since the last row of the training curve
         configs_seen += configs
@@ -187,7 +202,7 @@ def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]
         run.spent = synced_seconds(st.seconds + time.perf_counter() - clock, rt)
         # a time budget ends the steps a validation's length before it runs out, so the validation that
         # closes the run (and keeps the best model) fits in it, not after it
-        late = out_of_time(r, run.spent + run.closing)
+        late = out_of_time(r, run.spent + run.reserved)
         if st.step % every and st.step < r.max_steps and not late:
             if st.step % loss_every == 0:
                 st.curve.append(run_log.curve_row(st.step, run.spent, run.opt.param_groups[0]["lr"], window))

@@ -79,8 +79,14 @@ class Run:
     progress: bool
     spent: float = 0.0  # training seconds spent, as of the last step (the same on every rank)
     closing: float = 0.0  # the last validation's seconds (every rank's slowest): reserved for the closing one
+    closing_guess: float = 0.0  # its estimate until a validation ran (budget.closing_estimate)
     board: Any = None  # a TensorBoard writer when $TPURANK_TENSORBOARD is set (run_log.py)
     logged: int = -1  # the tenth of the budget of the last progress line (run_log.log_mark)
+
+    @property
+    def reserved(self) -> float:
+        """Seconds kept for the validation that closes the run: the last one's, else the estimate."""
+        return self.closing or self.closing_guess
 
     @property
     def final(self) -> Path:
@@ -160,7 +166,7 @@ def build(
         out=paths.model_dir(spec.name, collection), progress=progress,
     )  # fmt: skip
     # follows the time budget too, which ends a closing validation early: the rate reaches ~0 at the last step
-    run.sched = make_scheduler(opt, r, spent=lambda: run.spent + run.closing)
+    run.sched = make_scheduler(opt, r, spent=lambda: run.spent + run.reserved)
     if rt.main:
         member = run.out.name if run.out.name.startswith("seed-") else "seed-0"
         run.board = run_log.tensorboard(spec.name, collection, member)
