@@ -105,7 +105,7 @@ def test_a_key_set_at_top_level_above_beats_a_collection_table_below(tmp_path: P
     cpu = profiles.Profile("cpu", "test").file
     cfg = load_config(None, [], preset=ROOT / "configs" / "demo.toml", profile=cpu)
     assert {cfg.for_collection(c).gnn.eval_every for c in COLLECTIONS} == {0}
-    assert not cfg.for_collection("layout:xla:random").gnn.checkpoint_layers  # a key the demo leaves alone
+    assert cfg.for_collection("layout:xla:random").gnn.dim_features  # a key the demo leaves alone
     off = load_config(None, ["gnn.tile_features=false"], profile=cpu)
     assert not any(off.for_collection(c).gnn.tile_features for c in COLLECTIONS)
 
