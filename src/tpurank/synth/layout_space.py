@@ -135,6 +135,12 @@ class LayoutSpace:
         self.padded = np.full((len(self.cands), width, SLOTS), -2, dtype=np.int8)
         for g, cand in enumerate(self.cands):
             self.padded[g, : len(cand)] = cand
+        # the weights' cumulative sums as `Generator.choice` computes them, by candidate count
+        self._cdfs = []
+        for k in np.unique(self.n_cands):
+            gs = np.flatnonzero(self.n_cands == k)
+            cdf = np.stack([self.weights[g].cumsum() for g in gs])
+            self._cdfs.append((gs, cdf / cdf[:, -1:]))
 
     def _tensors(self, cfg: np.ndarray) -> np.ndarray:
         """(configs, n, 18) configs seen as (configs, 3n, 6) tensors: a view, never a copy."""
@@ -151,17 +157,20 @@ class LayoutSpace:
         self._tensors(out)[np.repeat(rows, size), tensors] = np.repeat(values, size, axis=0)
 
     def random(self, rng: np.random.Generator, rows: int, p_default: float = P_DEFAULT_RANDOM) -> np.ndarray:
-        """(rows, n, 18) int8 configs with every group of tensors drawn independently."""
+        """(rows, n, 18) int8 configs with every group of tensors drawn independently.
+
+        Group by group, the draws are those of `rng.choice(len(cand), rows, p=weights)` (a uniform
+        per row against the weights' cumulative sum) then a uniform per row for the default; drawn
+        here for all groups in one call, in the same order, so the configs are the same."""
         out = np.full((rows, self.n, 3 * SLOTS), -1, dtype=np.int8)
-        kept, groups, values = [], [], []
-        for g, cand in enumerate(self.cands):
-            pick = rng.choice(len(cand), size=rows, p=self.weights[g])
-            keep = np.flatnonzero(rng.random(rows) >= p_default)
-            kept.append(keep)
-            groups.append(np.full(len(keep), g))
-            values.append(cand[pick[keep]])
-        if kept:
-            self._set(out, np.concatenate(kept), np.concatenate(groups), np.concatenate(values))
+        if not self.cands:
+            return out
+        u = rng.random((len(self.cands), 2, rows))
+        pick = np.empty((len(self.cands), rows), dtype=np.int64)
+        for gs, cdf in self._cdfs:  # searchsorted(cdf, u, "right") is the count of cdf <= u
+            pick[gs] = (cdf[:, None, :] <= u[gs, 0, :, None]).sum(axis=2)
+        groups, kept = np.nonzero(u[:, 1] >= p_default)
+        self._set(out, kept, groups, self.padded[groups, pick[groups, kept]])
         return out
 
     def mutate(
