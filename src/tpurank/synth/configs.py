@@ -125,8 +125,9 @@ def default_search_configs(
         k = min(chunk, total - done)
         while have < k:
             pick = rng.integers(len(elite_cfg), size=max(64, k))
-            kids = space.mutate(rng, elite_cfg[pick]) if space.n else elite_cfg[pick]
-            kid_state = model.child_state(elite_state.take(pick), elite_cfg[pick], kids)
+            parents = elite_cfg[pick]
+            kids = space.mutate(rng, parents) if space.n else parents
+            kid_state = model.child_state(elite_state.take(pick), parents, kids)
             cost = model.totals(kid_state)
             # Metropolis: a child is kept with prob exp(-(its slowdown against its parent) / T):
             # the kept configs follow exp(-slowdown against the best / T) around the good region,

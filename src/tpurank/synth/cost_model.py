@@ -261,9 +261,10 @@ class LayoutCostModel(CostTerms):
         )
         return CostState(t, merge, terms["copy_in"], terms["copy_k"])
 
-    def child_state(self, parent: CostState, parents: np.ndarray, kids: np.ndarray) -> CostState:
+    def child_state(self, state: CostState, parents: np.ndarray, kids: np.ndarray) -> CostState:
         """The state of `kids`, each a change of a few nodes of the config in the same row of
-        `parents` (whose state is `parent`).
+        `parents`, from `state`: the parents' states (a copy, such as `CostState.take` gives,
+        updated in place and returned).
 
         Only the terms a change can reach are evaluated again: a changed node's, its consumers'
         when its output changed (they read its layout), its producers' when an operand changed
@@ -271,10 +272,10 @@ class LayoutCostModel(CostTerms):
         `state`, so every number, and every `totals`, equals a full evaluation's bit for bit.
         """
         if self.n == 0:
-            return parent.take(np.arange(len(kids)))
-        slots = [0, 1, 6, 7, 12, 13]  # the minor and second-minor of each tensor: all that costs
-        diff = kids[:, :, slots] != parents[:, :, slots]
-        ch_out, ch_in, ch_k = (diff[:, :, i] | diff[:, :, i + 1] for i in (0, 2, 4))
+            return state
+        # a tensor's minor and second-minor (its first two slots, one int16) are all that costs
+        diff = kids.view(np.int16)[:, :, ::3] != parents.view(np.int16)[:, :, ::3]
+        ch_out, ch_in, ch_k = diff[:, :, 0], diff[:, :, 1], diff[:, :, 2]
         hit = ch_out | ch_in | ch_k
         hit[:, self.feed_in] |= ch_out[:, self.src[self.feed_in]]
         hit[:, self.feed_k] |= ch_out[:, self.k_src[self.feed_k]]
@@ -292,7 +293,6 @@ class LayoutCostModel(CostTerms):
         out = slot_layout(own[:, 0], own[:, 1], *nv.defaults["out"])[:2]
         e = self._resolve(nv, (own[:, 6], own[:, 7], own[:, 12], own[:, 13]), out, src_out, k_out)
         terms = self._terms(nv, e)
-        state = parent.take(np.arange(len(kids)))
         state.copy_in[r, j], state.copy_k[r, j] = terms["copy_in"], terms["copy_k"]
         fused = self._fused(~state.copy_in, ~state.copy_k)[r, j]
         role_src = output_role(src_out[0], self.ranks[0][s]) if self.hidden else None
