@@ -138,6 +138,7 @@ class LayoutSpace:
         self.padded = np.full((len(self.cands), width, SLOTS), -2, dtype=np.int8)
         for g, cand in enumerate(self.cands):
             self.padded[g, : len(cand)] = cand
+        self.padded_words = _words(self.padded)  # (groups, width): a layout compared in one word
         # the weights' cumulative sums as `Generator.choice` computes them, by candidate count
         self._cdfs = []
         for k in np.unique(self.n_cands):
@@ -190,21 +191,32 @@ class LayoutSpace:
         groups = rng.integers(len(self.groups), size=len(rows))
         reset = rng.random(len(rows)) < 0.25
         pick = rng.random(len(rows))
-        current = self._tensors(parents)[rows, self.members[self.starts[groups]]]  # (changes, 6)
-        is_default = (current == -1).all(axis=1)
-        cand, n_cand = self.padded[groups], self.n_cands[groups]
+        current = _words(self._tensors(parents)[rows, self.members[self.starts[groups]]])
+        is_default = current == DEFAULT_WORD
+        n_cand = self.n_cands[groups]
         # the index of the current layout among the candidates (n_cand when default)
-        match = (current[:, None, :] == cand).all(axis=2)
+        match = current[:, None] == self.padded_words[groups]
         where = np.where(match.any(axis=1), match.argmax(axis=1), n_cand)
         # another candidate: draw among n_cand - 1 (or n_cand from default) and skip the current
         n_other = n_cand - (~is_default).astype(np.int64)
         idx = np.minimum((pick * n_other).astype(np.int64), np.maximum(n_other - 1, 0))
         idx = idx + (idx >= where)
-        value = cand[np.arange(len(rows)), np.minimum(idx, n_cand - 1)]
+        value = self.padded[groups, np.minimum(idx, n_cand - 1)]
         value[reset & ~is_default] = -1  # back to the compiler default
         keep = n_other > 0  # a one-candidate group already at its layout cannot change
         self._set(children, rows[keep], groups[keep], value[keep])
         return children
+
+
+def _words(rows: np.ndarray) -> np.ndarray:
+    """(..., 6) int8 slot rows as one uint64 each (two zero bytes after the six): equal rows give
+    equal words, so a row is compared in one operation rather than six and a reduction."""
+    padded = np.zeros((*rows.shape[:-1], 8), dtype=np.int8)
+    padded[..., :SLOTS] = rows
+    return padded.view(np.uint64)[..., 0]
+
+
+DEFAULT_WORD = _words(np.full(SLOTS, -1, dtype=np.int8))  # a tensor left at the compiler default
 
 
 def _skewed(rng: np.random.Generator, k: int) -> np.ndarray:
