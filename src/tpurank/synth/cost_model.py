@@ -158,7 +158,9 @@ class LayoutCostModel(CostTerms):
         }
         self._row = np.arange(self.n) * (NONE + 1) ** 2
         self._per_opcode(nodes)
-        self._src_dim_flat, self._k_dim_flat = self.src_dim.reshape(-1), self.k_dim.reshape(-1)
+        # layouts are dimension indices (0..6): int8 keeps the per-config arrays 8x smaller
+        self._src_dim_flat = self.src_dim.reshape(-1).astype(np.int8)
+        self._k_dim_flat = self.k_dim.reshape(-1).astype(np.int8)
         self.nodes = self._node_view()
 
     def _per_opcode(self, nodes: list) -> None:
@@ -193,7 +195,9 @@ class LayoutCostModel(CostTerms):
         return NodeView(
             row=self._row,
             dim_row=np.arange(self.n) * (NONE + 1),
-            defaults={t: (d[t][:, 0], d[t][:, 1]) for t in ("out", "in", "k")},
+            defaults={
+                t: (d[t][:, 0].astype(np.int8), d[t][:, 1].astype(np.int8)) for t in ("out", "in", "k")
+            },
             nbytes=self.bytes,
             flops=self.flops,
             contract_in=self.contract_in,

@@ -187,8 +187,8 @@ class CostTerms:
 def slot_layout(s0: np.ndarray, s1: np.ndarray, d0: np.ndarray, d1: np.ndarray) -> tuple:
     """(minor, second-minor, explicitly set?) of a tensor from its first two slots and its
     default (d0, d1)."""
-    s0 = s0.astype(np.int64)
-    s1 = s1.astype(np.int64)
+    s0 = s0.astype(np.int8, copy=False)  # layout values -1..6: small integers, exact in int8
+    s1 = s1.astype(np.int8, copy=False)
     set_ = s0 >= 0
     a = np.where(set_, s0, d0)
     b = np.where(set_, np.where(s1 >= 0, s1, NONE), d1)
