@@ -64,9 +64,19 @@ class CostTerms:
         else:
             ks_a, ks_b = k_a, k_b
         return {
-            "out_a": out_a, "out_b": out_b, "in_a": in_a, "in_b": in_b, "k_a": k_a, "k_b": k_b,
-            "src_a": src_a, "src_b": src_b, "ks_a": ks_a, "ks_b": ks_b, "in_set": in_set, "k_set": k_set,
-        }  # fmt: skip
+            "out_a": out_a,
+            "out_b": out_b,
+            "in_a": in_a,
+            "in_b": in_b,
+            "k_a": k_a,
+            "k_b": k_b,
+            "src_a": src_a,
+            "src_b": src_b,
+            "ks_a": ks_a,
+            "ks_b": ks_b,
+            "in_set": in_set,
+            "k_set": k_set,
+        }
 
     def _propagate(self, nv: NodeView, src_out: tuple, dim: np.ndarray, has: np.ndarray, t: str) -> tuple:
         """The producer's output layout as seen at the consumer's operand (default where none)."""
