@@ -13,7 +13,9 @@ import pytest
 from tpurank.core.paths import synthetic_scale
 from tpurank.synth import generate
 from tpurank.synth.cost_model import LayoutCostModel, measure, pad_table
+from tpurank.synth.graph_families import layout_graph
 from tpurank.synth.hlo_builder import Builder
+from tpurank.synth.layout_space import LayoutSpace
 from tpurank.synth.physics import REFERENCE, draw_physics
 from tpurank.synth.realism import _dup_noise, distance, layout_runtime_stats, realism_table
 from tpurank.synth.tile_cost import tile_cost
@@ -186,3 +188,18 @@ def test_compare_synth_prints_one_summary_line(tiny_root: Path, sample_root: Pat
     assert main([*args, "--difficulty-seeds", "0"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert out[-1].startswith("summary: runtime and ranking: ")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 7])
+def test_a_childs_cost_from_its_parents_terms_equals_a_full_evaluation_bit_for_bit(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    graph = layout_graph(rng, ("xla", "nlp")[seed % 2], 1500, 80)
+    space = LayoutSpace(graph.configurable, rng)
+    model = LayoutCostModel(graph, draw_physics(seed) if seed else None)
+    parents = space.random(rng, 200)
+    kids = space.mutate(rng, parents)
+    child = model.child_state(model.state(parents), parents, kids)
+    full = model.state(kids)
+    for a, b in zip(child.arrays(), full.arrays(), strict=True):
+        assert np.array_equal(a, b)
+    assert model.totals(child).tobytes() == model.cost(kids).tobytes()

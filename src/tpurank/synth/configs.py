@@ -117,6 +117,7 @@ def default_search_configs(
     reservoir = _Reservoir(rng)
     pending_cfg, pending_cost = [elite_cfg], [elite_cost]
     elite_cfg, elite_cost = _walk_away(space, model, rng, elite_cfg, elite_cost)
+    elite_state = model.state(elite_cfg)  # children are evaluated from their parent's terms
     best = min(best, float(elite_cost.min()))
     seen = {_row_key(pending_cfg[0][0])}  # configs recorded so far (duplicates come from the reservoir)
     have, done = 1, 0
@@ -124,8 +125,10 @@ def default_search_configs(
         k = min(chunk, total - done)
         while have < k:
             pick = rng.integers(len(elite_cfg), size=max(64, k))
-            kids = space.mutate(rng, elite_cfg[pick]) if space.n else elite_cfg[pick]
-            cost = model.cost(kids)
+            parents = elite_cfg[pick]
+            kids = space.mutate(rng, parents) if space.n else parents
+            kid_state = model.child_state(elite_state.take(pick), parents, kids)
+            cost = model.totals(kid_state)
             # Metropolis: a child is kept with prob exp(-(its slowdown against its parent) / T):
             # the kept configs follow exp(-slowdown against the best / T) around the good region,
             # not a descent, so late rows are no faster than early ones (as in the real files)
@@ -143,8 +146,9 @@ def default_search_configs(
             # kept children join the parents (a random subset of PARENTS stays)
             elite_cfg = np.concatenate([elite_cfg, kids[keep]])
             elite_cost = np.concatenate([elite_cost, cost[keep]])
+            elite_state = elite_state.concat(kid_state.take(np.flatnonzero(keep)))
             stay = rng.permutation(len(elite_cfg))[:PARENTS]
-            elite_cfg, elite_cost = elite_cfg[stay], elite_cost[stay]
+            elite_cfg, elite_cost, elite_state = elite_cfg[stay], elite_cost[stay], elite_state.take(stay)
         cfg, cost = np.concatenate(pending_cfg), np.concatenate(pending_cost)
         out_cfg, out_cost = cfg[:k], cost[:k]
         pending_cfg, pending_cost, have = [cfg[k:]], [cost[k:]], len(cfg) - k

@@ -49,6 +49,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tpurank.synth.cost_state import CostState, NodeView
+from tpurank.synth.cost_terms import NONE, CostTerms, output_role, slot_layout
 from tpurank.synth.hlo import BYTES_PER_NS, HloGraph
 from tpurank.synth.noise import measure, program_noise
 from tpurank.synth.physics import LANES, REFERENCE, SUBLANES, Physics, graph_rng
@@ -56,8 +58,6 @@ from tpurank.synth.tile_cost import tile_cost
 
 __all__ = ["LayoutCostModel", "measure", "pad_table", "program_noise", "tile_cost"]
 
-PEAK_FLOPS_PER_NS = 137_500.0  # ~137 TFLOP/s bf16 MXU throughput of one TPU v4 core
-NONE = 6  # "no such dimension" index in the layout tables (rank-1 tensors have no second-minor)
 KIND = {"conv": 0, "dot": 1, "reshape": 2}  # rows of Physics.role_cost
 
 
@@ -92,7 +92,7 @@ def mxu_kernel_pair(rank: int, contract: int) -> tuple[int, int]:
     return contract, other
 
 
-class LayoutCostModel:
+class LayoutCostModel(CostTerms):
     """Noise-free runtime of layout configurations of one graph, vectorised over configs.
 
     Args:
@@ -158,6 +158,10 @@ class LayoutCostModel:
         }
         self._row = np.arange(self.n) * (NONE + 1) ** 2
         self._per_opcode(nodes)
+        # layouts are dimension indices (0..6): int8 keeps the per-config arrays 8x smaller
+        self._src_dim_flat = self.src_dim.reshape(-1).astype(np.int8)
+        self._k_dim_flat = self.k_dim.reshape(-1).astype(np.int8)
+        self.nodes = self._node_view()
 
     def _per_opcode(self, nodes: list) -> None:
         """Per-node views of the per-opcode and neighbour tables (off under REFERENCE)."""
@@ -186,48 +190,40 @@ class LayoutCostModel:
         if ph.affinity_sigma > 0 and self.n:
             self.affinity = np.exp(rng.normal(0.0, ph.affinity_sigma, self.n * (NONE + 1)))  # flat (n, 7)
 
-    def _pad(self, t: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return self._flat[t][self._row + a * (NONE + 1) + b]
-
-    def _pair(self, cfg: np.ndarray, t: str, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(minor, second-minor, explicitly set?) of one tensor per (config, node)."""
-        s0 = cfg[:, :, first].astype(np.int64)
-        s1 = cfg[:, :, first + 1].astype(np.int64)
-        set_ = s0 >= 0
-        d = self.defaults[t]
-        a = np.where(set_, s0, d[:, 0])
-        b = np.where(set_, np.where(s1 >= 0, s1, NONE), d[:, 1])
-        return a, b, set_
+    def _node_view(self) -> NodeView:
+        d = self.defaults
+        return NodeView(
+            row=self._row,
+            dim_row=np.arange(self.n) * (NONE + 1),
+            defaults={
+                t: (d[t][:, 0].astype(np.int8), d[t][:, 1].astype(np.int8)) for t in ("out", "in", "k")
+            },
+            nbytes=self.bytes,
+            flops=self.flops,
+            contract_in=self.contract_in,
+            contract_k=self.contract_k,
+            kind=self.kind,
+            kind_eff=self.kind_eff,
+            is_mxu=self.is_mxu,
+            is_reshape=self.is_reshape,
+            out_feature=self.out_feature,
+            chain=self.chain,
+            to_root=self.to_root,
+            has_src=self.has_src,
+            has_k_src=self.has_k_src,
+            rank_out=self.ranks[0],
+        )
 
     def effective(self, cfg: np.ndarray) -> dict[str, np.ndarray]:
         """The layout each tensor really gets: (minor, second-minor) per (config, node) for out,
         in and k, the producer's layout `src` reaching the input, and which slots were set."""
-        out_a, out_b, out_set = self._pair(cfg, "out", 0)
-        in_a, in_b, in_set = self._pair(cfg, "in", 6)
-        k_a, k_b, k_set = self._pair(cfg, "k", 12)
-        # a default input takes the producer's layout (its dims renamed through any transposes
-        # between them: then the transpose is a free bitcast); an explicit one may force a copy
-        src_a, src_b = self._propagate(out_a, out_b, self.src, dim=self.src_dim, has=self.has_src, t="in")
-        in_a = np.where(in_set, in_a, src_a)
-        in_b = np.where(in_set, in_b, src_b)
-        if self.has_k_src.any():  # an activation kernel: likewise
-            ks_a, ks_b = self._propagate(out_a, out_b, self.k_src, dim=self.k_dim, has=self.has_k_src, t="k")
-            k_a = np.where(k_set | ~self.has_k_src, k_a, ks_a)
-            k_b = np.where(k_set | ~self.has_k_src, k_b, ks_b)
-        else:
-            ks_a, ks_b = k_a, k_b
-        return {
-            "out_a": out_a, "out_b": out_b, "in_a": in_a, "in_b": in_b, "k_a": k_a, "k_b": k_b,
-            "src_a": src_a, "src_b": src_b, "ks_a": ks_a, "ks_b": ks_b, "in_set": in_set, "k_set": k_set,
-        }  # fmt: skip
-
-    def _propagate(self, out_a, out_b, src, dim, has, t):
-        """The producer's output layout as seen at the consumer's operand (default where none)."""
-        s = np.where(has, src, 0)
-        rows = np.arange(self.n) * (NONE + 1)
-        a = dim.reshape(-1)[rows + out_a[:, s]]
-        b = dim.reshape(-1)[rows + out_b[:, s]]
-        return np.where(has, a, self.defaults[t][:, 0]), np.where(has, b, self.defaults[t][:, 1])
+        nv = self.nodes
+        out = slot_layout(cfg[:, :, 0], cfg[:, :, 1], *nv.defaults["out"])[:2]
+        s = np.where(self.has_src, self.src, 0)
+        ks = np.where(self.has_k_src, self.k_src, 0)
+        k_out = (out[0][:, ks], out[1][:, ks]) if self.has_k_src.any() else None
+        own = tuple(cfg[:, :, i] for i in (6, 7, 12, 13))
+        return self._resolve(nv, own, out, (out[0][:, s], out[1][:, s]), k_out)
 
     def cost(self, cfg: np.ndarray) -> np.ndarray:
         """Noise-free runtime in ns of each configuration.
@@ -235,110 +231,89 @@ class LayoutCostModel:
         Args:
             cfg: (configs, configurable nodes, 18) integer array of layout values (-1..5).
         """
-        c = cfg.shape[0]
         if self.n == 0:
-            return np.full(c, self.base)
-        e = self.effective(cfg)
-        out_a, out_b, in_a, in_b, k_a, k_b = (e[k] for k in ("out_a", "out_b", "in_a", "in_b", "k_a", "k_b"))
-        src_a, src_b, in_set, k_set = e["src_a"], e["src_b"], e["in_set"], e["k_set"]
-        copy_in = in_set & ((in_a != src_a) | (in_b != src_b))
-        copy_k = self.has_k_src & k_set & ((k_a != e["ks_a"]) | (k_b != e["ks_b"]))
-        i_out, i_in, i_k = (
-            self._row + a * (NONE + 1) + b for a, b in ((out_a, out_b), (in_a, in_b), (k_a, k_b))
-        )
-        p_out, p_in, p_k = self._flat["out"][i_out], self._flat["in"][i_in], self._flat["k"][i_k]
-        p_src = self._pad("in", src_a, src_b)
-        bo, bi, bk = self.bytes["out"], self.bytes["in"], self.bytes["k"]
+            return np.full(cfg.shape[0], self.base)
+        return self.totals(self.state(cfg))
 
-        ph, bw = self.ph, self.bw
-        op, role = self._op_time(e, i_in, i_k, (p_out, p_in, p_k))
-        d_out = self.defaults["out"]
-
-        # a producer's elementwise chain fuses into a consumer that reads its layout as written
-        # (no copy between them): its traffic then mostly disappears; a forced copy breaks fusion
-        fused = self._fused(~copy_in, ~copy_k)
-        chain = self.chain * 2.0 * bo * self._powed["out"][i_out] / bw
-        t = op + chain * np.where(fused, ph.fused_share, 1.0)
-        cw = ph.copy_weight / bw  # forced copies: a pass over the tensor in both layouts
-        t += copy_in * bi * (p_in + p_src) * cw
-        p_ks = self._pad("k", e["ks_a"], e["ks_b"])
-        t += copy_k * bk * (p_k + p_ks) * cw
-        k_moved = (
-            ~self.has_k_src & k_set & ((k_a != self.defaults["k"][:, 0]) | (k_b != self.defaults["k"][:, 1]))
-        )
-        t += k_moved * bk * (p_k + self._pad("k", *self._default_ab("k"))) * cw
-        out_moved = (out_a != d_out[:, 0]) | (out_b != d_out[:, 1])
-        t += (self.to_root & out_moved) * bo * (p_out + self._pad("out", *self._default_ab("out"))) * cw
-        if self.hidden and len(self.feed_in):  # neighbours' output layouts together: extra traffic
-            cons = self.feed_in
-            extra = self.neighbour[role[:, self.src[cons]], role[:, cons]]
-            t[:, cons] += extra * bi[cons] * p_in[:, cons] / bw
-        total = self.base + t.sum(axis=1)
-        if len(self.merge_a):  # two branches meeting in one op must share a layout: copy one
-            ma, mb = self.merge_a, self.merge_b
-            differ = (out_a[:, ma] != out_a[:, mb]) | (out_b[:, ma] != out_b[:, mb])
-            pa = self._flat["out"][self._row[ma] + out_a[:, ma] * (NONE + 1) + out_b[:, ma]]
-            pb = self._flat["out"][self._row[mb] + out_a[:, mb] * (NONE + 1) + out_b[:, mb]]
-            total += (differ * self.merge_bytes * (pa + pb) * cw).sum(axis=1)
+    def totals(self, state: CostState) -> np.ndarray:
+        """Noise-free runtime in ns of each config of `state` (summed as `cost` sums)."""
+        if self.n == 0:
+            return np.full(len(state.t), self.base)
+        # the sums run over the memory layouts a full evaluation leaves (its merges come out in
+        # column-major order, whose row sums add in another order than row-major ones)
+        total = self.base + np.ascontiguousarray(state.t).sum(axis=1)
+        if len(self.merge_a):
+            total += np.asfortranarray(state.merge).sum(axis=1)
         return total
 
-    def _op_time(
-        self, e: dict, i_in: np.ndarray, i_k: np.ndarray, pads: tuple
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(configs, n) time of each conv/dot/reshape itself, and its output's minor role.
-
-        Args:
-            e: `effective` layouts.
-            i_in, i_k: flat indices of the input and kernel layouts into the padding tables.
-            pads: the output's, input's and kernel's padding factors.
-        """
-        ph, bw = self.ph, self.bw
-        p_out, p_in, p_k = pads
-        out_a, out_b, in_a, in_b, k_a = e["out_a"], e["out_b"], e["in_a"], e["in_b"], e["k_a"]
-        bo, bi, bk = self.bytes["out"], self.bytes["in"], self.bytes["k"]
-        orient = np.where(in_a == self.contract_in, 1.0, ph.mxu_input_penalty)
-        orient *= np.where((k_a == self.contract_k) | (bk == 0), 1.0, ph.mxu_kernel_penalty)
-        # padding to a power, read from tables raised once (a power per config is the slow part)
-        compute = self.flops / PEAK_FLOPS_PER_NS * self._powed["in"][i_in] * self._powed["k"][i_k]
-        compute *= orient * self.kind_eff
-        traffic = bi * p_in + bk * p_k + bo * p_out  # padded bytes the op moves
-        memory = traffic / bw
-        # the MXU writes results feature-minor when it streams the input contraction-minor (and
-        # the other way round); an output layout against that order costs an on-chip transpose
-        natural = (in_a == self.contract_in) == (out_a == self.out_feature)
-        memory += np.where(self.is_mxu & ~natural, ph.result_transpose * bo * p_out / bw, 0.0)
-        role = self._role(out_a)
-        mem_mult = self.role_cost[self.kind, role] if self.hidden else 1.0
-        if np.isfinite(ph.cache_bytes) and ph.cache_cliff != 1.0:
-            mem_mult = mem_mult * np.where(traffic > ph.cache_bytes, ph.cache_cliff, 1.0)
-        memory = memory * mem_mult
-        op = np.maximum(compute, memory) + ph.overlap * np.minimum(compute, memory)
-        d_out, d_in = self.defaults["out"], self.defaults["in"]
-        row_major = (
-            (out_a == d_out[:, 0]) & (out_b == d_out[:, 1]) & (in_a == d_in[:, 0]) & (in_b == d_in[:, 1])
+    def state(self, cfg: np.ndarray) -> CostState:
+        """Every term of each config's runtime, evaluated in full (`totals` sums them)."""
+        if self.n == 0:
+            return CostState.empty(len(cfg), 0, len(self.merge_a))
+        e = self.effective(cfg)
+        terms = self._terms(self.nodes, e)
+        fused = self._fused(~terms["copy_in"], ~terms["copy_k"])
+        role_src = terms["role"][:, np.where(self.has_src, self.src, 0)] if self.hidden else None
+        t = self._combine(self.nodes, terms, fused, role_src)
+        ma, mb = self.merge_a, self.merge_b
+        merge = self._merge_terms(
+            (e["out_a"][:, ma], e["out_b"][:, ma]),
+            (e["out_a"][:, mb], e["out_b"][:, mb]),
+            ma,
+            mb,
+            self.merge_bytes,
         )
-        reshape = np.where(row_major, 0.0, (bi * p_in + bo * p_out) / bw * mem_mult)
-        op = np.where(self.is_reshape, reshape, op)
-        if self.affinity is not None:
-            op = op * self.affinity[self._row // (NONE + 1) + np.minimum(out_a, NONE)]
-        return op, role
+        return CostState(t, merge, terms["copy_in"], terms["copy_k"])
 
-    def _role(self, out_a: np.ndarray) -> np.ndarray:
-        """(configs, n) the output's minor role: 0 its last dimension, 1 second-to-last, 2 other."""
-        rank = self.ranks[0][None, :]
-        return np.where(out_a == rank - 1, 0, np.where(out_a == rank - 2, 1, 2))
+    def child_state(self, state: CostState, parents: np.ndarray, kids: np.ndarray) -> CostState:
+        """The state of `kids`, each a change of a few nodes of the config in the same row of
+        `parents`, from `state`: the parents' states (a copy, such as `CostState.take` gives,
+        updated in place and returned).
 
-    def _fused(self, in_ok: np.ndarray, k_ok: np.ndarray) -> np.ndarray:
-        """(configs, n): whether some consumer reads the node's output without a copy."""
-        fused = np.zeros(in_ok.shape, dtype=bool)
+        Only the terms a change can reach are evaluated again: a changed node's, its consumers'
+        when its output changed (they read its layout), its producers' when an operand changed
+        (fusion), and the merges of a changed output. They go through the same operations as in
+        `state`, so every number, and every `totals`, equals a full evaluation's bit for bit.
+        """
+        if self.n == 0:
+            return state
+        # a tensor's minor and second-minor (its first two slots, one int16) are all that costs
+        diff = kids.view(np.int16)[:, :, ::3] != parents.view(np.int16)[:, :, ::3]
+        ch_out, ch_in, ch_k = diff[:, :, 0], diff[:, :, 1], diff[:, :, 2]
+        hit = ch_out | ch_in | ch_k
+        hit[:, self.feed_in] |= ch_out[:, self.src[self.feed_in]]
+        hit[:, self.feed_k] |= ch_out[:, self.k_src[self.feed_k]]
         for consumers, producers, starts, which in self._feeds:
-            ok = (in_ok, k_ok)[which]
-            fused[:, producers] |= np.logical_or.reduceat(ok[:, consumers], starts, axis=1)
-        return fused
+            hit[:, producers] |= np.logical_or.reduceat((ch_in, ch_k)[which][:, consumers], starts, axis=1)
+        r, j = np.nonzero(hit)
+        nv, own = self.nodes.take(j), kids[r, j]
+        s = np.where(self.has_src, self.src, 0)[j]
+        src_out = self._out_layout(kids, r, s)
+        k_out = (
+            self._out_layout(kids, r, np.where(self.has_k_src, self.k_src, 0)[j])
+            if self.has_k_src.any()
+            else None
+        )
+        out = slot_layout(own[:, 0], own[:, 1], *nv.defaults["out"])[:2]
+        e = self._resolve(nv, (own[:, 6], own[:, 7], own[:, 12], own[:, 13]), out, src_out, k_out)
+        terms = self._terms(nv, e)
+        state.copy_in[r, j], state.copy_k[r, j] = terms["copy_in"], terms["copy_k"]
+        fused = self._fused(~state.copy_in, ~state.copy_k)[r, j]
+        role_src = output_role(src_out[0], self.ranks[0][s]) if self.hidden else None
+        state.t[r, j] = self._combine(nv, terms, fused, role_src)
+        if len(self.merge_a):
+            ma, mb = self.merge_a, self.merge_b
+            mr, m = np.nonzero(ch_out[:, ma] | ch_out[:, mb])
+            a, b = self._out_layout(kids, mr, ma[m]), self._out_layout(kids, mr, mb[m])
+            state.merge[mr, m] = self._merge_terms(a, b, ma[m], mb[m], self.merge_bytes[m])
+        return state
 
-    def _default_ab(self, t: str) -> tuple[np.ndarray, np.ndarray]:
-        d = self.defaults[t]
-        return d[:, 0], d[:, 1]
+    def _out_layout(
+        self, cfg: np.ndarray, rows: np.ndarray, nodes: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The effective (minor, second-minor) output layout of node `nodes[i]` in config `rows[i]`."""
+        d = self.defaults["out"]
+        return slot_layout(cfg[rows, nodes, 0], cfg[rows, nodes, 1], d[nodes, 0], d[nodes, 1])[:2]
 
 
 def _dim_map(perm: tuple[int, ...]) -> np.ndarray:

@@ -9,6 +9,7 @@ interact in the cost model (`ConfigurableNode.src`, `HloGraph.merges`).
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -81,7 +82,9 @@ class Builder:
         if feats:
             self.nodes[-1].feats.update(feats)
         # a non-configurable op streams its output once: a layout-independent share of runtime
-        self.other_cost_ns += _bytes(shape, ETYPE_BYTES[etype or self.etype]) / BYTES_PER_NS + 80.0
+        self.other_cost_ns += (
+            _bytes(self.nodes[-1].shape, ETYPE_BYTES[etype or self.etype]) / BYTES_PER_NS + 80.0
+        )
         return len(self.nodes) - 1
 
     def param(self, shape: tuple[int, ...], etype: str | None = None) -> int:
@@ -129,7 +132,7 @@ class Builder:
         feats.update({COL_CONV_DIMS0 + i: v for i, v in enumerate(_conv_dim_numbers(rank))})
         feats.update({COL_FEATURE_GROUPS: 1, COL_BATCH_GROUPS: 1})
         node = self.add("convolution", out, [x, k], feats=feats)
-        flops = 2.0 * np.prod(out, dtype=np.float64) * c * np.prod(window)
+        flops = 2.0 * _numel(out) * c * math.prod(window)
         self._configurable(
             node,
             "conv",
@@ -149,7 +152,7 @@ class Builder:
             w = self.param((kdim, w_cols))
         out = (*lead, self.nodes[w].shape[-1])
         node = self.add("dot", out, [x, w])
-        flops = 2.0 * np.prod(out, dtype=np.float64) * kdim
+        flops = 2.0 * _numel(out) * kdim
         self._configurable(
             node,
             "dot",
@@ -165,7 +168,7 @@ class Builder:
     def batched_dot(self, x: int, y: int, out: tuple[int, ...], contract_x: int, contract_y: int) -> int:
         """A dot of two activations (attention scores, weighted values); configurable."""
         node = self.add("dot", out, [x, y])
-        flops = 2.0 * np.prod(out, dtype=np.float64) * self.nodes[x].shape[contract_x]
+        flops = 2.0 * _numel(out) * self.nodes[x].shape[contract_x]
         self._configurable(
             node,
             "dot",
@@ -189,7 +192,7 @@ class Builder:
 
     def reshape(self, x: int, shape: tuple[int, ...]) -> int:
         """x reshaped to `shape` (same element count); configurable."""
-        assert np.prod(shape) == np.prod(self.nodes[x].shape), (shape, self.nodes[x].shape)
+        assert math.prod(shape) == math.prod(self.nodes[x].shape), (shape, self.nodes[x].shape)
         node = self.add("reshape", shape, [x])
         self._configurable(
             node, "reshape", shape, inp=self.nodes[x].shape, k=(), flops=0.0, contract_in=0, contract_k=0
@@ -307,8 +310,15 @@ class Builder:
         )
 
 
+def _numel(shape: tuple[int, ...]) -> float:
+    """Elements of a tensor, as a float. math.prod, not np.prod (whose call overhead was a tenth
+    of a big graph's build): the same number, as every partial product of a tensor's dims is an
+    integer below 2**53, exact in float64 whatever the order."""
+    return float(math.prod(shape))
+
+
 def _bytes(shape: tuple[int, ...], itemsize: int) -> float:
-    return float(np.prod(shape, dtype=np.float64)) * itemsize
+    return _numel(shape) * itemsize
 
 
 def _window_feats(window: tuple[int, ...], stride: int) -> dict[int, float]:
@@ -320,7 +330,7 @@ def _window_feats(window: tuple[int, ...], stride: int) -> dict[int, float]:
         for i, v in enumerate(values):
             out[base + i] = v
         out[base + 6] = sum(values)
-        out[base + 7] = float(np.prod(values))
+        out[base + 7] = float(math.prod(values))
     return out
 
 
@@ -384,7 +394,7 @@ def node_features(nodes: list[_Node], root: int) -> np.ndarray:
         dims = nd.shape[:6]
         feat[i, COL_DIMS0 : COL_DIMS0 + len(dims)] = dims
         feat[i, COL_DIM_SUM] = sum(dims)
-        feat[i, COL_DIM_PROD] = float(np.prod(dims)) if nd.etype != "tuple" else 0.0
+        feat[i, COL_DIM_PROD] = float(math.prod(dims)) if nd.etype != "tuple" else 0.0
         rank = len(dims)
         feat[i, COL_LAYOUT0 : COL_LAYOUT0 + rank] = list(range(rank - 1, -1, -1))  # row-major default
         for col, v in nd.feats.items():

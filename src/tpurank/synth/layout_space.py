@@ -59,6 +59,9 @@ def _slot_tables() -> list[np.ndarray]:
 
 
 SLOT_TABLES = np.stack(_slot_tables())  # (rank, minor, second-minor, 6)
+# SLOT_TABLES flat (rank * 49 + minor * 7 + second-minor), each row padded to one 8-byte word
+# (gathering 8-byte items is far faster than 6-byte rows)
+SLOT_WORDS = np.pad(SLOT_TABLES.reshape(-1, SLOTS), ((0, 0), (0, 8 - SLOTS))).view(np.uint64)[:, 0]
 
 
 def spell_out(model: LayoutCostModel, cfg: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -75,17 +78,17 @@ def spell_out(model: LayoutCostModel, cfg: np.ndarray, mask: np.ndarray) -> np.n
     if model.n == 0:
         return cfg
     e = model.effective(cfg)
-    out = cfg.copy()
+    c, n = len(cfg), model.n
+    ranks = np.stack([np.asarray(r) for r in model.ranks], axis=1)  # (n, 3)
+    spelled = np.empty((c, n, 3), dtype=np.int64)  # flat index of each tensor's SLOT_WORDS row
     for t, (ka, kb) in enumerate((("out_a", "out_b"), ("in_a", "in_b"), ("k_a", "k_b"))):
-        sl = slice(t * SLOTS, (t + 1) * SLOTS)
-        js = np.flatnonzero(mask[:, t] & (np.asarray(model.ranks[t]) > 0))
-        if not len(js):
-            continue
-        unset = (cfg[:, js, sl] == -1).all(axis=2)
-        a, b = np.minimum(e[ka][:, js], 6), np.minimum(e[kb][:, js], 6)
-        spelled = SLOT_TABLES[np.asarray(model.ranks[t])[js], a, b]  # (configs, len(js), 6)
-        out[:, js, sl] = np.where(unset[:, :, None], spelled, out[:, js, sl])
-    return out
+        spelled[:, :, t] = (ranks[:, t] * 7 + np.minimum(e[ka], 6)) * 7 + np.minimum(e[kb], 6)
+    # slots handled two at a time (int16): a tensor is three of them, unset when all three are -1
+    slots = cfg.view(np.int16).reshape(c, n, 3, 3)
+    unset = (slots[..., 0] == -1) & (slots[..., 1] == -1) & (slots[..., 2] == -1)
+    write = np.repeat(mask & (ranks > 0) & unset, 3, axis=2).reshape(c, n, 3, 3)
+    rows = SLOT_WORDS[spelled].view(np.int16).reshape(c, n, 3, 4)[..., :3]
+    return np.where(write, rows, slots).reshape(c, n, 9).view(np.int8)
 
 
 class LayoutSpace:
@@ -135,6 +138,13 @@ class LayoutSpace:
         self.padded = np.full((len(self.cands), width, SLOTS), -2, dtype=np.int8)
         for g, cand in enumerate(self.cands):
             self.padded[g, : len(cand)] = cand
+        self.padded_words = _words(self.padded)  # (groups, width): a layout compared in one word
+        # the weights' cumulative sums as `Generator.choice` computes them, by candidate count
+        self._cdfs = []
+        for k in np.unique(self.n_cands):
+            gs = np.flatnonzero(self.n_cands == k)
+            cdf = np.stack([self.weights[g].cumsum() for g in gs])
+            self._cdfs.append((gs, cdf / cdf[:, -1:]))
 
     def _tensors(self, cfg: np.ndarray) -> np.ndarray:
         """(configs, n, 18) configs seen as (configs, 3n, 6) tensors: a view, never a copy."""
@@ -151,17 +161,20 @@ class LayoutSpace:
         self._tensors(out)[np.repeat(rows, size), tensors] = np.repeat(values, size, axis=0)
 
     def random(self, rng: np.random.Generator, rows: int, p_default: float = P_DEFAULT_RANDOM) -> np.ndarray:
-        """(rows, n, 18) int8 configs with every group of tensors drawn independently."""
+        """(rows, n, 18) int8 configs with every group of tensors drawn independently.
+
+        Group by group, the draws are those of `rng.choice(len(cand), rows, p=weights)` (a uniform
+        per row against the weights' cumulative sum) then a uniform per row for the default; drawn
+        here for all groups in one call, in the same order, so the configs are the same."""
         out = np.full((rows, self.n, 3 * SLOTS), -1, dtype=np.int8)
-        kept, groups, values = [], [], []
-        for g, cand in enumerate(self.cands):
-            pick = rng.choice(len(cand), size=rows, p=self.weights[g])
-            keep = np.flatnonzero(rng.random(rows) >= p_default)
-            kept.append(keep)
-            groups.append(np.full(len(keep), g))
-            values.append(cand[pick[keep]])
-        if kept:
-            self._set(out, np.concatenate(kept), np.concatenate(groups), np.concatenate(values))
+        if not self.cands:
+            return out
+        u = rng.random((len(self.cands), 2, rows))
+        pick = np.empty((len(self.cands), rows), dtype=np.int64)
+        for gs, cdf in self._cdfs:  # searchsorted(cdf, u, "right") is the count of cdf <= u
+            pick[gs] = (cdf[:, None, :] <= u[gs, 0, :, None]).sum(axis=2)
+        groups, kept = np.nonzero(u[:, 1] >= p_default)
+        self._set(out, kept, groups, self.padded[groups, pick[groups, kept]])
         return out
 
     def mutate(
@@ -178,21 +191,32 @@ class LayoutSpace:
         groups = rng.integers(len(self.groups), size=len(rows))
         reset = rng.random(len(rows)) < 0.25
         pick = rng.random(len(rows))
-        current = self._tensors(parents)[rows, self.members[self.starts[groups]]]  # (changes, 6)
-        is_default = (current == -1).all(axis=1)
-        cand, n_cand = self.padded[groups], self.n_cands[groups]
+        current = _words(self._tensors(parents)[rows, self.members[self.starts[groups]]])
+        is_default = current == DEFAULT_WORD
+        n_cand = self.n_cands[groups]
         # the index of the current layout among the candidates (n_cand when default)
-        match = (current[:, None, :] == cand).all(axis=2)
+        match = current[:, None] == self.padded_words[groups]
         where = np.where(match.any(axis=1), match.argmax(axis=1), n_cand)
         # another candidate: draw among n_cand - 1 (or n_cand from default) and skip the current
         n_other = n_cand - (~is_default).astype(np.int64)
         idx = np.minimum((pick * n_other).astype(np.int64), np.maximum(n_other - 1, 0))
         idx = idx + (idx >= where)
-        value = cand[np.arange(len(rows)), np.minimum(idx, n_cand - 1)]
+        value = self.padded[groups, np.minimum(idx, n_cand - 1)]
         value[reset & ~is_default] = -1  # back to the compiler default
         keep = n_other > 0  # a one-candidate group already at its layout cannot change
         self._set(children, rows[keep], groups[keep], value[keep])
         return children
+
+
+def _words(rows: np.ndarray) -> np.ndarray:
+    """(..., 6) int8 slot rows as one uint64 each (two zero bytes after the six): equal rows give
+    equal words, so a row is compared in one operation rather than six and a reduction."""
+    padded = np.zeros((*rows.shape[:-1], 8), dtype=np.int8)
+    padded[..., :SLOTS] = rows
+    return padded.view(np.uint64)[..., 0]
+
+
+DEFAULT_WORD = _words(np.full(SLOTS, -1, dtype=np.int8))  # a tensor left at the compiler default
 
 
 def _skewed(rng: np.random.Generator, k: int) -> np.ndarray:
