@@ -488,6 +488,9 @@ def test_default_jobs_are_capped_by_available_memory(monkeypatch) -> None:
     monkeypatch.setattr(stage.psutil, "virtual_memory", lambda: SimpleNamespace(available=int(2.5 * 2**30)))
     assert stage.resolve_jobs(0) == 2  # 16 cores, but memory for two workers
     assert stage.resolve_jobs(5) == 5  # an explicit --jobs is taken as given
+    # a small tree runs in this process (spawning workers would cost more than it saves), unless asked
+    assert stage.resolve_jobs(0, stage.POOL_MIN_BYTES - 1) == 1 and stage.resolve_jobs(2, 1000) == 2
+    assert stage.resolve_jobs(0, stage.POOL_MIN_BYTES) == 2
     monkeypatch.setattr(stage.psutil, "virtual_memory", lambda: SimpleNamespace(available=10))
     assert stage.resolve_jobs(0) == 1
 

@@ -31,7 +31,7 @@ class PrepareConfig:
         False,
         doc="replace each run of pruned nodes by one summary node, so paths between configurable nodes survive",
     )
-    jobs: int = value(0, min=0, doc="worker processes; 0 = one per CPU core")
+    jobs: int = value(0, min=0, doc="worker processes; 0 = one per CPU core (none under 32 MiB of npz)")
     # the 2nd place dropped layout:xla's unet graphs as corrupted; the default drops nothing, as no
     # measurement here says it helps (our one real layout pair is unet)
     exclude: list[str] = value(

@@ -24,6 +24,10 @@ from tpurank.data.dataset import GraphFile
 # as the cache stores them (tpurank.prepare.packed; full scale's largest cache file: 74 MB), the
 # 256 MB of them gathered per write pass and the streaming buffers
 WORKER_MEMORY = 2**30
+# npz bytes below which one worker per core is not worth its start: a spawned worker imports numpy and
+# tpurank (about 1.5 s of CPU each) while prepare handles some 50 MB a second on one core, so tiny and
+# sample trees (under 4 MB) run in this process, ~1 s instead of ~4.5 s of CPU
+POOL_MIN_BYTES = 32 * 2**20
 
 
 def failure(gf: GraphFile, e: Exception) -> str:
@@ -71,10 +75,13 @@ def run_tasks(fn: Any, tasks: list[tuple], jobs: int, progress: bool, desc: str)
         bar.close()
 
 
-def resolve_jobs(jobs: int) -> int:
+def resolve_jobs(jobs: int, work_bytes: float | None = None) -> int:
     """0 means one worker per CPU core, but no more than the available memory holds at
-    WORKER_MEMORY each (many cores and little RAM would otherwise run out on the biggest files)."""
+    WORKER_MEMORY each (many cores and little RAM would otherwise run out on the biggest files),
+    and none but this process for less than POOL_MIN_BYTES of `work_bytes` (when given)."""
     if jobs > 0:
         return jobs
+    if work_bytes is not None and work_bytes < POOL_MIN_BYTES:
+        return 1
     fit = int(psutil.virtual_memory().available // WORKER_MEMORY)
     return max(1, min(os.cpu_count() or 1, fit))

@@ -302,7 +302,7 @@ def prepare_dataset(
         cfg: the config (`prepare` section, per-collection overrides applied).
         collections: restrict to these (default: all five).
         splits: restrict to these (default: train, valid, test).
-        jobs: worker processes (0: one per core; 1: in this process).
+        jobs: worker processes (0: one per core, this process alone for a small tree; 1: in this process).
         progress: show progress bars.
         out: the cache folder (default: `paths.prepared`).
         eval_indices: folder of the official validation subsets (default: `paths.eval_indices`
@@ -314,8 +314,8 @@ def prepare_dataset(
     """
     out = Path(out) if out is not None else paths.prepared
     npz_root = require_npz_root(paths.npz)
-    jobs = resolve_jobs(jobs)
     inputs = _select_inputs(npz_root, collections, splits, cfg)
+    jobs = resolve_jobs(jobs, sum(gf.path.stat().st_size for gf in inputs.files))
     out.mkdir(parents=True, exist_ok=True)
     rule, failed = ensure_rule(out, npz_root, jobs, progress, cfg, keep=keep_rule)
     folder = eval_indices or (paths.eval_indices if paths.eval_indices.is_dir() else None)
