@@ -18,7 +18,9 @@ import numpy as np
 from tpurank.prepare.store import compress, decompress, row_indices, to_columns
 
 BLOCK_BYTES = 4 << 20  # raw bytes per compressed block (the cache's own chunk size)
-GATHER_BYTES = 256 << 20  # raw bytes of rows gathered per pass over the blocks (peak RSS vs passes)
+# raw bytes of rows gathered per pass over the blocks (peak RSS vs passes): at 256 MB, prepare's two
+# workers on the biggest files took `all`'s prepare to 2.17 GB (docs/scale.md)
+GATHER_BYTES = 128 << 20
 
 
 class PackedRows:

@@ -22,7 +22,7 @@ from tpurank.data.dataset import GraphFile
 
 # memory one worker may need: imports (~125 MiB), the biggest graph's unique configs held compressed
 # as the cache stores them (tpurank.prepare.packed; full scale's largest cache file: 74 MB), the
-# 256 MB of them gathered per write pass and the streaming buffers
+# 128 MB of them gathered per write pass and the streaming buffers
 WORKER_MEMORY = 2**30
 # npz bytes below which one worker per core is not worth its start: a spawned worker imports numpy and
 # tpurank (about 1.5 s of CPU each) while prepare handles some 50 MB a second on one core, so tiny and
