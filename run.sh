@@ -23,11 +23,7 @@ setup() {
     "$PY" -m venv "$VENV"
   fi
   echo "[setup] installing requirements into $VENV (first run only)" >&2
-  # pip byte-compiles the ~13,500 installed sources on one core (~30 s of a first run on 2 cores):
-  # compileall does it on every core. It reports the few files that are not Python 3.11 (torch's
-  # py312 test helpers), which pip skips as well, so its status is not an error.
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-compile -r requirements.txt
-  "$VENV/bin/python" -m compileall -q -j 0 "$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null || true
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
   echo "$want" > "$stamp"
 }
