@@ -17,16 +17,15 @@ from tpurank.gnn.gst.sums import fresh_costs
 from tpurank.gnn.nets import tile_inputs
 from tpurank.gnn.recipe import Recipe
 
-# The CPU budgets keep one graph's scoring within the 2 GB stage target beside what `all` holds by
-# then: at twice these, full-scale nlp predictions in `all` peaked at 2.33 GB (docs/scale.md, memory).
-PASS_NODE_BUDGET = 200_000  # configs x nodes per scoring pass: (C, N, 32) float32 states stay ~26 MB
-# heads x configurable nodes x C^2 attention scores per pass (`gnn.layer_attention`): ~24 MB float32.
+# The CPU budgets keep one graph's scoring far below the 4 GB stage target (docs/scale.md, memory).
+PASS_NODE_BUDGET = 500_000  # configs x nodes per scoring pass: (C, N, 64) float32 states stay ~128 MB
+# heads x configurable nodes x C^2 attention scores per pass (`gnn.layer_attention`): ~64 MB float32.
 # torch's CPU attention materialises them, so without this bound a large nlp graph's pass takes GBs
-PASS_ATTENTION_BUDGET = 6_000_000
+PASS_ATTENTION_BUDGET = 16_000_000
 # On a GPU the budgets follow the device's free memory instead (the 1st place scored 128-256 configs
 # per pass): a pass may take this share of it, half for the states and half for attention scores.
 PASS_DEVICE_SHARE = 0.5
-STATE_COPIES = 9  # live (C, N, H) tensors of a pass: 1.12 GB peak over 128 MB of states (measured)
+STATE_COPIES = 9  # live (C, N, H) tensors of a pass: 1.12 GB peak / 128 MB of states at the CPU budget
 SCORE_COPIES = 4  # live copies of the attention scores (softmax and its input): 2.52 GB peak at 184M scores
 FLOAT_BYTES = 4
 
