@@ -55,17 +55,12 @@ STEP_S_PER_GB |= {"predict gnn valid": 6.9, "predict gnn test": 11.2}
 STEP_S_PER_GB |= {"predict baseline valid": 6.9, "predict baseline test": 11.2}
 OTHER_STEP_S_PER_GB = 0.4  # the untrained rankers, LightGBM's predictions, the ensemble, the report
 NEURAL_PREDICT_SCALE = {"cpu": 1.0, "kaggle-t4": 0.2, "gpu": 0.06}  # GPU inference, per the profile
+FIXED_S_MIN = 60.0  # process start-ups and small files: what even the tiny data costs, over the steps
 # the steps of `all` with its default models (lgbm, gnn), for an estimate without a step list
 DEFAULT_STEPS = ("prepare", "features", "train lgbm")
 DEFAULT_STEPS += tuple(f"predict {m} valid" for m in ("random", "heuristic", "lgbm", "gnn"))
 DEFAULT_STEPS += ("train ensemble", "predict ensemble valid", "validate")
 DEFAULT_STEPS += tuple(f"predict {m} test" for m in ("lgbm", "gnn", "ensemble"))
-# start-ups and small files, what even tiny data costs: about a minute for a default `all` on the five
-# collections (its DEFAULT_STEPS and the GNN's training), paid by each step for each collection (each
-# loads its collection's files and models; a training's start-up lies outside its share), so a run
-# of one collection or fewer steps is not held to the full run's minute
-FIXED_S_FULL = 60.0
-FIXED_S_PER_STEP = FIXED_S_FULL / ((len(DEFAULT_STEPS) + 1) * len(COLLECTIONS))
 
 
 @dataclass(frozen=True)
@@ -204,16 +199,11 @@ def neural_predict_scale(profile: str) -> float:
 def step_estimates_s(
     steps: list[str] | tuple[str, ...], cfg: Config, data_root: Path, collections: list[str]
 ) -> dict[str, float]:
-    """Each step's seconds from the data's size: its rate times the GB, and its start-up."""
+    """Each step's seconds from the data's size: its rate times the GB, and its share of FIXED_S_MIN."""
     gb = sum(data_bytes(data_root, c) for c in collections) / 1e9
-    return {s: start_up_s(collections) + gb * step_s_per_gb(s, cfg, collections) for s in steps}
-
-
-def start_up_s(collections: list[str]) -> float:
-    """Seconds any step of `all` spends whatever the data's size (imports, small files, the models it
-    loads): FIXED_S_PER_STEP for each collection. A step's start-up does not grow with its GB rate: a
-    tiny run's steps each take about as long."""
-    return FIXED_S_PER_STEP * len(collections)
+    rates = {s: step_s_per_gb(s, cfg, collections) for s in steps}
+    total = sum(rates.values()) or 1.0
+    return {s: FIXED_S_MIN * r / total + gb * r for s, r in rates.items()}
 
 
 def seeds_scoring_s(model: str, cfg: Config, data_root: Path, collections: list[str]) -> float:
@@ -226,10 +216,10 @@ def seeds_scoring_s(model: str, cfg: Config, data_root: Path, collections: list[
 
 
 def fixed_estimate_s(cfg: Config, data_root: Path, collections: list[str]) -> float:
-    """Seconds of every step of a default `all` but neural training, and what the GNN's training
-    spends outside its shares (its start-up, its seeds' scoring), from the data's size."""
+    """Seconds of every step of a default `all` but neural training, and the GNN seeds' scoring,
+    from the data's size."""
     steps = sum(step_estimates_s(DEFAULT_STEPS, cfg, data_root, collections).values())
-    return steps + start_up_s(collections) + seeds_scoring_s("gnn", cfg, data_root, collections)
+    return steps + seeds_scoring_s("gnn", cfg, data_root, collections)
 
 
 def minimum_budget_s(cfg: Config, collections: list[str], models: list[str], fixed_s: float) -> float:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tpurank.budget import Plan, apply_plan, seeds_scoring_s, start_up_s, step_estimates_s
+from tpurank.budget import Plan, apply_plan, seeds_scoring_s, step_estimates_s
 from tpurank.core.config import Config
 from tpurank.core.config_files import Layer
 from tpurank.core.errors import TpurankError
@@ -33,7 +33,7 @@ class Step:
     skipped: bool = False
     estimate: float = 0.0  # seconds the plan expects still (the time-left estimate; 0 once run)
     planned: float = 0.0  # seconds the first plan expected
-    overhead: float = 0.0  # neural training: seconds outside its shares (its start-up, its seeds' scoring)
+    overhead: float = 0.0  # neural training: seconds it spends outside its shares (budget.seeds_scoring_s)
 
 
 NEURAL_TRAINING = ("train gnn", "train baseline")  # the steps whose time the budget's plan sets
@@ -65,8 +65,7 @@ def expect_steps(
         s.planned = s.estimate
     for s in steps:
         if s.name in NEURAL_TRAINING:
-            scoring = seeds_scoring_s(s.name.removeprefix("train "), cfg, paths.data, collections)
-            s.overhead = start_up_s(collections) + scoring
+            s.overhead = seeds_scoring_s(s.name.removeprefix("train "), cfg, paths.data, collections)
     return sum(s.estimate for s in fixed) + sum(s.overhead for s in steps)
 
 
