@@ -50,7 +50,7 @@ class GnnRanker(nn.Module):
             hidden) per layer; heads x configurable nodes x configs^2 attention scores), at ~1/3 more compute.
         checkpoint_min_states: with `checkpoint_layers`, recompute only a pass whose (configs, nodes,
             hidden) states hold at least this many values: a small pass's activations cost little
-            memory, and recomputing them most of a small step's time.
+            memory, so it skips the recomputation's time.
         standardize: centre and scale node features with train statistics (buffers set by
             `standardize.fit_train_stats`, saved with the weights).
         layer_attention: layout: attention across the configs at every configurable node after
