@@ -93,6 +93,27 @@ def random_configs(
         yield cfg, cost
 
 
+def _accepted(
+    rng: np.random.Generator,
+    kids: np.ndarray,
+    cost: np.ndarray,
+    parent_cost: np.ndarray,
+    best: float,
+    probe_share: float,
+    seen: set,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(kept as parents, recorded in the file) of a batch of children: `seen` gains the recorded ones."""
+    # Metropolis: a child is kept with prob exp(-(its slowdown against its parent) / T):
+    # the kept configs follow exp(-slowdown against the best / T) around the good region,
+    # not a descent, so late rows are no faster than early ones (as in the real files)
+    keep = rng.random(len(kids)) < np.exp(-(cost - parent_cost) / best / SEARCH_TEMPERATURE)
+    # probes: a few children are recorded whatever they cost (the real unet3d default
+    # file has 1% of its configs 3x slower than the rest), but never become parents
+    probe = ~keep & (rng.random(len(kids)) < probe_share) & (cost < PROBE_MAX_SLOWDOWN * best)
+    record = _novel(kids, keep | probe, seen, cost, NOVEL_MAX_SLOWDOWN * best)
+    return keep & record, record
+
+
 def default_search_configs(
     graph: HloGraph,
     rng: np.random.Generator,
@@ -129,15 +150,7 @@ def default_search_configs(
             kids = space.mutate(rng, parents) if space.n else parents
             kid_state = model.child_state(elite_state.take(pick), parents, kids)
             cost = model.totals(kid_state)
-            # Metropolis: a child is kept with prob exp(-(its slowdown against its parent) / T):
-            # the kept configs follow exp(-slowdown against the best / T) around the good region,
-            # not a descent, so late rows are no faster than early ones (as in the real files)
-            keep = rng.random(len(kids)) < np.exp(-(cost - elite_cost[pick]) / best / SEARCH_TEMPERATURE)
-            # probes: a few children are recorded whatever they cost (the real unet3d default
-            # file has 1% of its configs 3x slower than the rest), but never become parents
-            probe = ~keep & (rng.random(len(kids)) < probe_share) & (cost < PROBE_MAX_SLOWDOWN * best)
-            record = _novel(kids, keep | probe, seen, cost, NOVEL_MAX_SLOWDOWN * best)
-            keep &= record
+            keep, record = _accepted(rng, kids, cost, elite_cost[pick], best, probe_share, seen)
             if record.any():
                 pending_cfg.append(kids[record])
                 pending_cost.append(cost[record])

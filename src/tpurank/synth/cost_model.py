@@ -108,9 +108,7 @@ class LayoutCostModel(CostTerms):
         # the layout-independent rest of the program streams memory too (built at BYTES_PER_NS)
         self.base = float(graph.other_cost_ns) * BYTES_PER_NS / self.bw
         f = np.float64
-        self.tables = {t: np.zeros((self.n, NONE + 1, NONE + 1)) for t in ("out", "in", "k")}
-        self.defaults = {t: np.zeros((self.n, 2), dtype=np.int64) for t in ("out", "in", "k")}
-        self.bytes = {t: np.zeros(self.n, dtype=f) for t in ("out", "in", "k")}
+        self._shape_tables(nodes)
         self.flops = np.array([c.flops for c in nodes], dtype=f)
         self.contract_in = np.array([c.contract_in for c in nodes], dtype=np.int64)
         self.contract_k = np.array([c.contract_k for c in nodes], dtype=np.int64)
@@ -124,13 +122,6 @@ class LayoutCostModel(CostTerms):
         self.k_dim = self.k_dim.astype(np.int64)
         self.chain = np.array([c.chain for c in nodes], dtype=f)
         self.to_root = np.array([c.to_root for c in nodes])
-        for j, c in enumerate(nodes):
-            for t, shape in (("out", c.out_shape), ("in", c.in_shape), ("k", c.k_shape)):
-                self.tables[t][j] = pad_table(shape, c.etype_bytes, ph)
-                self.defaults[t][j] = default_pair(len(shape))
-                self.bytes[t][j] = float(np.prod(shape, dtype=f)) * c.etype_bytes if shape else 0.0
-            if c.k_shape and c.k_src < 0:  # a weight parameter: the compiler lays it out for the MXU
-                self.defaults["k"][j] = mxu_kernel_pair(len(c.k_shape), c.contract_k)
         self.has_src = self.src >= 0
         self.has_k_src = self.k_src >= 0
         self.out_feature = np.array([len(c.out_shape) - 1 for c in nodes], dtype=np.int64)
@@ -162,6 +153,21 @@ class LayoutCostModel(CostTerms):
         self._src_dim_flat = self.src_dim.reshape(-1).astype(np.int8)
         self._k_dim_flat = self.k_dim.reshape(-1).astype(np.int8)
         self.nodes = self._node_view()
+
+    def _shape_tables(self, nodes: list) -> None:
+        """Per node and tensor ("out", "in", "k"): its padding table, the layout the compiler picks
+        and its bytes."""
+        f = np.float64
+        self.tables = {t: np.zeros((self.n, NONE + 1, NONE + 1)) for t in ("out", "in", "k")}
+        self.defaults = {t: np.zeros((self.n, 2), dtype=np.int64) for t in ("out", "in", "k")}
+        self.bytes = {t: np.zeros(self.n, dtype=f) for t in ("out", "in", "k")}
+        for j, c in enumerate(nodes):
+            for t, shape in (("out", c.out_shape), ("in", c.in_shape), ("k", c.k_shape)):
+                self.tables[t][j] = pad_table(shape, c.etype_bytes, self.ph)
+                self.defaults[t][j] = default_pair(len(shape))
+                self.bytes[t][j] = float(np.prod(shape, dtype=f)) * c.etype_bytes if shape else 0.0
+            if c.k_shape and c.k_src < 0:  # a weight parameter: the compiler lays it out for the MXU
+                self.defaults["k"][j] = mxu_kernel_pair(len(c.k_shape), c.contract_k)
 
     def _per_opcode(self, nodes: list) -> None:
         """Per-node views of the per-opcode and neighbour tables (off under REFERENCE)."""
