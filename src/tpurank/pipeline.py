@@ -12,6 +12,7 @@ wrote. So a second `./run.sh all` is fast, and `all` after any manual command en
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tpurank.budget import (
+    data_bytes,
     make_plan,
     minimum_budget_s,
     plan_key,
@@ -29,6 +31,7 @@ from tpurank.budget import (
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import LEARNED_MODELS, Config
 from tpurank.core.errors import TpurankError
+from tpurank.core.isolated import run_isolated
 from tpurank.core.memory import release_between_steps
 from tpurank.core.options import add_collections, add_jobs
 from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR, Paths, remember_data_root, synthetic_scale
@@ -57,6 +60,9 @@ from tpurank.submission import check
 from tpurank.submission.publish import SUBMITTED_MODEL, incomplete_test_set, publish_submission
 
 DEMO_SCALE = "demo"  # the synthetic fallback: finishes within 15 minutes on 2 cores
+# each step in a process of its own from this much npz: its imports (seconds) are nothing beside a big
+# data's steps, and the heap a step leaves dies with it (tpurank.core.isolated); the demo's 17 MB stays in one
+ISOLATE_MIN_BYTES = 256 * 2**20
 PLAN_FILE = "budget-plan.json"  # in reports/: the plan the last run trained with (tpurank.budget)
 BANNER = """
 ==============================================================================
@@ -168,9 +174,12 @@ def models_to_train(ensemble_models: list[str], extra: list[str]) -> list[str]:
     return [m for m in LEARNED_MODELS if m in wanted]
 
 
-def run_steps(steps: list[Step], paths: Paths, budget: RunBudget, force: bool, t0: float) -> Config:
+def run_steps(
+    steps: list[Step], paths: Paths, budget: RunBudget, force: bool, t0: float, isolated: bool = False
+) -> Config:
     """Run the steps in order, skipping those whose record still matches (tpurank.records); the config
-    they ran with (the budget's plan applied) is returned."""
+    they ran with (the budget's plan applied) is returned. `isolated`: each step in a child process
+    of its own (tpurank.core.isolated), else all in this one."""
     cfg = budget.config()
     for k, step in enumerate(steps, 1):
         if step.name in NEURAL_TRAINING and not budget.final:
@@ -188,9 +197,12 @@ def run_steps(steps: list[Step], paths: Paths, budget: RunBudget, force: bool, t
         if not force and (why := run.why()) != NEVER_RAN:
             print(f"[all] {step.name}: runs again: {why}", file=sys.stderr)
         t = time.perf_counter()
-        rc = guarded(options.STAGE, run)
-        CHUNKS.clear()  # one process runs every step: each starts from what it needs (core/memory)
-        release_between_steps()
+        if isolated:
+            rc = run_isolated(functools.partial(guarded, options.STAGE, run))
+        else:
+            rc = guarded(options.STAGE, run)
+            CHUNKS.clear()  # one process runs every step: each starts from what it needs (core/memory)
+            release_between_steps()
         step.seconds = time.perf_counter() - t
         step.estimate = 0.0
         if rc != 0:
@@ -237,7 +249,8 @@ def run(args: argparse.Namespace) -> int:
     partial = incomplete_test_set(paths) or subset != list(COLLECTIONS)
     steps = plan(models, args.jobs or args.cfg.prepare.jobs, subset, partial)
     budget = run_budget(args, paths, budget_s, subset, models, steps)
-    cfg = run_steps(steps, paths, budget, args.force, t0)
+    isolated = isolate_steps(paths, subset)
+    cfg = run_steps(steps, paths, budget, args.force, t0, isolated)
     submission = publish_submission(paths)
     checked = subset if subset != list(COLLECTIONS) else None
     if run_step(check.Options(str(submission), partial=partial, collections=checked), paths, cfg):
@@ -245,6 +258,18 @@ def run(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - t0
     print_summary(paths, models, steps, scale=scale, seconds=seconds, budget_s=budget.seconds)
     return 0
+
+
+def isolate_steps(paths: Paths, collections: list[str]) -> bool:
+    """Each step in its own process when the data holds ISOLATE_MIN_BYTES of npz (said once)."""
+    gb = sum(data_bytes(paths.data, c) for c in collections) / 1e9
+    if gb * 1e9 < ISOLATE_MIN_BYTES:
+        return False
+    print(
+        f"[all] {gb:.1f} GB of data: each step in a process of its own (what it held dies with it)",
+        file=sys.stderr,
+    )
+    return True
 
 
 def round_up(seconds: float) -> float:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import sys
 import time
 from collections.abc import Callable
@@ -92,6 +93,13 @@ class StageRun:
             check_prepared(paths.prepared, args.cfg, getattr(args, "collections", None))
         options = result_options(getattr(module, "Options", None), args)
         self.record = StepRecord(args.stage, self.io, options, args.cfg, paths.reports)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (for a child process: tpurank.core.isolated) with its module by name."""
+        return {**self.__dict__, "module": self.module.__name__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, module=importlib.import_module(state["module"]))
 
     def up_to_date(self) -> bool:
         """Its record matches: same code, options, config and inputs, and its outputs untouched."""
