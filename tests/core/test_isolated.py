@@ -35,7 +35,10 @@ def test_the_childs_exit_code_is_returned(code: int) -> None:
 
 def test_an_expected_failure_in_the_child_is_one_line_and_its_files_stay(tmp_path, capfd) -> None:
     out = tmp_path / "pid.txt"
-    assert run_isolated(functools.partial(guarded, "predict", functools.partial(writes_then_fails, str(out)))) == 1
+    assert (
+        run_isolated(functools.partial(guarded, "predict", functools.partial(writes_then_fails, str(out))))
+        == 1
+    )
     err = capfd.readouterr().err
     assert f"tpurank predict: error: {out}: written, then failed" in err and "Traceback" not in err
     assert int(out.read_text()) != os.getpid()  # it ran in another process
