@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -344,3 +345,24 @@ def script_help(factory: pytest.TempPathFactory, script: str | Path, *sub: str) 
         (folder / "help.txt").write_text(r.stdout)
 
     return (built_once(factory, "help", [str(rel), *sub], run) / "help.txt").read_text()
+
+
+def fake_clock(monkeypatch: pytest.MonkeyPatch, step_s: float, validation_s: float, score: float = 0.5):
+    """The loop's clock advances `step_s` per optimizer step and `validation_s` per validation (which
+    scores `score`): a time budget's behaviour without a real machine's speed in it."""
+    from tpurank.gnn.train import loop
+
+    clock = types.SimpleNamespace(now=0.0)
+    monkeypatch.setattr(loop, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
+    real_step = loop.step_once
+
+    def timed_step(*args, **kwargs):
+        clock.now += step_s
+        return real_step(*args, **kwargs)
+
+    def timed_score(run, valid, losses) -> float:
+        clock.now += validation_s
+        return score
+
+    monkeypatch.setattr(loop, "step_once", timed_step)
+    monkeypatch.setattr(loop, "score_valid", timed_score)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import csv
 import math
 import sys
-import types
 from pathlib import Path
 
 import pytest
+from helpers import fake_clock
 
 from tpurank.core.config import Config, from_dict
 from tpurank.core.errors import TpurankError
@@ -66,25 +66,6 @@ def test_the_cosine_follows_the_larger_share_of_the_budget(step: int, share: flo
 )
 def test_the_warm_up_follows_the_larger_share_of_the_budget(step: int, share: float, expected: float) -> None:
     assert lr_factor(step, 100, 10, "cosine", time_share=share) == pytest.approx(expected, abs=1e-9)
-
-
-def fake_clock(monkeypatch: pytest.MonkeyPatch, step_s: float, validation_s: float, score: float = 0.5):
-    """The loop's clock advances `step_s` per optimizer step and `validation_s` per validation (which
-    scores `score`): a time budget's behaviour without a real machine's speed in it."""
-    clock = types.SimpleNamespace(now=0.0)
-    monkeypatch.setattr(loop, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
-    real_step = loop.step_once
-
-    def timed_step(*args, **kwargs):
-        clock.now += step_s
-        return real_step(*args, **kwargs)
-
-    def timed_score(run, valid, losses) -> float:
-        clock.now += validation_s
-        return score
-
-    monkeypatch.setattr(loop, "step_once", timed_step)
-    monkeypatch.setattr(loop, "score_valid", timed_score)
 
 
 def test_a_time_budgeted_run_ends_near_a_zero_rate(
