@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from tpurank.budget import (
-    data_bytes,
     make_plan,
     minimum_budget_s,
     plan_key,
@@ -37,6 +36,7 @@ from tpurank.core.options import add_collections, add_jobs
 from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR, Paths, remember_data_root, synthetic_scale
 from tpurank.core.profiles import DEFAULT_BUDGET, format_duration, parse_duration
 from tpurank.core.staleness import Files, StageIO
+from tpurank.data.dataset import SMALL_DATA_BYTES, npz_bytes
 from tpurank.data.download import download, have_credentials
 from tpurank.features import stage as features
 from tpurank.prepare import cli as prepare
@@ -60,9 +60,6 @@ from tpurank.submission import check
 from tpurank.submission.publish import SUBMITTED_MODEL, incomplete_test_set, publish_submission
 
 DEMO_SCALE = "demo"  # the synthetic fallback: finishes within 15 minutes on 2 cores
-# each step in a process of its own from this much npz: its imports (seconds) are nothing beside a big
-# data's steps, and the heap a step leaves dies with it (tpurank.core.isolated); the demo's 17 MB stays in one
-ISOLATE_MIN_BYTES = 256 * 2**20
 PLAN_FILE = "budget-plan.json"  # in reports/: the plan the last run trained with (tpurank.budget)
 BANNER = """
 ==============================================================================
@@ -261,12 +258,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def isolate_steps(paths: Paths, collections: list[str]) -> bool:
-    """Each step in its own process when the data holds ISOLATE_MIN_BYTES of npz (said once)."""
-    gb = sum(data_bytes(paths.data, c) for c in collections) / 1e9
-    if gb * 1e9 < ISOLATE_MIN_BYTES:
+    """Each step in its own process when the data is not small (SMALL_DATA_BYTES of npz; said once)."""
+    size = npz_bytes(paths.data, collections)
+    if size < SMALL_DATA_BYTES:
         return False
     print(
-        f"[all] {gb:.1f} GB of data: each step in a process of its own (what it held dies with it)",
+        f"[all] {size / 1e9:.1f} GB of data: each step in a process of its own (what it held dies with it)",
         file=sys.stderr,
     )
     return True

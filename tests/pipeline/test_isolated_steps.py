@@ -37,6 +37,6 @@ def test_a_step_in_its_own_process_writes_what_it_writes_in_one(trained_tree: Pa
 def test_only_big_data_isolates_its_steps(tiny_root: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     paths = Paths(data=tiny_root, out=tiny_root.parent)
     assert not pipeline.isolate_steps(paths, [TRAINED_COLLECTION])
-    monkeypatch.setattr(pipeline, "ISOLATE_MIN_BYTES", 1)
+    monkeypatch.setattr(pipeline, "SMALL_DATA_BYTES", 1)
     assert pipeline.isolate_steps(paths, [TRAINED_COLLECTION])
     assert "each step in a process of its own" in capsys.readouterr().err

@@ -18,6 +18,15 @@ from tqdm import tqdm as _tqdm
 
 from tpurank.core.env import PROGRESS_SECONDS
 
+_LINES_ONLY = False  # set by `lines_only`: processes that share a terminal print whole lines
+
+
+def lines_only() -> None:
+    """Plain lines from here on, even on a terminal: for worker processes side by side, whose
+    redrawn bars would overwrite each other's."""
+    global _LINES_ONLY
+    _LINES_ONLY = True
+
 
 def _is_terminal(stream: Any) -> bool:
     try:
@@ -34,7 +43,7 @@ class tqdm(_tqdm):  # noqa: N801 - a drop-in for tqdm.tqdm
         # is closed by __del__, which must find it disabled rather than fail a second time
         self.disable = True
         stream = kwargs.get("file") or sys.stderr
-        self._lines = not _is_terminal(stream)
+        self._lines = _LINES_ONLY or not _is_terminal(stream)
         if self._lines:
             kwargs.setdefault("mininterval", PROGRESS_SECONDS.read())
             kwargs.setdefault("ascii", True)

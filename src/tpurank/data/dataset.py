@@ -8,7 +8,11 @@ from pathlib import Path
 
 from tpurank.core.collections import COLLECTIONS, SPLITS, check_collection, collection_dir, kind_of
 from tpurank.core.errors import TpurankError
-from tpurank.core.paths import DATA_FIX
+from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR
+
+# small data (the demo's 17 MB, the tiny test tree) below this much npz: `all` runs its steps in one
+# process and `train` its GNN collections side by side; big data (the real 6+ GB) the other way round
+SMALL_DATA_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True, order=True)
@@ -103,3 +107,12 @@ def require_npz_root(npz_root: Path) -> Path:
             "or run `python -m tpurank download` or generate one with `python -m tpurank synth`"
         )
     return npz_root
+
+
+def npz_bytes(data_root: Path, collections: Iterable[str]) -> int:
+    """Bytes of the collections' npz files under `data_root` (stat only)."""
+    total = 0
+    for c in collections:
+        folder = data_root / NPZ_SUBDIR / collection_dir(c)
+        total += sum(f.stat().st_size for f in folder.glob("*/*.npz"))
+    return total

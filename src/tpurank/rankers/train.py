@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tpurank.core.collections import COLLECTIONS
+from tpurank.core.config import Config
 from tpurank.core.options import add_collections
+from tpurank.core.paths import Paths
 from tpurank.core.staleness import Files, StageIO, option
 from tpurank.rankers.registry import EVERY_SECTION, MODEL_NAMES, UNTRAINED, get_model, model_sections
+from tpurank.rankers.side_by_side import side_by_side_jobs, train_side_by_side
 from tpurank.rankers.staging import staged
 
 
@@ -49,13 +52,25 @@ def declare(args: argparse.Namespace) -> StageIO:
     return StageIO([Files(paths.prepared), *tables], writes, model_sections(args.model))
 
 
+def train_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:
+    """Train `model` on one collection with its config, by way of its staging folder; its seconds."""
+    t = time.perf_counter()
+    with staged(paths, model, collection) as staging:
+        get_model(model).train(staging, cfg, collection)
+    seconds = time.perf_counter() - t
+    print(f"train {model} {collection}: {seconds:.1f} s", file=sys.stderr)
+    return seconds
+
+
 def run(args: argparse.Namespace) -> int:
-    model = get_model(args.model)  # the collections are checked by the parser (core/options.py)
-    for c in args.collections:
-        t = time.perf_counter()
-        if args.model in UNTRAINED:
-            continue
-        with staged(args.paths, args.model, c) as paths:
-            model.train(paths, args.cfg.for_collection(c), c)
-        print(f"train {args.model} {c}: {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    get_model(args.model)  # the collections are checked by the parser (core/options.py)
+    if args.model in UNTRAINED:
+        return 0
+    configs = {c: args.cfg.for_collection(c) for c in args.collections}
+    jobs = side_by_side_jobs(args.model, args.paths, args.collections)
+    if jobs > 1:
+        train_side_by_side(train_one, args.model, args.paths, configs, jobs)
+        return 0
+    for c, cfg in configs.items():
+        train_one(args.model, args.paths, cfg, c)
     return 0
