@@ -6,7 +6,8 @@ the locks). A second run into a held folder is refused at once with one line nam
 the holder's pid; it does not wait (a waiting run would rebuild what the first just wrote, and a
 user who started both by mistake learns of it immediately). The kernel drops the lock when its
 holder exits, even on SIGKILL, so a stale lock file never blocks anything. Locks are re-entrant
-within a process (`tpurank all` runs the stages in-process).
+within a process (`tpurank all` runs the stages in-process) and cover the holder's child processes
+(on big data `all` runs each stage in a process of its own).
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ def _holder(lock_file: Path) -> str:
     except (OSError, UnicodeDecodeError):
         return "pid unknown"
     return text or "pid unknown"
+
+
+def _held_by_parent(lock_file: Path) -> bool:
+    """The lock's holder is this process's parent: the same run, which started this process to run
+    one of its steps (`tpurank all` on big data), so its lock covers this process too."""
+    return _holder(lock_file).startswith(f"pid {os.getppid()}, ")
 
 
 @contextlib.contextmanager
@@ -58,13 +65,18 @@ def output_lock(folder: str | Path, stage: str) -> Iterator[Path]:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise TpurankError(
-            f"{folder} is in use by another tpurank run ({_holder(lock_file)}); wait for it to finish "
-            "or stop it, then rerun (finished outputs are kept)"
-        ) from None
+        if not _held_by_parent(lock_file):
+            raise TpurankError(
+                f"{folder} is in use by another tpurank run ({_holder(lock_file)}); wait for it to finish "
+                "or stop it, then rerun (finished outputs are kept)"
+            ) from None
+        fd = -1  # a step `all` runs in a process of its own (core/isolated.py): its parent holds the lock
     except BaseException:
         os.close(fd)
         raise
+    if fd < 0:
+        yield folder
+        return
     os.ftruncate(fd, 0)
     os.write(fd, f"pid {os.getpid()}, tpurank {stage}\n".encode())
     _held[folder] = [fd, 1]
