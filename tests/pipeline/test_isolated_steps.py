@@ -22,6 +22,7 @@ def _predict_gnn_valid(paths: Paths, isolated: bool) -> tuple[bytes, bool]:
     cfg = load_config(overrides=["gnn.seeds=1"])
     options = predict.Options(model="gnn", split="valid", collections=[TRAINED_COLLECTION])
     budget = SimpleNamespace(config=lambda: cfg, final=True, seconds=3600.0)
+    (paths.out / "submissions" / "valid_gnn.csv").unlink()  # what the step writes, not what the tree held
     pipeline.run_steps([Step("predict gnn valid", options)], paths, budget, True, 0.0, isolated)
     recorded = StageRun(predict, stage_namespace("predict", options, paths, cfg)).up_to_date()
     return (paths.out / "submissions" / "valid_gnn.csv").read_bytes(), recorded

@@ -3,6 +3,7 @@ weights as one after another at the same thread count, and the choice of how man
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -10,12 +11,23 @@ import torch
 from helpers import common, copy_tree
 
 from tpurank.cli import main
+from tpurank.core.config import Config
+from tpurank.core.errors import DataError
 from tpurank.core.paths import Paths
 from tpurank.gnn.train.checkpoints import CHECKPOINT, load_checkpoint
 from tpurank.rankers import side_by_side
 
 TWO = ["tile:xla", "layout:xla:random"]
+FAILING = "tile:xla"
 SMALL = ["gnn.max_steps=4", "gnn.eval_every=2", "gnn.hidden=8", "gnn.seeds=1"]
+
+
+def fails_on_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:
+    """A worker's training that fails on FAILING as a bad data file does, and waits on the others."""
+    if collection == FAILING:
+        raise DataError(paths.data / "broken.npz", "not a zip file")
+    time.sleep(60)  # stopped long before: the failure ends the pool
+    return 60.0
 
 
 def _train(paths: Paths) -> dict[str, dict[str, torch.Tensor]]:
@@ -55,7 +67,18 @@ def test_how_many_at_once(
     tiny_paths: Paths, monkeypatch: pytest.MonkeyPatch, model: str, cores: int, collections, world, jobs
 ) -> None:
     monkeypatch.setattr(side_by_side, "usable_cores", lambda sample_s=0: cores)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the CPU, on any machine
     monkeypatch.setenv("WORLD_SIZE", world)
     assert side_by_side.side_by_side_jobs(model, tiny_paths, collections) == jobs
     monkeypatch.setattr(side_by_side, "SMALL_DATA_BYTES", 1)  # big data: one at a time, every core
     assert side_by_side.side_by_side_jobs(model, tiny_paths, collections) == 1
+
+
+def test_a_failing_collection_is_one_error_and_stops_the_others(tiny_paths: Paths) -> None:
+    """The worker's DataError reaches the stage as itself (one line), and the other collection's
+    worker is stopped rather than waited for."""
+    configs = {c: Config() for c in TWO}
+    t = time.perf_counter()
+    with pytest.raises(DataError, match="broken.npz: not a zip file"):
+        side_by_side.train_side_by_side(fails_on_one, "gnn", tiny_paths, configs, jobs=2)
+    assert time.perf_counter() - t < 30

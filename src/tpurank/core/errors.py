@@ -17,6 +17,9 @@ class DataError(TpurankError):
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
 
+    def __reduce__(self) -> tuple:  # picklable across a process pool
+        return (DataError, (self.path, self.problem))
+
 
 class DiskFullError(TpurankError):
     """No space left while writing an output: the whole stage stops (every later file would fail too).

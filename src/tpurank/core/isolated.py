@@ -13,21 +13,29 @@ big data (tpurank.pipeline).
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import sys
 from collections.abc import Callable
 
+from tpurank.core.pipes import end_quietly
+from tpurank.core.workers import die_with_parent
+
 STOP_WAIT_S = 30  # after Ctrl-C the child saves what it finished; then it is terminated
 
 
-def _child(call: Callable[[], int]) -> None:
-    """The child's body: the call's exit code as the process's; Ctrl-C ends it quietly (the parent
-    says it was interrupted)."""
+def _child(parent_pid: int, call: Callable[[], int]) -> None:
+    """The child's body: the call's exit code as the process's. It dies with its parent (a killed
+    `all` leaves no step running on); Ctrl-C ends it quietly (the parent says it was interrupted);
+    a closed stdout (`| head`) ends it as it ends the CLI."""
+    die_with_parent(parent_pid)
     try:
         code = call()
+        sys.stdout.flush()
     except KeyboardInterrupt:
         code = 130
-    sys.stdout.flush()
+    except BrokenPipeError:
+        code = end_quietly()
     sys.stderr.flush()
     raise SystemExit(code)
 
@@ -50,21 +58,22 @@ def run_isolated(call: Callable[[], int]) -> int:
     """
     sys.stdout.flush()  # the child writes to the same terminal: what this process said comes first
     sys.stderr.flush()
-    process = multiprocessing.get_context("spawn").Process(target=_child, args=(call,))
+    process = multiprocessing.get_context("spawn").Process(target=_child, args=(os.getpid(), call))
     process.start()
     try:
         process.join()
-    except KeyboardInterrupt:  # the child got the same Ctrl-C: let it end, then say it here
-        process.join(STOP_WAIT_S)
+    except KeyboardInterrupt:  # on a terminal the child got the same Ctrl-C; from `kill -INT` it did not
+        if process.pid is not None and process.is_alive():
+            os.kill(process.pid, signal.SIGINT)
+        process.join(STOP_WAIT_S)  # it saves what it finished
         raise
     finally:
         if process.is_alive():
             process.terminate()
             process.join()
-    code = exit_code(process)
-    if code > 128:
-        print(f"its process was killed by {signal_name(code - 128)} (out of memory?)", file=sys.stderr)
-    return code
+    if process.exitcode is not None and process.exitcode < 0:
+        print(f"its process was killed by {signal_name(-process.exitcode)} (out of memory?)", file=sys.stderr)
+    return exit_code(process)
 
 
 def signal_name(number: int) -> str:

@@ -110,7 +110,8 @@ def require_npz_root(npz_root: Path) -> Path:
 
 
 def npz_bytes(data_root: Path, collections: Iterable[str]) -> int:
-    """Bytes of the collections' npz files under `data_root` (stat only)."""
+    """Bytes of the collections' npz files under `data_root`: from the files' sizes alone, so deciding
+    how to run on the data costs no read of it."""
     total = 0
     for c in collections:
         folder = data_root / NPZ_SUBDIR / collection_dir(c)

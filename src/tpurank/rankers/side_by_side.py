@@ -5,8 +5,11 @@ small for torch's threads to share a step well, so two one-thread processes, eac
 collection, finish the five collections sooner than one process whose two threads train them one
 after another (the figures: docs/scale.md, "The first run"). On big data one process takes every
 core: its tensors share the threads well, and a second process would hold a second model's memory.
-Each collection's training is the same call either way, with its own seed; only the thread count
-differs, which changes a float's last bits, not what is trained.
+Each collection's training is the same call either way, with its own seed: where steps end it (the
+demo's `gnn.max_steps`), only the thread count differs, which changes a float's last bits. Where a
+time share ends it (`all --budget`), each collection still stops at its share, with a core of its
+own instead of all of them; the budget's plan counts the collections one after another, so side by
+side the step ends sooner than planned, never later.
 """
 
 from __future__ import annotations
@@ -43,9 +46,9 @@ def side_by_side_jobs(model: str, paths: Paths, collections: list[str]) -> int:
     cores = usable_cores(sample_s=0)
     if cores < 2 or npz_bytes(paths.data, collections) >= SMALL_DATA_BYTES:
         return 1
-    import torch
+    from tpurank.gnn.device import usable_cuda  # torch: imported only where a GNN trains
 
-    return 1 if torch.cuda.is_available() else min(cores, len(collections))
+    return 1 if usable_cuda(0)[0] else min(cores, len(collections))
 
 
 def _worker_start(parent_pid: int, threads: int) -> None:
@@ -77,19 +80,36 @@ def train_side_by_side(
     order = sorted(configs, key=lambda c: npz_bytes(paths.data, [c]), reverse=True)
     threads = max(1, usable_cores(sample_s=0) // jobs)
     print(
-        f"train {model}: {len(order)} collections, {jobs} at a time ({threads} thread each)", file=sys.stderr
+        f"train {model}: {len(order)} collections, {jobs} at a time ({threads} thread{'s' if threads > 1 else ''} each)",
+        file=sys.stderr,
     )
     sys.stderr.flush()
-    context = get_context("spawn")
-    with ProcessPoolExecutor(
-        jobs, context, initializer=_worker_start, initargs=(os.getpid(), threads)
-    ) as pool:
-        futures = {pool.submit(train_one, model, paths, configs[c], c): c for c in order}
-        try:
-            for done in as_completed(futures):
-                done.result()  # a TpurankError comes through as itself: one line (stages.guarded)
-        except BrokenProcessPool:
-            raise TpurankError(
-                f"train {model}: a training process died (out of memory?); rerun with OMP_NUM_THREADS=1 "
-                "to train one collection at a time"
-            ) from None
+    pool = ProcessPoolExecutor(
+        jobs, get_context("spawn"), initializer=_worker_start, initargs=(os.getpid(), threads)
+    )
+    try:
+        futures = [pool.submit(train_one, model, paths, configs[c], c) for c in order]
+        for done in as_completed(futures):
+            done.result()  # a TpurankError comes through as itself: one line (stages.guarded)
+    except BrokenProcessPool:
+        stop(pool)
+        raise TpurankError(
+            f"train {model}: a training process died (out of memory?); rerun with OMP_NUM_THREADS=1 "
+            "to train one collection at a time"
+        ) from None
+    except BaseException:  # a failure or Ctrl-C: the others stop too (finished collections are kept)
+        stop(pool)
+        raise
+    pool.shutdown()
+
+
+def stop(pool: ProcessPoolExecutor) -> None:
+    """End the pool now: queued collections cancelled, running ones terminated (a training's staging
+    folder keeps its resume state; rankers/staging.py)."""
+    workers = list(getattr(pool, "_processes", {}).values())  # the executor offers no public handle
+    pool.shutdown(wait=False, cancel_futures=True)
+    for w in workers:
+        if w.is_alive():
+            w.terminate()
+    for w in workers:
+        w.join()

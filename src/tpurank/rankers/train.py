@@ -53,7 +53,8 @@ def declare(args: argparse.Namespace) -> StageIO:
 
 
 def train_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:
-    """Train `model` on one collection with its config, by way of its staging folder; its seconds."""
+    """Train `model` on one collection with its config, by way of its staging folder (an interrupted
+    retrain leaves the finished model); its seconds. Module-level: side-by-side workers run it."""
     t = time.perf_counter()
     with staged(paths, model, collection) as staging:
         get_model(model).train(staging, cfg, collection)
@@ -63,7 +64,7 @@ def train_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    get_model(args.model)  # the collections are checked by the parser (core/options.py)
+    get_model(args.model)  # an unknown model fails before any work
     if args.model in UNTRAINED:
         return 0
     configs = {c: args.cfg.for_collection(c) for c in args.collections}
