@@ -279,7 +279,7 @@ def test_all_within_a_tiny_budget_stops_training_on_time(
     tiny_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     """`all --budget 80s` on one tiny collection (50s refused up front): the plan printed, the GNN stopped by its share of
-    time (its step cap is out of reach), a checked submission, and the run within the budget. The
+    time (its step cap is out of reach), a checked submission, and a rerun that keeps the plan. The
     other stages are estimated at about a minute, so the GNN's share is what the tiny data leaves
     of that estimate. The training loop runs on a clock that advances a second per step, so the
     share ends after tens of steps whatever this machine's speed (whether a real run keeps its
