@@ -132,17 +132,20 @@ def one_thread():
 # The longest tests (file, test), started first (pytest_collection_modifyitems): a long test left for
 # the end keeps one worker busy while the other idles. xdist hands each worker two tests to start
 # with (the first two to one, the next two to the other), then two more as it finishes them. The
-# first builds the shared clean `all` that the rest of test_pipeline.py copies, the fourth the
-# trained tree, the fifth the two-collection tree: each built by one worker while the other works.
+# first builds the shared clean `all` that the rest of test_pipeline.py copies, the third the
+# two-collection tree, the fourth the trained tree: each built by one worker while the other works.
 LONGEST_FIRST = (
     ("test_pipeline.py", "test_all_end_to_end_on_tiny"),
     ("test_kaggle_notebooks.py", "test_notebooks_in_a_fresh_offline_environment"),
-    ("test_profiles.py", "test_all_within_a_tiny_budget_stops_training_on_time"),
-    ("test_retrain.py", "test_an_interrupted_retrain_leaves_the_finished_model_and_resumes[2]"),
     ("test_pipeline.py", "test_all_follows_the_data_content_and_a_killed_all_resumes"),
-    ("test_retrain.py", "test_an_interrupted_retrain_leaves_the_finished_model_and_resumes[9]"),
+    ("test_retrain.py", "test_an_interrupted_retrain_leaves_the_finished_model_and_resumes[2]"),
     ("test_gnn_ddp.py", "test_two_process_ddp_ends_with_identical_weights"),
+    ("test_profiles.py", "test_all_within_a_tiny_budget_stops_training_on_time"),
+    ("test_retrain.py", "test_an_interrupted_retrain_leaves_the_finished_model_and_resumes[9]"),
+    ("test_side_by_side.py", "test_side_by_side_trains_the_same_weights"),
+    ("test_install.py", "test_every_module_imports_in_a_fresh_interpreter"),
     ("test_curves.py", "test_a_gnn_run_records_its_loss_between_validations_and_logs_a_few_lines"),
+    ("test_env.py", "test_no_module_reads_a_variable_as_it_is_imported"),
 )
 
 

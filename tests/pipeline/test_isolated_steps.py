@@ -17,20 +17,21 @@ from tpurank.run_budget import Step
 from tpurank.stages import StageRun, stage_namespace
 
 
-def _predict_gnn_valid(paths: Paths, isolated: bool) -> tuple[bytes, bool]:
-    """`predict --model gnn --split valid` as a step of `all`: its CSV and whether its record is now up to date."""
-    cfg = load_config(overrides=["gnn.seeds=1"])
-    options = predict.Options(model="gnn", split="valid", collections=[TRAINED_COLLECTION])
+def _predict_valid(paths: Paths, isolated: bool) -> tuple[bytes, bool]:
+    """`predict --model heuristic --split valid` as a step of `all` (a step that needs no torch, so
+    its child starts in a second): its CSV and whether its record is now up to date."""
+    cfg = load_config()
+    options = predict.Options(model="heuristic", split="valid", collections=[TRAINED_COLLECTION])
     budget = SimpleNamespace(config=lambda: cfg, final=True, seconds=3600.0)
-    (paths.out / "submissions" / "valid_gnn.csv").unlink()  # what the step writes, not what the tree held
-    pipeline.run_steps([Step("predict gnn valid", options)], paths, budget, True, 0.0, isolated)
+    pipeline.run_steps([Step("predict heuristic valid", options)], paths, budget, True, 0.0, isolated)
     recorded = StageRun(predict, stage_namespace("predict", options, paths, cfg)).up_to_date()
-    return (paths.out / "submissions" / "valid_gnn.csv").read_bytes(), recorded
+    return (paths.out / "submissions" / "valid_heuristic.csv").read_bytes(), recorded
 
 
-def test_a_step_in_its_own_process_writes_what_it_writes_in_one(trained_tree: Paths, tmp_path: Path) -> None:
-    alone = _predict_gnn_valid(copy_tree(trained_tree, tmp_path / "isolated"), isolated=True)
-    together = _predict_gnn_valid(copy_tree(trained_tree, tmp_path / "one"), isolated=False)
+def test_a_step_in_its_own_process_writes_what_it_writes_in_one(tiny_paths: Paths, tmp_path: Path) -> None:
+    """The child writes the step's files and its record, the same bytes as the step in this process."""
+    alone = _predict_valid(copy_tree(tiny_paths, tmp_path / "isolated"), isolated=True)
+    together = _predict_valid(copy_tree(tiny_paths, tmp_path / "one"), isolated=False)
     assert alone[0] == together[0] and alone[0].count(b"\n") > 1
     assert alone[1] and together[1]
 

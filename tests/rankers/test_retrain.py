@@ -45,7 +45,11 @@ def tpurank(*args: str) -> subprocess.Popen:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
-def test_an_interrupted_retrain_leaves_the_finished_model_and_resumes(trained: Paths, sig: int) -> None:
+def test_an_interrupted_retrain_leaves_the_finished_model_and_resumes(
+    trained: Paths, sig: int, capsys: pytest.CaptureFixture, one_thread
+) -> None:
+    """Interrupted as a process (Ctrl-C, or killed), the retrain leaves the finished model and its
+    predictions as they were; run again (here in this process), it resumes from its own state."""
     final = trained.model_dir("gnn", COLLECTION)
     staging = final.with_name(".next-" + final.name)
     before, preds = snapshot(final), trained.prediction_file("gnn", "valid").read_bytes()
@@ -61,12 +65,13 @@ def test_an_interrupted_retrain_leaves_the_finished_model_and_resumes(trained: P
     assert snapshot(final) == before  # byte for byte, model.pt included
     assert trained.prediction_file("gnn", "valid").read_bytes() == preds
     assert (staging / "last.pt").is_file()  # the retrain's own state, for its resume
-    done = subprocess.run([sys.executable, "-m", "tpurank", *args], cwd=ROOT, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "resuming after step" in done.stdout + done.stderr
+    capsys.readouterr()
+    assert main(args) == 0
+    done = capsys.readouterr()
+    assert "resuming after step" in done.out + done.err
     assert snapshot(final) != before and not staging.exists()
-    line = [ln for ln in done.stderr.splitlines() if ln.startswith(f"[gnn {COLLECTION}] ")]
-    assert len(line) == 1 and "stopped: time budget; best " in line[0], done.stderr[-2000:]
+    line = [ln for ln in done.err.splitlines() if ln.startswith(f"[gnn {COLLECTION}] ")]
+    assert len(line) == 1 and "stopped: time budget; best " in line[0], done.err[-2000:]
 
 
 def test_a_full_disk_during_training_is_one_line_and_keeps_the_model(
