@@ -366,10 +366,3 @@ def fake_clock(monkeypatch: pytest.MonkeyPatch, step_s: float, validation_s: flo
 
     monkeypatch.setattr(loop, "step_once", timed_step)
     monkeypatch.setattr(loop, "score_valid", timed_score)
-
-
-def records_its_process(model: str, paths: Paths, cfg: object, collection: str) -> float:
-    """A training for worker processes (tests/rankers/test_side_by_side.py) that writes down which
-    process ran it, in `<out>/<collection>.pid`."""
-    (paths.out / f"{collection.replace(':', '-')}.pid").write_text(str(os.getpid()))
-    return 0.0

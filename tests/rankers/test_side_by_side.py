@@ -3,13 +3,12 @@ weights as one after another at the same thread count, and the choice of how man
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
 import torch
-from helpers import common, copy_tree, records_its_process
+from helpers import common, copy_tree
 
 from tpurank.cli import main
 from tpurank.core.config import Config
@@ -53,41 +52,36 @@ def test_side_by_side_trains_the_same_weights(
         assert all(torch.equal(one_by_one[c][k], together[c][k]) for k in one_by_one[c]), c
 
 
-SIDE_BY_SIDE = side_by_side.Workers(2, 1, fresh=False)
-APART = side_by_side.Workers(1, None, fresh=True)  # big data: one at a time, every core, a process each
-
-
 @pytest.mark.parametrize(
-    ("model", "cores", "collections", "world", "small", "big"),
+    ("model", "cores", "collections", "world", "jobs"),
     [
-        ("gnn", 2, TWO, "1", SIDE_BY_SIDE, APART),
-        ("baseline", 4, [*TWO, "layout:nlp:random"], "1", side_by_side.Workers(3, 1, False), APART),
-        ("gnn", 1, TWO, "1", None, APART),  # one usable core ($OMP_NUM_THREADS=1, affinity)
-        ("gnn", 2, TWO[:1], "1", None, APART),
-        ("lgbm", 2, TWO, "1", None, None),  # LightGBM's threads share a step well
-        ("gnn", 2, TWO, "2", None, None),  # torchrun's ranks share the steps instead
+        ("gnn", 2, TWO, "1", 2),
+        ("baseline", 4, [*TWO, "layout:nlp:random"], "1", 3),
+        ("gnn", 1, TWO, "1", 1),  # one usable core ($OMP_NUM_THREADS=1, affinity)
+        ("gnn", 2, TWO[:1], "1", 1),
+        ("lgbm", 2, TWO, "1", 1),  # LightGBM's threads share a step well
+        ("gnn", 2, TWO, "2", 1),  # torchrun's ranks share the steps instead
     ],
 )
-def test_where_collections_train(
+def test_how_many_at_once(
     tiny_paths: Paths,
     monkeypatch: pytest.MonkeyPatch,
     model: str,
     cores: int,
     collections: list[str],
     world: str,
-    small: side_by_side.Workers | None,
-    big: side_by_side.Workers | None,
+    jobs: int,
 ) -> None:
-    """Small data side by side, big data a fresh process per collection, on the CPU only."""
+    """Side by side on small data on the CPU; one at a time in the stage's process on big data or a GPU."""
     monkeypatch.setattr(side_by_side, "usable_cores", lambda sample_s=0: cores)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the CPU, on any machine
     monkeypatch.setenv("WORLD_SIZE", world)
-    assert side_by_side.collection_workers(model, tiny_paths, collections) == small
-    monkeypatch.setattr(side_by_side, "SMALL_DATA_BYTES", 1)
-    assert side_by_side.collection_workers(model, tiny_paths, collections) == big
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a GPU: training's own process
-    monkeypatch.setattr("tpurank.gnn.device.usable_cuda", lambda index=0: (True, ""))
-    assert side_by_side.collection_workers(model, tiny_paths, collections) is None
+    assert side_by_side.side_by_side_jobs(model, tiny_paths, collections) == jobs
+    monkeypatch.setattr("tpurank.gnn.device.usable_cuda", lambda index=0: (True, ""))  # a usable GPU
+    assert side_by_side.side_by_side_jobs(model, tiny_paths, collections) == 1
+    monkeypatch.setattr("tpurank.gnn.device.usable_cuda", lambda index=0: (False, "no CUDA device"))
+    monkeypatch.setattr(side_by_side, "SMALL_DATA_BYTES", 1)  # big data
+    assert side_by_side.side_by_side_jobs(model, tiny_paths, collections) == 1
 
 
 def test_a_failing_collection_is_one_error_and_stops_the_others(tiny_paths: Paths) -> None:
@@ -96,17 +90,5 @@ def test_a_failing_collection_is_one_error_and_stops_the_others(tiny_paths: Path
     configs = {c: Config() for c in TWO}
     t = time.perf_counter()
     with pytest.raises(DataError, match="broken.npz: not a zip file"):
-        side_by_side.train_in_workers(
-            fails_on_one, "gnn", tiny_paths, configs, side_by_side.Workers(2, 1, False)
-        )
+        side_by_side.train_side_by_side(fails_on_one, "gnn", tiny_paths, configs, jobs=2)
     assert time.perf_counter() - t < 30
-
-
-def test_on_big_data_each_collection_trains_in_a_fresh_process(tmp_path: Path, capfd) -> None:
-    """One at a time, each collection in a new process: what one leaves cannot raise the next's peak.
-    (The workers' function lives in tests/helpers.py, which imports no torch: a second each.)"""
-    paths = Paths(data=tmp_path / "data", out=tmp_path)
-    side_by_side.train_in_workers(records_its_process, "gnn", paths, {c: Config() for c in TWO}, APART)
-    pids = {int((tmp_path / f"{c.replace(':', '-')}.pid").read_text()) for c in TWO}
-    assert len(pids) == 2 and os.getpid() not in pids
-    assert "train gnn: each collection in a process of its own" in capfd.readouterr().err

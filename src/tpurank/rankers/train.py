@@ -19,7 +19,7 @@ from tpurank.core.options import add_collections
 from tpurank.core.paths import Paths
 from tpurank.core.staleness import Files, StageIO, option
 from tpurank.rankers.registry import EVERY_SECTION, MODEL_NAMES, UNTRAINED, get_model, model_sections
-from tpurank.rankers.side_by_side import collection_workers, train_in_workers
+from tpurank.rankers.side_by_side import side_by_side_jobs, train_side_by_side
 from tpurank.rankers.staging import staged
 
 
@@ -68,9 +68,9 @@ def run(args: argparse.Namespace) -> int:
     if args.model in UNTRAINED:
         return 0
     configs = {c: args.cfg.for_collection(c) for c in args.collections}
-    workers = collection_workers(args.model, args.paths, args.collections)
-    if workers is not None:
-        train_in_workers(train_one, args.model, args.paths, configs, workers)
+    jobs = side_by_side_jobs(args.model, args.paths, args.collections)
+    if jobs > 1:
+        train_side_by_side(train_one, args.model, args.paths, configs, jobs)
         return 0
     for c, cfg in configs.items():
         train_one(args.model, args.paths, cfg, c)
