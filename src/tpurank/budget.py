@@ -37,6 +37,7 @@ from tpurank.core.config import Config, to_dict
 from tpurank.core.config_files import Layer
 from tpurank.core.errors import DataError
 from tpurank.core.profiles import format_duration, gpu
+from tpurank.data.dataset import npz_bytes
 from tpurank.data.npz import member_shapes
 
 MARGIN = 0.08  # of the budget, kept free: validations after the last step, noise in the estimates
@@ -110,8 +111,7 @@ class Plan:
 
 def data_bytes(data_root: Path, collection: str) -> float:
     """Bytes of the collection's npz files (stat only): what the fixed stages' time grows with."""
-    folder = data_root / "npz_all" / "npz" / collection_dir(collection)
-    return float(sum(f.stat().st_size for f in folder.glob("*/*.npz")))
+    return float(npz_bytes(data_root, [collection]))
 
 
 def graph_size(data_root: Path, collection: str) -> float:
