@@ -143,9 +143,8 @@ LONGEST_FIRST = (
     ("test_profiles.py", "test_all_within_a_tiny_budget_stops_training_on_time"),
     ("test_retrain.py", "test_an_interrupted_retrain_leaves_the_finished_model_and_resumes[9]"),
     ("test_side_by_side.py", "test_side_by_side_trains_the_same_weights"),
-    ("test_install.py", "test_every_module_imports_in_a_fresh_interpreter"),
+    ("test_imports.py", "test_one_fresh_interpreter_imports_everything_light_and_reads_no_variable"),
     ("test_curves.py", "test_a_gnn_run_records_its_loss_between_validations_and_logs_a_few_lines"),
-    ("test_env.py", "test_no_module_reads_a_variable_as_it_is_imported"),
 )
 
 

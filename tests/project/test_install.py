@@ -1,36 +1,15 @@
-"""Every module imports from the installed environment, and every pin in requirements.txt holds there."""
+"""Every pin in requirements.txt holds in the installed environment, and the wheel ships what it must
+(every module imports there: tests/project/test_imports.py)."""
 
 from __future__ import annotations
 
-import pkgutil
 import re
-import subprocess
-import sys
 from importlib import metadata
 from pathlib import Path
 
 from packaging.requirements import Requirement
 
-import tpurank
-
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _modules() -> list[str]:
-    return sorted(
-        m.name for m in pkgutil.walk_packages(tpurank.__path__, "tpurank.") if "__main__" not in m.name
-    )
-
-
-def test_every_module_imports_in_a_fresh_interpreter() -> None:
-    """One fresh interpreter imports every tpurank module and the kaggle client the stages load lazily
-    (kaggle 2.2.4 imports `six` without declaring it: this fails when six is not installed)."""
-    mods = [*_modules(), "kaggle", "kaggle.api.kaggle_api_extended", "kagglesdk"]
-    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\nprint('ok')"
-    r = subprocess.run([sys.executable, "-c", code, *mods], capture_output=True, text=True, cwd=ROOT)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.strip().splitlines()[-1] == "ok"
-    assert len(mods) > 40
 
 
 def test_installed_versions_match_the_pins() -> None:

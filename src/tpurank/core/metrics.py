@@ -10,6 +10,10 @@ Choices where the spec is silent (documented in docs/validation.md, "Scoring"):
   of the collection mean and counted separately;
 - fewer than 5 configs: top-k is all configs, so the tile score is 1.0;
 - the overall score is the plain mean over the collections that have at least one scored graph.
+
+scipy.stats is imported where it is used, not at the top: it holds ~60 MB, and `all`'s own
+process, which imports this module but scores nothing itself, stays light beside the step it runs
+(docs/scale.md, "Memory on the CPU"; tests/pipeline/test_isolated_steps.py).
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
-from scipy.stats import kendalltau as _scipy_kendalltau
 
 from tpurank.core.collections import COLLECTIONS, kind_of
 
@@ -57,8 +60,10 @@ def kendall_tau(order: np.ndarray, runtime: np.ndarray) -> float:
     runtime = np.asarray(runtime, dtype=np.float64)
     if len(runtime) < 2 or np.all(runtime == runtime[0]):
         return math.nan
+    from scipy.stats import kendalltau  # here: see the module docstring
+
     rank = rank_from_order(order, len(runtime))
-    return float(_scipy_kendalltau(rank, runtime, variant="b").statistic)
+    return float(kendalltau(rank, runtime, variant="b").statistic)
 
 
 def pair_accuracy(order: np.ndarray, runtime: np.ndarray) -> float:

@@ -1,10 +1,10 @@
 """Per-graph normalisation of predicted costs, so rankers on different scales can be averaged
-(the ensemble's members, the GNN's seed members)."""
+(the ensemble's members, the GNN's seed members). scipy.stats is imported where it is used, as in
+tpurank.core.metrics: `all`'s own process imports this module and must stay light."""
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import rankdata
 
 from tpurank.core.errors import TpurankError
 
@@ -23,6 +23,8 @@ def normalize(cost: np.ndarray, how: str) -> np.ndarray:
         out[scored] = normalize(cost[scored], how)
         return out
     if how == "rank":
+        from scipy.stats import rankdata  # here: see the module docstring
+
         return (rankdata(cost) - 1) / max(1, len(cost) - 1)
     if how == "zscore":
         std = cost.std()

@@ -8,6 +8,9 @@ scores on the real data (tpurank.report.reference), never mixed into our rows. A
 per-graph scores (`reports/validation_graphs.csv`), PNG plots in `reports/plots/` (training
 curves from each model's metrics.csv: tpurank.report.curves), and a provenance sidecar
 (`reports/validation.json`, holding the score tables too).
+
+matplotlib (the plots) and scipy.stats are imported where they are used: `all`'s own process
+imports this module for its options and must stay light (tpurank.core.metrics).
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
 from tpurank.core.atomic import write_text
 from tpurank.core.collections import COLLECTIONS, kind_of
@@ -35,7 +37,7 @@ from tpurank.data.subsets import coverage, coverage_sentence, load_subsets, scor
 from tpurank.rankers.ensemble import WEIGHTS_FILE, read_weights, report_lines
 from tpurank.rankers.predictions import unscored_subset
 from tpurank.rankers.registry import EVERY_SECTION, MODEL_NAMES
-from tpurank.report import plots, reference
+from tpurank.report import reference
 from tpurank.report.curves import read_curves
 from tpurank.submission.format import check_csv
 from tpurank.submission.score import expected_for_csv, load_runtimes, restrict, score_parsed, scores_json
@@ -251,6 +253,8 @@ def rank_examples(
     paths: Paths, orders: dict[str, list[int]], rows: list[dict[str, Any]]
 ) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """(title, predicted rank, true rank) for up to RANK_PLOT_GRAPHS layout graphs, one per collection first."""
+    from scipy.stats import rankdata  # here: see the module docstring
+
     files = {f.id: f for f in discover(paths.npz, splits=["valid"])}
     layout = [r for r in rows if kind_of(r["collection"]) == "layout"]
     picked: list[dict[str, Any]] = []
@@ -283,6 +287,8 @@ def write_plots(
         table: the report's rows (`score_rows`).
         tag: the data's tag for every title ("" on real data).
     """
+    from tpurank.report import plots  # here: see the module docstring
+
     plot_dir = paths.reports / "plots"
     # leaderboard marks only beside real-data scores: on synthetic data they would invite a comparison
     ref = {r.who: r.overall for r in reference.REFERENCES if r.overall is not None} if not tag else None
