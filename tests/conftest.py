@@ -142,7 +142,7 @@ LONGEST_FIRST = (
     ("test_gnn_ddp.py", "test_two_process_ddp_ends_with_identical_weights"),
     ("test_profiles.py", "test_all_within_a_tiny_budget_stops_training_on_time"),
     ("test_retrain.py", "test_an_interrupted_retrain_leaves_the_finished_model_and_resumes[9]"),
-    ("test_side_by_side.py", "test_side_by_side_trains_the_same_weights"),
+    ("test_collection_processes.py", "test_side_by_side_trains_the_same_weights"),
     ("test_imports.py", "test_one_fresh_interpreter_imports_everything_light_and_reads_no_variable"),
     ("test_curves.py", "test_a_gnn_run_records_its_loss_between_validations_and_logs_a_few_lines"),
 )

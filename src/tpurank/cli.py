@@ -159,9 +159,17 @@ def stage_parser(name: str, module: ModuleType, common: bool = True) -> argparse
 # stages that fill the data root themselves (all, download, synth) or never read it: the synthetic
 # fallback (core.paths.synthetic_fallback) stays out of them
 NO_DATA_FALLBACK = (
-    "all", "download", "synth", "compare-synth", "featurize-pb", "runs", "build-code-dataset",
-    "build-models-dataset", "rank", "tune",
-)  # fmt: skip
+    "all",
+    "download",
+    "synth",
+    "compare-synth",
+    "featurize-pb",
+    "runs",
+    "build-code-dataset",
+    "build-models-dataset",
+    "rank",
+    "tune",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

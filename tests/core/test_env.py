@@ -33,8 +33,15 @@ def test_every_variable_is_read_through_core_env() -> None:
     """Outside core/env.py a module reads the environment only for another tool's variables, each named
     as a literal (torchrun's, Kaggle's, OpenMP's, glibc's and torch's): a TPURANK_* variable always
     goes through its checked entry, even when its name sits in a constant."""
-    others = {"WORLD_SIZE", "LOCAL_RANK", "KAGGLE_API_ENVIRONMENT", "KAGGLE_USERNAME", "OMP_NUM_THREADS",
-              "MALLOC_MMAP_THRESHOLD_", "TORCH_HUGE_PAGES"}  # fmt: skip
+    others = {
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "KAGGLE_API_ENVIRONMENT",
+        "KAGGLE_USERNAME",
+        "OMP_NUM_THREADS",
+        "MALLOC_MMAP_THRESHOLD_",
+        "TORCH_HUGE_PAGES",
+    }
     reads = []
     for f in sorted(SRC.rglob("*.py")):
         if f.name == "env.py" and f.parent.name == "core":

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tpurank.core.config import from_dict
+from tpurank.core.config_build import from_dict
 from tpurank.core.memory import release_free_memory
 from tpurank.core.paths import Paths
 from tpurank.gnn.families import gnn as gnn_model

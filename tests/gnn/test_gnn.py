@@ -487,8 +487,9 @@ def test_dim_features_widen_the_node_inputs_and_predict_reads_them_as_trained(
     loads the graphs as the checkpoint's recipe says, whatever the predicting config says."""
     paths = Paths(data=tiny_paths.data, out=tmp_path, work=tiny_paths.work or tiny_paths.out)
     collection = "layout:xla:random"
-    cfg = small_cfg(max_steps=2, eval_every=2, graphs_per_batch=2, configs_per_graph=8, dim_features=True,
-                    seeds=seeds)  # fmt: skip
+    cfg = small_cfg(
+        max_steps=2, eval_every=2, graphs_per_batch=2, configs_per_graph=8, dim_features=True, seeds=seeds
+    )
     GNN.train(paths, cfg, collection)
     plain = load_split(tiny_paths, collection, "valid", progress=False)
     wide = load_split(tiny_paths, collection, "valid", progress=False, dim_features=True)
@@ -515,7 +516,15 @@ def test_a_checkpoint_from_before_the_mxu_inputs_names_what_differs(tmp_path) ->
     state["tile_in.weight"] = state["tile_in.weight"][:, :7]
     args = {"kind": "layout", "node_feat_dim": FEAT, "hidden": 16, "layers": 2, "tile_features": True}
     path = tmp_path / CHECKPOINT
-    save_checkpoint(path, {"format": CHECKPOINT_FORMAT, "model": "gnn", "collection": "layout:xla:random",
-                           "model_args": args, "state_dict": state})  # fmt: skip
+    save_checkpoint(
+        path,
+        {
+            "format": CHECKPOINT_FORMAT,
+            "model": "gnn",
+            "collection": "layout:xla:random",
+            "model_args": args,
+            "state_dict": state,
+        },
+    )
     with pytest.raises(TpurankError, match=r"size mismatch for tile_in.weight.*; retrain this model$"):
         load_model(gnn_model.SPEC, path, "layout:xla:random")

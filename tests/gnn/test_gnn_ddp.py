@@ -23,7 +23,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from tpurank.core.config import Config, from_dict
+from tpurank.core.config import Config
+from tpurank.core.config_build import from_dict
 from tpurank.gnn.families import gnn as gm
 from tpurank.gnn.data import load_split
 from tpurank.gnn.device import setup_runtime

@@ -107,10 +107,16 @@ def test_seed_members_train_resumably_and_average(tiny_paths: Paths, tmp_path) -
     ] == [0, 1]
 
     members = [
-        predict_collection(gnn_model.SPEC, member_paths(paths, k), replace(cfg, seed=k, gnn=replace(cfg.gnn, seeds=1)),
-                           collection, "valid", progress=False)
+        predict_collection(
+            gnn_model.SPEC,
+            member_paths(paths, k),
+            replace(cfg, seed=k, gnn=replace(cfg.gnn, seeds=1)),
+            collection,
+            "valid",
+            progress=False,
+        )
         for k in range(2)
-    ]  # fmt: skip
+    ]
     averaged = predict_seeds(gnn_model.SPEC, paths, cfg, collection, "valid", progress=False)
     # predict follows the trained seeds (seeds.json), whatever the predicting config says
     one = replace(cfg, gnn=replace(cfg.gnn, seeds=1))

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from helpers import fake_clock
 
-from tpurank.core.config import Config, from_dict
+from tpurank.core.config import Config
+from tpurank.core.config_build import from_dict
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.gnn.data import eval_configs, load_split
@@ -174,10 +175,13 @@ def test_validate_reads_every_models_metrics_for_its_curves(tmp_path: Path) -> N
     paths = Paths(tmp_path / "data", tmp_path / "out")
     for rel in ("gnn/layout-xla-random", "gnn/layout-xla-random/seed-1", "gnn/.next-tile-xla"):
         (paths.models / rel).mkdir(parents=True)
-        run_log.write_metrics(paths.models / rel / run_log.METRICS, [
-            {"step": 5, "elapsed": 1.0, "lr": 1e-3, "train_loss": 0.5, "valid_score": 0.2},
-            {"step": 10, "elapsed": 2.0, "lr": 1e-5, "train_loss": 0.4, "valid_score": 0.3},
-        ])  # fmt: skip
+        run_log.write_metrics(
+            paths.models / rel / run_log.METRICS,
+            [
+                {"step": 5, "elapsed": 1.0, "lr": 1e-3, "train_loss": 0.5, "valid_score": 0.2},
+                {"step": 10, "elapsed": 2.0, "lr": 1e-5, "train_loss": 0.4, "valid_score": 0.3},
+            ],
+        )
     curves = read_curves(paths.models)
     assert list(curves) == ["layout:xla:random"]  # not a retrain in progress
     assert sorted(curves["layout:xla:random"]) == ["gnn", "gnn seed-1"]
@@ -196,8 +200,9 @@ def test_tensorboard_gets_the_rows_of_metrics_csv(
 
     monkeypatch.setenv(run_log.TENSORBOARD_ENV, str(tmp_path / "tb"))
     paths = Paths(tiny_paths.data, tmp_path / "out")
-    train_collection(gnn_model.SPEC, paths, small_cfg(max_steps=6, eval_every=2), COLLECTION, *graphs,
-                     progress=False)  # fmt: skip
+    train_collection(
+        gnn_model.SPEC, paths, small_cfg(max_steps=6, eval_every=2), COLLECTION, *graphs, progress=False
+    )
     events = EventAccumulator(str(tmp_path / "tb" / "gnn" / "layout-xla-random" / "seed-0"))
     events.Reload()
     steps = {"valid_score": [2, 4, 6], "train_loss": [1, 2, 3, 4, 5, 6], "lr": [1, 2, 3, 4, 5, 6]}

@@ -22,8 +22,12 @@ from tpurank.gnn.nets.tile_inputs import (
 RESHAPE = 75
 
 
-def shapes(dims: list[list[int]], own: list[list[int]], opcode: list[int] | None = None,
-           conv: list[tuple[int, int, int]] | None = None) -> NodeShapes:  # fmt: skip
+def shapes(
+    dims: list[list[int]],
+    own: list[list[int]],
+    opcode: list[int] | None = None,
+    conv: list[tuple[int, int, int]] | None = None,
+) -> NodeShapes:
     """Nodes of these shapes and own layouts; `conv`: (input feature, kernel input feature, output
     feature) dimension numbers of each node (convolutions read them)."""
     raw = np.zeros((len(dims), 140), dtype=np.float32)
@@ -136,10 +140,12 @@ def test_lightgbm_counts_the_mxu_flags_of_each_config() -> None:
     """Two convolutions: config 0 reads both inputs contraction-minor, config 1 one of them
     width-minor; the bytes of the slow operand are the node's output bytes (its tensor size proxy)."""
     s = shapes([[8, 14, 14, 256]] * 2, [[3, 2, 1, 0]] * 2, opcode=[CONVOLUTION] * 2, conv=[CONV_DIMS] * 2)
-    configs = np.concatenate([
-        config([], [], inputs=[[3, 2, 1, 0], [3, 2, 1, 0]]),
-        config([], [], inputs=[[3, 2, 1, 0], [2, 3, 1, 0]]),
-    ])  # fmt: skip
+    configs = np.concatenate(
+        [
+            config([], [], inputs=[[3, 2, 1, 0], [3, 2, 1, 0]]),
+            config([], [], inputs=[[3, 2, 1, 0], [2, 3, 1, 0]]),
+        ]
+    )
     eff, _ = effective_layout(configs, s.own)
     cols = mxu_columns(mxu_flags(configs, eff, s.mxu), nbytes=np.array([100.0, 300.0]))
     assert cols["mxu_in_contract_minor"].tolist() == [2, 1]

@@ -170,9 +170,13 @@ def test_notebooks_in_a_fresh_offline_environment(tiny_root: Path, tmp_path: Pat
     # 2. pack the models as build-models-dataset does on the user's machine, upload, infer
     packed = tmp_path / "built-models"
     m = _tpurank(
-        "build-models-dataset", "--dest", str(packed), "--out-dir", str(temp / "tpurank"),
+        "build-models-dataset",
+        "--dest",
+        str(packed),
+        "--out-dir",
+        str(temp / "tpurank"),
         "--allow-synthetic",  # the tiny data is synthetic
-    )  # fmt: skip
+    )
     assert m.returncode == 0, m.stderr
     as_uploaded(packed, kaggle_input / "tpurank-models")
     working2 = tmp_path / "working2"

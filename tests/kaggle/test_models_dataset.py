@@ -21,10 +21,14 @@ def test_config_round_trips_through_toml(tmp_path: Path) -> None:
     cfg = load_config(
         None,
         [
-            "gnn.hidden=32", "lgbm.objective=rank_xendcg", "ensemble.models=[\"gnn\"]",
-            'collections."tile:xla".gnn.hidden=64', "prepare.hops=2", "lgbm.learning_rate=0.125",
+            "gnn.hidden=32",
+            "lgbm.objective=rank_xendcg",
+            'ensemble.models=["gnn"]',
+            'collections."tile:xla".gnn.hidden=64',
+            "prepare.hops=2",
+            "lgbm.learning_rate=0.125",
         ],
-    )  # fmt: skip
+    )
     from tpurank.core.config import to_dict
 
     f = tmp_path / "c.toml"

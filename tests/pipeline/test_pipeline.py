@@ -301,20 +301,35 @@ def test_infer_on_a_copy_of_the_data_keeps_the_models_rule(
 
     clean = clean_all.out
     pack = tmp_path / "models-dataset"
-    rc = main([
-        "build-models-dataset", "--dest", str(pack), "--out-dir", str(clean),
-        "--allow-synthetic",  # the tiny data is synthetic: refused without it
-    ])  # fmt: skip
+    rc = main(
+        [
+            "build-models-dataset",
+            "--dest",
+            str(pack),
+            "--out-dir",
+            str(clean),
+            "--allow-synthetic",  # the tiny data is synthetic: refused without it
+        ]
+    )
     assert rc == 0, capsys.readouterr().err[-2000:]
     data = tmp_path / "input"
     copy_without_times(clean_all.data, data)
     shutil.rmtree(data / "npz_all/npz/layout/xla/random/train")  # a rule refitted would differ
     out, work = tmp_path / "working", tmp_path / "temp"
     capsys.readouterr()
-    rc = main([
-        "infer", "--models-dataset", str(pack), "--data-dir", str(data), "--out-dir", str(out),
-        "--work-dir", str(work),
-    ])  # fmt: skip
+    rc = main(
+        [
+            "infer",
+            "--models-dataset",
+            str(pack),
+            "--data-dir",
+            str(data),
+            "--out-dir",
+            str(out),
+            "--work-dir",
+            str(work),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 0, err[-3000:]
     assert "fit feature rule" not in err

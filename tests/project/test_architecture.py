@@ -8,6 +8,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from helpers import import_statements
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tpurank"
 
@@ -57,7 +58,7 @@ def _imports() -> dict[str, set[str]]:
             continue
         mod = _module(f)
         found: set[str] = set()
-        for node in ast.walk(ast.parse(f.read_text(), str(f))):
+        for node in import_statements(ast.parse(f.read_text(), str(f))):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tpurank"):
                 for alias in node.names:  # `from tpurank.gnn import gst` imports tpurank.gnn.gst
                     sub = f"{node.module}.{alias.name}"

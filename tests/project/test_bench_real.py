@@ -135,11 +135,23 @@ def test_summary_and_format_of_seed_spreads() -> None:
 
 def test_merge_joins_a_layout_and_a_tile_half(tmp_path: Path) -> None:
     common = {"seeds": [0, 1], "budget": {"gnn": 3}, "sets": ["x=1"], "models": ["random"], "commit": "abc"}
-    layout = {**common, "command": "L", "seconds": 2.0, "tile_folds": 5,
-              "layout": {"per_seed": {"all": {"random": [0.1, 0.3]}, "subset": {"random": [0.2, 0.2]}},
-                         "circular_ensemble": {"all": [], "subset": []}}}  # fmt: skip
-    tile = {**common, "command": "T", "seconds": 3.0, "tile_folds": 3,
-            "tile": {"per_seed": {"random": [0.9, 0.8]}, "circular_ensemble": []}}  # fmt: skip
+    layout = {
+        **common,
+        "command": "L",
+        "seconds": 2.0,
+        "tile_folds": 5,
+        "layout": {
+            "per_seed": {"all": {"random": [0.1, 0.3]}, "subset": {"random": [0.2, 0.2]}},
+            "circular_ensemble": {"all": [], "subset": []},
+        },
+    }
+    tile = {
+        **common,
+        "command": "T",
+        "seconds": 3.0,
+        "tile_folds": 3,
+        "tile": {"per_seed": {"random": [0.9, 0.8]}, "circular_ensemble": []},
+    }
     (tmp_path / "l.json").write_text(json.dumps(layout))
     (tmp_path / "t.json").write_text(json.dumps(tile))
     out = tmp_path / "merged.json"

@@ -176,8 +176,10 @@ def test_real_rows_pool_seeds_and_name_what_is_missing(tmp_path: Path) -> None:
     rr = _bench("real_rows")
     a = _real_file(tmp_path, "a.json", [0.10, 0.20, 0.30])
     b = _real_file(tmp_path, "b.json", [0.50, 0.70], seeds=[3, 4])
-    real = rr.RealRows({"r": [rr.layout((a, b), "gnn", "pooled")], "m": [rr.layout(("gone.json",), "gnn", "x")]},
-                       [tmp_path / "absent", tmp_path])  # fmt: skip
+    real = rr.RealRows(
+        {"r": [rr.layout((a, b), "gnn", "pooled")], "m": [rr.layout(("gone.json",), "gnn", "x")]},
+        [tmp_path / "absent", tmp_path],
+    )
     assert real.values(real.mapping["r"][0]) == {0: 0.10, 1: 0.20, 2: 0.30, 3: 0.50, 4: 0.70}
     assert real.cells("r", [rr.LAYOUT]) == [[_cell([0.10, 0.20, 0.30, 0.50, 0.70]) + "; pooled)"]]
     assert real.cells("m", [rr.LAYOUT, rr.TILE]) == [["- (gone.json not found; x)", ""]]
@@ -252,8 +254,10 @@ def test_recipe_tables_show_real_rows_and_dash(tmp_path: Path) -> None:
     recipe's real rows below its synthetic row, "-" for one never measured on real data."""
     rr = _bench("real_rows")
     name = _real_file(tmp_path, "r.json", [0.01, 0.03])
-    real = rr.RealRows({"base": [rr.layout((name,), "gnn", "fake")], "real-only": [rr.layout((name,), "gnn", "fake")]},
-                       [tmp_path])  # fmt: skip
+    real = rr.RealRows(
+        {"base": [rr.layout((name,), "gnn", "fake")], "real-only": [rr.layout((name,), "gnn", "fake")]},
+        [tmp_path],
+    )
     value = f"{_cell([0.01, 0.03])}; fake) |"
     scores = {"tile:xla": {"scores": [0.9, 0.92], "mean": 0.91, "std": 0.01, "seed_average": 0.915}}
     recipe = {"seeds": 2, "rows": {"base": scores, "gnn.dropout=0.1": scores}}
@@ -285,11 +289,16 @@ def test_recipe_tables_show_real_rows_and_dash(tmp_path: Path) -> None:
 def test_ensemble_table_puts_bench_real_under_its_normalization(tmp_path: Path) -> None:
     ensemble, rr = _bench("bench_ensemble_normalize"), _bench("real_rows")
     per_seed = {"lgbm": [0.1, 0.3], "gnn": [0.2, 0.2], "ensemble": [0.4, 0.5]}
-    data = {"seeds": [0, 1], "ensemble": {"normalize": {"tile:xla": "zscore"}},
-            "tile": {"per_seed": per_seed, "circular_ensemble": [[0.6, [0.5, 0.5]], [0.6, [1, 0]]]}}  # fmt: skip
+    data = {
+        "seeds": [0, 1],
+        "ensemble": {"normalize": {"tile:xla": "zscore"}},
+        "tile": {"per_seed": per_seed, "circular_ensemble": [[0.6, [0.5, 0.5]], [0.6, [1, 0]]]},
+    }
     (tmp_path / ensemble.REAL["tile:xla"][0]).write_text(json.dumps(data))
-    text = ensemble.table({"tile:xla": ["a", "b", "c", "d"], "layout:nlp:random": ["e", "f", "g", "h"]},
-                          rr.RealRows({}, [tmp_path])).splitlines()  # fmt: skip
+    text = ensemble.table(
+        {"tile:xla": ["a", "b", "c", "d"], "layout:nlp:random": ["e", "f", "g", "h"]},
+        rr.RealRows({}, [tmp_path]),
+    ).splitlines()
     assert text[2] == "| tile:xla | synthetic | a | b | c | d |"
     # fitted (circular) / cross-fitted (not in the file) / equal, under zscore: the normalization it ran
     assert (
@@ -310,8 +319,13 @@ def test_ensemble_table_puts_bench_real_under_its_normalization(tmp_path: Path) 
 )
 def test_table_modes_read_the_saved_results(argv: list[str], expect: str) -> None:
     """The results files saved before the `data` column load, and their tables show real rows."""
-    r = subprocess.run([sys.executable, str(BENCH / argv[0]), *argv[1:]], capture_output=True, text=True,
-                       cwd=BENCH.parent, timeout=120)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, str(BENCH / argv[0]), *argv[1:]],
+        capture_output=True,
+        text=True,
+        cwd=BENCH.parent,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert expect in r.stdout and "| synthetic |" in r.stdout and _legend() in r.stdout
 

@@ -95,10 +95,15 @@ def _no_runs(path: Path) -> Path:
 
 def _narrow_npz(path: Path) -> Path:
     np.savez(
-        path, node_feat=np.zeros((3, 100), np.float32), node_opcode=np.zeros(3, np.uint8),
-        edge_index=np.zeros((0, 2), np.int64), node_config_feat=np.zeros((2, 1, 18), np.float32),
-        node_config_ids=np.array([0]), config_runtime=np.array([1, 2]), node_splits=np.zeros((1, 2), np.int64),
-    )  # fmt: skip
+        path,
+        node_feat=np.zeros((3, 100), np.float32),
+        node_opcode=np.zeros(3, np.uint8),
+        edge_index=np.zeros((0, 2), np.int64),
+        node_config_feat=np.zeros((2, 1, 18), np.float32),
+        node_config_ids=np.array([0]),
+        config_runtime=np.array([1, 2]),
+        node_splits=np.zeros((1, 2), np.int64),
+    )
     return path
 
 

@@ -101,10 +101,25 @@ def test_a_full_disk_during_training_is_one_line_and_keeps_the_model(
 def _predict_error(paths: Paths, model: str) -> str:
     """predict in a child process (a native crash would kill pytest itself): its one error line."""
     r = subprocess.run(
-        [sys.executable, "-m", "tpurank", "predict", "--model", model, "--split", "valid", "--force",
-         "--collections", COLLECTION, *common(paths)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "tpurank",
+            "predict",
+            "--model",
+            model,
+            "--split",
+            "valid",
+            "--force",
+            "--collections",
+            COLLECTION,
+            *common(paths),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 1 and "Traceback" not in r.stderr, (r.returncode, r.stderr[-2000:])
     return r.stderr
 

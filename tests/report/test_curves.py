@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tpurank.core.config import from_dict
+from tpurank.core.config_build import from_dict
 from tpurank.core.paths import Paths
 from tpurank.gnn.data import load_split
 from tpurank.gnn.families import gnn as gnn_model
@@ -28,11 +28,14 @@ def _rows(f: Path) -> list[dict[str, str]]:
 
 def test_loss_rows_leave_the_valid_score_empty(tmp_path: Path) -> None:
     f = tmp_path / run_log.METRICS
-    run_log.write_metrics(f, [
-        run_log.curve_row(3, 1.0, 1e-3, [0.5, 0.7]),
-        run_log.curve_row(5, 2.0, 5e-4, [0.4], score=0.25),
-        {"step": 5, "valid_score": 0.3, "finetune_loss": 0.1},  # GST's fine-tuning record: no row
-    ])  # fmt: skip
+    run_log.write_metrics(
+        f,
+        [
+            run_log.curve_row(3, 1.0, 1e-3, [0.5, 0.7]),
+            run_log.curve_row(5, 2.0, 5e-4, [0.4], score=0.25),
+            {"step": 5, "valid_score": 0.3, "finetune_loss": 0.1},  # GST's fine-tuning record: no row
+        ],
+    )
     assert f.read_text().splitlines()[0] == ",".join(run_log.METRIC_COLUMNS)
     rows = _rows(f)
     assert [r["step"] for r in rows] == ["3", "5"]
@@ -62,8 +65,21 @@ def test_a_gnn_run_records_its_loss_between_validations_and_logs_a_few_lines(
     """Validating every step of 40 used to print 40 lines; now one per tenth of the budget, and
     metrics.csv has a loss row at every step (loss_interval(40) = 1) with the validations among them."""
     train, valid = (load_split(tiny_paths, COLLECTION, s, False) for s in ("train", "valid"))
-    cfg = from_dict({"gnn": {"hidden": 8, "layers": 1, "opcode_dim": 4, "config_dim": 4, "seeds": 1,
-                             "max_steps": 40, "eval_every": 1, "patience": 1000, "warmup_steps": 1}})  # fmt: skip
+    cfg = from_dict(
+        {
+            "gnn": {
+                "hidden": 8,
+                "layers": 1,
+                "opcode_dim": 4,
+                "config_dim": 4,
+                "seeds": 1,
+                "max_steps": 40,
+                "eval_every": 1,
+                "patience": 1000,
+                "warmup_steps": 1,
+            }
+        }
+    )
     paths = Paths(tiny_paths.data, tmp_path)
     summary = train_collection(gnn_model.SPEC, paths, cfg, COLLECTION, train, valid, progress=True)
     out = capsys.readouterr()
@@ -90,8 +106,17 @@ def test_lightgbm_writes_its_validation_metric_per_round(tiny_paths: Paths, tmp_
     (out / "features").mkdir(parents=True)
     (out / "features" / "prepared").symlink_to(tiny_paths.prepared, target_is_directory=True)
     paths = Paths(data=tiny_paths.data, out=out)
-    cfg = from_dict({"lgbm": {"num_boost_round": 40, "early_stopping_rounds": 10, "min_data_in_leaf": 5,
-                              "num_leaves": 7, "threads": 1}})  # fmt: skip
+    cfg = from_dict(
+        {
+            "lgbm": {
+                "num_boost_round": 40,
+                "early_stopping_rounds": 10,
+                "min_data_in_leaf": 5,
+                "num_leaves": 7,
+                "threads": 1,
+            }
+        }
+    )
     model.train(paths, cfg.for_collection(COLLECTION), COLLECTION)
     folder = paths.model_dir("lgbm", COLLECTION)
     f = folder / model.METRICS_FILE

@@ -39,14 +39,31 @@ def two_runs(tmp_path: Path) -> tuple[Path, Path]:
     _write(synth / "synth.json", {"scale": "demo"})
     real.mkdir()
     old, new = tmp_path / "old", tmp_path / "new"
-    _run(old, real, "2024-01-01T10:00:00+00:00", None,
-         {"gnn": {"tile:xla": 0.9, "overall": 0.9}, "random": {"tile:xla": 0.1, "overall": 0.1}},
-         {"gnn/tile-xla": 90.0})  # fmt: skip
-    _run(new, synth, "2024-02-01T10:00:00+00:00", "cpu",
-         {"ensemble": {"layout:xla:random": 0.5, "overall": 0.5}, "lgbm": {"layout:xla:random": 0.4,
-          "overall": 0.4}, "gnn": {"layout:xla:random": 0.45, "overall": 0.45}},
-         {"gnn/layout-xla-random": 60.0, "gnn/layout-xla-random/seed-1": 61.4, "lgbm/layout-xla-random": 5.0,
-          "gnn/.next-tile-xla": 999.0})  # fmt: skip
+    _run(
+        old,
+        real,
+        "2024-01-01T10:00:00+00:00",
+        None,
+        {"gnn": {"tile:xla": 0.9, "overall": 0.9}, "random": {"tile:xla": 0.1, "overall": 0.1}},
+        {"gnn/tile-xla": 90.0},
+    )
+    _run(
+        new,
+        synth,
+        "2024-02-01T10:00:00+00:00",
+        "cpu",
+        {
+            "ensemble": {"layout:xla:random": 0.5, "overall": 0.5},
+            "lgbm": {"layout:xla:random": 0.4, "overall": 0.4},
+            "gnn": {"layout:xla:random": 0.45, "overall": 0.45},
+        },
+        {
+            "gnn/layout-xla-random": 60.0,
+            "gnn/layout-xla-random/seed-1": 61.4,
+            "lgbm/layout-xla-random": 5.0,
+            "gnn/.next-tile-xla": 999.0,
+        },
+    )
     return old, new
 
 
@@ -55,13 +72,27 @@ def test_runs_pivot_newest_first_with_data_profile_and_minutes(two_runs, capsys)
     assert main(["runs", str(old), str(new)]) == 0  # the old run named first: still listed last
     lines = capsys.readouterr().out.splitlines()
     head = next(ln for ln in lines if ln.startswith("run "))
-    assert head.split()[:9] == ["run", "model", "tile:xla", "xla:default", "xla:random", "nlp:default",
-                                "nlp:random", "overall", "train"]  # fmt: skip
+    assert head.split()[:9] == [
+        "run",
+        "model",
+        "tile:xla",
+        "xla:default",
+        "xla:random",
+        "nlp:default",
+        "nlp:random",
+        "overall",
+        "train",
+    ]
     pivot = lines[lines.index(head) + 1 : lines.index("")]  # the config and source sections follow
     rows = [ln.split() for ln in pivot]
     # runs newest first; within a run, models in registry order (baselines, lgbm, gnn, ensemble)
-    assert [r[:2] for r in rows] == [["new", "lgbm"], ["new", "gnn"], ["new", "ensemble"],
-                                     ["old", "random"], ["old", "gnn"]]  # fmt: skip
+    assert [r[:2] for r in rows] == [
+        ["new", "lgbm"],
+        ["new", "gnn"],
+        ["new", "ensemble"],
+        ["old", "random"],
+        ["old", "gnn"],
+    ]
     new_gnn, old_gnn = rows[1], rows[4]
     assert new_gnn[2:9] == ["-", "-", "0.4500", "-", "-", "0.4500", "2:01"]  # two seeds: 60 + 61.4 s
     assert new_gnn[9:13] == ["synthetic", "demo:", "demo-data", "cpu"]
@@ -88,8 +119,10 @@ def test_runs_label_what_each_figure_is_and_where_the_report_differs(two_runs, c
     old, new = two_runs
     _write(new / "models" / "ensemble" / "layout-xla-random" / "weights.json", {"cross_fit": {"score": 0.4}})
     coverage = {"layout_graphs": 3, "on_subset": 2}
-    _write(new / "reports" / "validation.json", {"official_subsets": "eval_indices",
-                                                  "official_subsets_coverage": coverage})  # fmt: skip
+    _write(
+        new / "reports" / "validation.json",
+        {"official_subsets": "eval_indices", "official_subsets_coverage": coverage},
+    )
     assert main(["runs", str(old), str(new)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith(
@@ -105,8 +138,10 @@ def test_runs_label_what_each_figure_is_and_where_the_report_differs(two_runs, c
     assert not any(ln.startswith("note: old") for ln in lines)  # its report (none) shows the same
     # subsets that listed none of the run's graphs change no figure: no note
     none = {**coverage, "on_subset": 0}
-    _write(new / "reports" / "validation.json", {"official_subsets": "eval_indices",
-                                                  "official_subsets_coverage": none})  # fmt: skip
+    _write(
+        new / "reports" / "validation.json",
+        {"official_subsets": "eval_indices", "official_subsets_coverage": none},
+    )
     assert read_run(new)["report"] == ""
 
 

@@ -204,8 +204,22 @@ def test_validate_with_official_subsets_says_how_many_graphs_they_covered(out_pa
 def test_stage_errors_are_one_line(out_paths, sample_root, tmp_path, capsys):
     common = _common(out_paths)
     assert cli.main(["validate", *common]) == 1  # no valid CSV yet
-    assert cli.main(["predict", "--model", "heuristic", "--split", "test", "--data-dir", str(sample_root),
-                     "--out-dir", str(tmp_path)]) == 1  # fmt: skip
+    assert (
+        cli.main(
+            [
+                "predict",
+                "--model",
+                "heuristic",
+                "--split",
+                "test",
+                "--data-dir",
+                str(sample_root),
+                "--out-dir",
+                str(tmp_path),
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2
     assert "no valid_<model>.csv" in err[0]
@@ -344,8 +358,14 @@ def test_the_ensemble_row_is_in_sample_with_the_cross_fitted_one_beside_it(tmp_p
     for c, score in crossed.items():
         f = paths.model_dir("ensemble", c) / "weights.json"
         f.parent.mkdir(parents=True)
-        rec = {"collection": c, "members": ["lgbm", "gnn"], "weights": [0.5, 0.5], "normalize": "rank",
-               "valid_score": 0.9, "cross_fit": {"score": score}}  # fmt: skip
+        rec = {
+            "collection": c,
+            "members": ["lgbm", "gnn"],
+            "weights": [0.5, 0.5],
+            "normalize": "rank",
+            "valid_score": 0.9,
+            "cross_fit": {"score": score},
+        }
         f.write_text(json.dumps(rec))
     got = cross_fitted(paths)
     assert got == {**crossed, "overall": pytest.approx(0.55)}  # the mean of the collections fitted

@@ -85,9 +85,15 @@ def _table(graphs: int, rows: int, flat: int = 0) -> pd.DataFrame:
     ids = np.repeat([f"g{i}" for i in range(graphs)], rows)
     runtime = rng.random(graphs * rows)
     runtime[: flat * rows] = 1.0  # the first `flat` graphs: every config equally fast
-    return pd.DataFrame({"graph": ids, "row": np.tile(np.arange(rows), graphs), "runtime": runtime,
-                         "f1": np.repeat(np.arange(graphs, dtype=float), rows),  # the graph's number
-                         "f2": rng.random(graphs * rows)})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "graph": ids,
+            "row": np.tile(np.arange(rows), graphs),
+            "runtime": runtime,
+            "f1": np.repeat(np.arange(graphs, dtype=float), rows),  # the graph's number
+            "f2": rng.random(graphs * rows),
+        }
+    )
 
 
 def test_training_rows_are_bounded_whole_queries_and_repeatable(tmp_path: Path) -> None:

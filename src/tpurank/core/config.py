@@ -5,6 +5,7 @@ any section for one collection; the per-collection defaults (core/collection_def
 scale of each collection) give way to any key set at top level. Unknown keys, wrongly typed values and values outside the range
 declared next to the field (`value(default, min=..., choices=...)`, checked by core/config_schema.py) are errors, so a typo never
 silently falls back to a default and a nonsense value never trains a model. The resolved config is saved next to every output.
+A Config is built from settings, and checked, by core/config_build.py.
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS, collection_defaults
-from tpurank.core.collections import COLLECTIONS
+from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS
 from tpurank.core.config_schema import build_checked, merge_tables, value
-from tpurank.core.errors import TpurankError
 
 
 @dataclass
@@ -337,70 +336,3 @@ def config_fields(cls: type = Config, prefix: str = "") -> dict[str, dataclasses
 def field_docs() -> dict[str, str]:
     """ "section.key" (and "seed", "profile", "collections") -> its one-line doc, as `value(doc=...)` gave it."""
     return {key: f.metadata.get("doc", "") for key, f in config_fields().items()}
-
-
-def from_dict(data: dict[str, Any]) -> Config:
-    """Build and validate a Config; its [collections] tables go over the per-collection defaults, which
-    give way to every key `data` sets at top level (core/collection_defaults.py)."""
-    over = data.get("collections", {})
-    if not isinstance(over, dict):
-        raise TpurankError("config: collections must be a table")
-    merged = merge_tables(collection_defaults(data), over, "collections")
-    data = {**data, "collections": canonical_collections(merged)}
-    cfg = build_checked(Config, data, "")
-    check_pairs(cfg, "")
-    for collection, over in cfg.collections.items():
-        if collection not in COLLECTIONS:
-            raise TpurankError(f"config: unknown collection {collection!r} in [collections]")
-        # validate the override table against the schema now, not when first used
-        base = to_dict(Config())
-        base.pop("collections")
-        where = f"collections.{collection}"
-        check_pairs(build_checked(Config, merge_tables(base, over, where), where), where)
-    return cfg
-
-
-def canonical_collections(tables: dict[str, Any]) -> dict[str, Any]:
-    """The per-collection tables in one order whatever the layers they were merged from: collections
-    as COLLECTIONS lists them, keys as Config declares them (unknown ones last, for the check to name).
-
-    Merging puts a key where the first layer that set it put it, so the same config resolved from other
-    layers (`config show --toml` fed back with `--config`) would print its tables in another order."""
-    order = {key: i for i, key in enumerate(config_fields())}
-
-    def rank(dotted: str) -> int:
-        return min(
-            (i for key, i in order.items() if key == dotted or key.startswith(f"{dotted}.")),
-            default=len(order),
-        )
-
-    def ordered(table: dict[str, Any], prefix: str) -> dict[str, Any]:
-        keys = sorted(table, key=lambda k: rank(f"{prefix}{k}"))
-        return {
-            k: ordered(table[k], f"{prefix}{k}.") if isinstance(table[k], dict) else table[k] for k in keys
-        }
-
-    place = {c: i for i, c in enumerate(COLLECTIONS)}
-    return {
-        c: ordered(t, "") if isinstance(t, dict) else t
-        for c, t in sorted(tables.items(), key=lambda item: place.get(item[0], len(place)))
-    }
-
-
-def check_pairs(cfg: Config, where: str) -> None:
-    """The limits that tie two keys together (each key alone is checked by `value()`)."""
-    at = f"{where}." if where else ""
-    for section in ("gnn",):
-        s = getattr(cfg, section)
-        if s.hidden % s.heads:
-            raise TpurankError(
-                f"config: {at}{section}.heads ({s.heads}) must divide {at}{section}.hidden ({s.hidden}): "
-                "each attention head takes an equal share of the width"
-            )
-    models = cfg.ensemble.models
-    wrong = [m for m in models if m not in LEARNED_MODELS]
-    if not models or wrong or len(set(models)) != len(models):
-        raise TpurankError(
-            f"config: {at}ensemble.models must list distinct models among {', '.join(LEARNED_MODELS)}"
-            f" (the ensemble cannot be its own member), got {models!r}"
-        )

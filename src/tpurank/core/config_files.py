@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tpurank.core.config import Config, from_dict, merge_tables
+from tpurank.core.config import Config
+from tpurank.core.config_build import from_dict
+from tpurank.core.config_schema import merge_tables
 from tpurank.core.errors import TpurankError
 
 

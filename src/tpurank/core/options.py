@@ -27,10 +27,22 @@ def jobs_arg(text: str) -> int:
     return n
 
 
-def _names(p: argparse.ArgumentParser, flag: str, names: tuple[str, ...], metavar: str, all_by_default: bool,
-           help: str) -> None:  # fmt: skip
-    p.add_argument(flag, nargs="+", choices=names, default=list(names) if all_by_default else None,
-                   metavar=metavar, help=help)  # fmt: skip
+def _names(
+    p: argparse.ArgumentParser,
+    flag: str,
+    names: tuple[str, ...],
+    metavar: str,
+    all_by_default: bool,
+    help: str,
+) -> None:
+    p.add_argument(
+        flag,
+        nargs="+",
+        choices=names,
+        default=list(names) if all_by_default else None,
+        metavar=metavar,
+        help=help,
+    )
 
 
 def add_collections(p: argparse.ArgumentParser, all_by_default: bool = True, help: str | None = None) -> None:
@@ -66,8 +78,14 @@ DATA_DIR, OUT_DIR, WORK_DIR, PROFILE, CONFIG, SET = (
 )
 RUN_WIDE = (DATA_DIR, OUT_DIR, WORK_DIR, PROFILE, CONFIG, SET)
 CONFIG_OPTIONS = (PROFILE, CONFIG, SET)  # they resolve the config: `--profile` sizes it, the others set it
-FLAGS = {DATA_DIR: "--data-dir", OUT_DIR: "--out-dir", WORK_DIR: "--work-dir", PROFILE: "--profile",
-         CONFIG: "--config", SET: "--set"}  # fmt: skip
+FLAGS = {
+    DATA_DIR: "--data-dir",
+    OUT_DIR: "--out-dir",
+    WORK_DIR: "--work-dir",
+    PROFILE: "--profile",
+    CONFIG: "--config",
+    SET: "--set",
+}
 
 
 class Refused(argparse.Action):

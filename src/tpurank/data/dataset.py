@@ -11,7 +11,8 @@ from tpurank.core.errors import TpurankError
 from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR
 
 # small data (the demo's 17 MB, the tiny test tree) below this much npz: `all` runs its steps in one
-# process and `train` its GNN collections side by side; big data (the real 6+ GB) the other way round
+# process and `train` its GNN collections side by side; on big data (the real 6+ GB) each step of
+# `all`, and each GNN collection, runs in a process of its own, one after another
 SMALL_DATA_BYTES = 256 * 2**20
 
 

@@ -84,8 +84,10 @@ def up_to_date_summary(spec: ModelSpec, paths: Paths, cfg: Config, collection: s
     if summary is None or summary.get("key") != seeds_key(spec, paths, cfg, collection):
         return None
     members = range(spec.seeds(cfg))
-    if any(finished_model(spec, member_paths(paths, k), member_config(spec, cfg, k), collection) is None
-           for k in members):  # fmt: skip
+    if any(
+        finished_model(spec, member_paths(paths, k), member_config(spec, cfg, k), collection) is None
+        for k in members
+    ):
         return None
     return summary
 
@@ -206,9 +208,9 @@ def _summary(
         return float(np.mean(s)) if s else math.nan
 
     member_scores = [score({i: m[i].costs for i in m}) for m in costs]
-    averaged = score({
-        i: average_costs([m[i].costs for m in costs], cfg.ensemble.normalize) for i in costs[0]
-    })  # fmt: skip
+    averaged = score(
+        {i: average_costs([m[i].costs for m in costs], cfg.ensemble.normalize) for i in costs[0]}
+    )
     return {
         "seeds": [cfg.seed + k for k in range(len(costs))],
         "normalize": cfg.ensemble.normalize,

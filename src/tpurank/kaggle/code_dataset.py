@@ -32,9 +32,21 @@ DATASET_SLUG = "tpurank-code"
 PLACEHOLDER_USER = "YOUR_KAGGLE_USERNAME"
 # names copied from an example rather than a user's own (compared lowercased, without '-' and '_')
 PLACEHOLDERS = {
-    "yourkaggleusername", "kaggleusername", "yourusername", "username", "user", "yourname", "kaggleuser",
-    "yourkaggleuser", "yourkagglename", "kagglename", "yourkaggleid", "kaggleid", "owner", "yourusernamehere",
-}  # fmt: skip
+    "yourkaggleusername",
+    "kaggleusername",
+    "yourusername",
+    "username",
+    "user",
+    "yourname",
+    "kaggleuser",
+    "yourkaggleuser",
+    "yourkagglename",
+    "kagglename",
+    "yourkaggleid",
+    "kaggleid",
+    "owner",
+    "yourusernamehere",
+}
 # Kaggle user names are letters and digits (older accounts may hold '-' or '_'): also never a '/',
 # a space or a bracket, which would break the `<user>/<slug>` ids of the metadata
 USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")

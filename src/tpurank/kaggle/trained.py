@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from tpurank.core.collections import COLLECTIONS
-from tpurank.core.config import Config, from_dict, to_dict
+from tpurank.core.config import Config, to_dict
+from tpurank.core.config_build import from_dict
 from tpurank.core.errors import DataError, TpurankError
 from tpurank.core.paths import Paths, synthetic_scale
 

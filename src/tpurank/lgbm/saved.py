@@ -46,9 +46,13 @@ def save(paths: Paths, cfg: Config, collection: str, booster: lgb.Booster, info:
     write_text(out / IMPORTANCE_FILE, imp.to_csv(index=False))
     # written last: its digest of model.txt is what `load` checks before LightGBM reads the file
     write_sidecar(
-        out / PROVENANCE_FILE, cfg, paths.data, model=MODEL_NAME,
-        model_digest=file_digest(out / MODEL_FILE), **info,
-    )  # fmt: skip
+        out / PROVENANCE_FILE,
+        cfg,
+        paths.data,
+        model=MODEL_NAME,
+        model_digest=file_digest(out / MODEL_FILE),
+        **info,
+    )
 
 
 def write_curve(path: Path, curve: list[float]) -> None:

@@ -93,9 +93,13 @@ def save(path: Path, rows: TrainingRows) -> None:
     """`train_rows.npz`, compressed and written atomically."""
     with atomic_path(path, suffix=".npz") as tmp:
         np.savez_compressed(
-            tmp, format=np.array(FORMAT), x=rows.x, runtime=rows.runtime, sizes=rows.sizes,
+            tmp,
+            format=np.array(FORMAT),
+            x=rows.x,
+            runtime=rows.runtime,
+            sizes=rows.sizes,
             features=np.array(rows.features, dtype=str),
-        )  # fmt: skip
+        )
 
 
 def load(path: Path) -> TrainingRows | None:

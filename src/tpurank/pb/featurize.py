@@ -180,9 +180,17 @@ def _featurize_layout(job: _Job, target: Path) -> list[Path] | None:
     save_graph(target, graph)
     validate_file(target, "layout")
     write_sidecar(
-        sidecar, job.cfg, None, stage="featurize-pb", kind="layout", files=[target.name],
-        configs=graph.num_configs, runs_in_file=len(job.msg.runs), key=source_key(job.source), **job.source,
-    )  # fmt: skip
+        sidecar,
+        job.cfg,
+        None,
+        stage="featurize-pb",
+        kind="layout",
+        files=[target.name],
+        configs=graph.num_configs,
+        runs_in_file=len(job.msg.runs),
+        key=source_key(job.source),
+        **job.source,
+    )
     return [target]
 
 
@@ -209,10 +217,17 @@ def _featurize_tile(job: _Job, out: Path) -> list[Path] | None:
         validate_file(target, "tile")
         written.append(target)
     write_sidecar(
-        sidecar, job.cfg, None, stage="featurize-pb", kind="tile", files=[p.name for p in written],
+        sidecar,
+        job.cfg,
+        None,
+        stage="featurize-pb",
+        kind="tile",
+        files=[p.name for p in written],
         configs={p.stem: g.num_configs for p, g in zip(written, graphs.values(), strict=True)},
-        modules_in_file=len(job.msg.modules), key=source_key(job.source), **job.source,
-    )  # fmt: skip
+        modules_in_file=len(job.msg.modules),
+        key=source_key(job.source),
+        **job.source,
+    )
     return written
 
 

@@ -279,9 +279,19 @@ def _run_builds(plan: BuildPlan, out: Path, jobs: int, progress: bool) -> list[s
             plan.rows.append(row)
     for row in plan.rows:
         target = prepared_path(out, row["collection"], row["split"], row["stem"])
-        row.update(path=str(target.relative_to(out)), bytes=target.stat().st_size,
-                   input_bytes=plan.targets[target].path.stat().st_size)  # fmt: skip
+        row.update(
+            path=str(target.relative_to(out)),
+            bytes=target.stat().st_size,
+            input_bytes=plan.targets[target].path.stat().st_size,
+        )
     return failed
+
+
+def _official_subsets(paths: Paths, folder: Path | None) -> tuple[Path | None, dict]:
+    """(the folder of the official validation subsets, its subsets): `folder`, else the data's own
+    where it exists, else none (every valid config is kept)."""
+    folder = folder or (paths.eval_indices if paths.eval_indices.is_dir() else None)
+    return folder, load_subsets(folder) if folder is not None else {}
 
 
 def prepare_dataset(
@@ -318,8 +328,7 @@ def prepare_dataset(
     jobs = resolve_jobs(jobs, sum(gf.path.stat().st_size for gf in inputs.files))
     out.mkdir(parents=True, exist_ok=True)
     rule, failed = ensure_rule(out, npz_root, jobs, progress, cfg, keep=keep_rule)
-    folder = eval_indices or (paths.eval_indices if paths.eval_indices.is_dir() else None)
-    subsets = load_subsets(folder) if folder is not None else {}
+    folder, subsets = _official_subsets(paths, eval_indices)
     failed += inputs.failed
     plan = plan_builds(inputs.files, cfg, rule, subsets=subsets, out=out)
     scope = {(gf.collection, gf.split) for gf in inputs.files}
@@ -329,11 +338,19 @@ def prepare_dataset(
     index = _write_index(out, plan.rows, scope)
     built = len(plan.rows) - reused
     write_sidecar(
-        out / PROVENANCE_FILE, cfg, paths.data, stage="prepare",
-        collections=sorted({c for c, _ in scope}), splits=sorted({s for _, s in scope}),
-        feature_rule=rule.digest, feature_columns=len(rule.keep),
-        eval_indices=str(folder) if folder is not None else None, built=built, reused=reused, failed=failed,
-    )  # fmt: skip
+        out / PROVENANCE_FILE,
+        cfg,
+        paths.data,
+        stage="prepare",
+        collections=sorted({c for c, _ in scope}),
+        splits=sorted({s for _, s in scope}),
+        feature_rule=rule.digest,
+        feature_columns=len(rule.keep),
+        eval_indices=str(folder) if folder is not None else None,
+        built=built,
+        reused=reused,
+        failed=failed,
+    )
     return PrepareResult(
         index=index, failed=failed, built=built, reused=reused, rule=rule, skipped=inputs.skipped
     )

@@ -42,15 +42,26 @@ def model_sections(model: str) -> tuple[str, ...]:
     return EVERY_SECTION  # the ensemble: its members' and its own
 
 
+def check_name(name: str) -> str:
+    """The registry's target of a model name, nothing imported (a stage that only waits on its
+    training processes stays light).
+
+    Raises:
+        TpurankError: for an unknown name.
+    """
+    target = REGISTRY.get(name)
+    if target is None:
+        raise TpurankError(f"unknown model {name!r}; expected one of {', '.join(MODEL_NAMES)}")
+    return target
+
+
 def get_model(name: str) -> ModuleType | Any:
     """The object with `train` and `predict` for a model name.
 
     Raises:
         TpurankError: for an unknown name or a module missing from this version.
     """
-    target = REGISTRY.get(name)
-    if target is None:
-        raise TpurankError(f"unknown model {name!r}; expected one of {', '.join(MODEL_NAMES)}")
+    target = check_name(name)
     module_name, _, attr = target.partition(":")
     try:
         module = importlib.import_module(module_name)

@@ -18,8 +18,15 @@ from tpurank.core.config import Config
 from tpurank.core.options import add_collections
 from tpurank.core.paths import Paths
 from tpurank.core.staleness import Files, StageIO, option
-from tpurank.rankers.registry import EVERY_SECTION, MODEL_NAMES, UNTRAINED, get_model, model_sections
-from tpurank.rankers.side_by_side import side_by_side_jobs, train_side_by_side
+from tpurank.rankers.collection_processes import train_in_processes, training_processes
+from tpurank.rankers.registry import (
+    EVERY_SECTION,
+    MODEL_NAMES,
+    UNTRAINED,
+    check_name,
+    get_model,
+    model_sections,
+)
 from tpurank.rankers.staging import staged
 
 
@@ -54,7 +61,8 @@ def declare(args: argparse.Namespace) -> StageIO:
 
 def train_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:
     """Train `model` on one collection with its config, by way of its staging folder (an interrupted
-    retrain leaves the finished model); its seconds. Module-level: side-by-side workers run it."""
+    retrain leaves the finished model); its seconds. Module-level: the collections' own processes
+    run it (tpurank.rankers.collection_processes)."""
     t = time.perf_counter()
     with staged(paths, model, collection) as staging:
         get_model(model).train(staging, cfg, collection)
@@ -64,13 +72,13 @@ def train_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    get_model(args.model)  # an unknown model fails before any work
+    check_name(args.model)  # an unknown model fails before any work (no import: see below)
     if args.model in UNTRAINED:
         return 0
     configs = {c: args.cfg.for_collection(c) for c in args.collections}
-    jobs = side_by_side_jobs(args.model, args.paths, args.collections)
-    if jobs > 1:
-        train_side_by_side(train_one, args.model, args.paths, configs, jobs)
+    # in processes of their own, this one imports no model: on big data it stays light while it waits
+    if (processes := training_processes(args.model, args.paths, args.collections)) is not None:
+        train_in_processes(train_one, args.model, args.paths, configs, processes)
         return 0
     for c, cfg in configs.items():
         train_one(args.model, args.paths, cfg, c)

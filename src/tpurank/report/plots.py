@@ -74,22 +74,21 @@ def collection_scores(
     for i, m in enumerate(models):
         ys = [np.nan if scores[m].get(c) is None else scores[m][c] for c in columns]
         hatch = "//" if "cross-fitted" in m else None
-        ax.bar(x - 0.4 + width * (i + 0.5), ys, width, label=m, color=style(m, i)["color"], hatch=hatch,
-               edgecolor="white" if hatch else None)  # fmt: skip
+        ax.bar(
+            x - 0.4 + width * (i + 0.5),
+            ys,
+            width,
+            label=m,
+            color=style(m, i)["color"],
+            hatch=hatch,
+            edgecolor="white" if hatch else None,
+        )
     values = [v for m in models for v in scores[m].values() if v is not None and np.isfinite(v)]
     at = x[list(columns).index("overall")] if "overall" in columns else None
     scored, of = scored_collections(scores, columns)
     partial = at is not None and scored < of
-    for k, (label, value) in enumerate((reference or {}).items() if at is not None and not partial else []):
-        ax.hlines(value, at - 0.42, at + 0.42, colors="black", lw=2, linestyles=("-", "--", ":")[k % 3],
-                  label=f"{label} (Kaggle private LB, real data)", zorder=3)  # fmt: skip
-        values.append(value)
-    if partial and reference:
-        ax.annotate(
-            f"Kaggle leaderboard scores not drawn: they are means of all {of} collections, this overall "
-            f"of {scored}",
-            (0, 0), xycoords="axes fraction", xytext=(0, -48), textcoords="offset points", fontsize=7,
-        )  # fmt: skip
+    if at is not None:
+        values += _reference_marks(ax, reference or {}, at, scored, of)
     ax.set_xlim(-0.6, len(columns) - 0.4)
     lo, hi = min([0.0, *values]), max([0.0, *values])
     pad = 0.08 * max(hi - lo, 0.1)
@@ -105,6 +104,37 @@ def collection_scores(
     return _save(fig, out)
 
 
+def _reference_marks(
+    ax: plt.Axes, reference: Mapping[str, float], at: float, scored: int, of: int
+) -> list[float]:
+    """Leaderboard lines across the `overall` group at `at` (their values, for the y range), or, when
+    that overall is of `scored` < `of` collections, a note under the axes saying why none is drawn."""
+    if scored < of:
+        if reference:
+            ax.annotate(
+                f"Kaggle leaderboard scores not drawn: they are means of all {of} collections, this overall "
+                f"of {scored}",
+                (0, 0),
+                xycoords="axes fraction",
+                xytext=(0, -48),
+                textcoords="offset points",
+                fontsize=7,
+            )
+        return []
+    for k, (label, value) in enumerate(reference.items()):
+        ax.hlines(
+            value,
+            at - 0.42,
+            at + 0.42,
+            colors="black",
+            lw=2,
+            linestyles=("-", "--", ":")[k % 3],
+            label=f"{label} (Kaggle private LB, real data)",
+            zorder=3,
+        )
+    return list(reference.values())
+
+
 def scored_collections(
     scores: Mapping[str, Mapping[str, float | None]], columns: Sequence[str]
 ) -> tuple[int, int]:
@@ -112,9 +142,8 @@ def scored_collections(
     the scored ones only."""
     collections = [c for c in columns if c != "overall"]
     scored = [
-        c for c in collections
-        if any(v.get(c) is not None and np.isfinite(v[c]) for v in scores.values())
-    ]  # fmt: skip
+        c for c in collections if any(v.get(c) is not None and np.isfinite(v[c]) for v in scores.values())
+    ]
     return len(scored), len(collections)
 
 
@@ -218,8 +247,9 @@ def tile_slowdown(slowdowns: Mapping[str, Sequence[float]], out: Path, tag: str 
 ROW_TITLES = ("GNNs: training loss", "GNNs: validation score", "LightGBM: validation metric")
 
 
-def training_curves(curves: Mapping[str, Mapping[str, Mapping[str, Sequence[float]]]], out: Path,
-                    tag: str = "") -> Path:  # fmt: skip
+def training_curves(
+    curves: Mapping[str, Mapping[str, Mapping[str, Sequence[float]]]], out: Path, tag: str = ""
+) -> Path:
     """Per collection (a column): the GNN-style models' training loss and validation score against
     the step, and LightGBM's validation metric against the boosting round.
 

@@ -41,16 +41,27 @@ _FIRST = (
     f"[{FIRST_PLACE_CODE.removeprefix('https://')}]({FIRST_PLACE_CODE})"
 )
 REFERENCES: tuple[Reference, ...] = (
-    Reference("1st place, best ensemble", "0.736", "private leaderboard, mean of the five collections",
-              _FIRST, overall=0.736),
-    Reference("1st place, best single model", "0.714", "private leaderboard, mean of the five collections",
-              _FIRST, overall=0.714),
     Reference(
-        "official baseline", "about 0.30",
+        "1st place, best ensemble",
+        "0.736",
+        "private leaderboard, mean of the five collections",
+        _FIRST,
+        overall=0.736,
+    ),
+    Reference(
+        "1st place, best single model",
+        "0.714",
+        "private leaderboard, mean of the five collections",
+        _FIRST,
+        overall=0.714,
+    ),
+    Reference(
+        "official baseline",
+        "about 0.30",
         "mean Kendall tau of the four layout collections (no tile or overall score stated)",
         f"[TpuGraphs paper]({PAPER}); code: [{BASELINE_CODE.removeprefix('https://')}]({BASELINE_CODE})",
     ),
-)  # fmt: skip
+)
 TITLE = "## Reference: Kaggle leaderboard scores on the REAL data (not ours)"
 
 

@@ -71,16 +71,29 @@ def read_run(out: Path) -> dict[str, Any]:
     if not sides and not models:
         raise TpurankError(f"{out}: no run here (no submissions/valid_*.json, no trained model)")
     report = _json(out / "reports" / "validation.json")
-    run: dict[str, Any] = {"config": {}, "scores": {}, "seconds": {}, "created": "", "profile": "-",
-                           "commit": "?", "data": "?", "dataset": "?", "report": report_note(report),
-                           "fitted": any((out / "models" / "ensemble").glob("*/weights.json"))}  # fmt: skip
+    run: dict[str, Any] = {
+        "config": {},
+        "scores": {},
+        "seconds": {},
+        "created": "",
+        "profile": "-",
+        "commit": "?",
+        "data": "?",
+        "dataset": "?",
+        "report": report_note(report),
+        "fitted": any((out / "models" / "ensemble").glob("*/weights.json")),
+    }
     for f in [*sides, *models]:
         rec = _json(f)
         run["created"] = max(run["created"], str(rec.get("created_utc", "")))
         if isinstance(rec.get("config"), dict) and not run["config"]:
-            run.update(config=flat(rec["config"]), profile=str(rec["config"].get("profile", "-")),
-                       commit=rec.get("git_commit", "?"), data=rec.get("data_fingerprint", "?"),
-                       dataset=dataset(rec.get("data_root"), report))  # fmt: skip
+            run.update(
+                config=flat(rec["config"]),
+                profile=str(rec["config"].get("profile", "-")),
+                commit=rec.get("git_commit", "?"),
+                data=rec.get("data_fingerprint", "?"),
+                dataset=dataset(rec.get("data_root"), report),
+            )
     for f in sides:
         scores = _json(f).get("scores") or {}
         run["scores"][f.stem.removeprefix("valid_")] = {

@@ -70,6 +70,18 @@ COL_LAYOUT0 = 134
 
 
 @dataclass
+class Node:
+    """A node of a graph being built (tpurank.synth.hlo_builder): its op, shape and attributes."""
+
+    op: int
+    shape: tuple[int, ...]
+    etype: str
+    operands: list[int]
+    feats: dict[int, float] = field(default_factory=dict)
+    perm: tuple[int, ...] = ()  # transposes: output dim d is operand dim perm[d]
+
+
+@dataclass
 class ConfigurableNode:
     """What the cost model needs to know about one conv/dot/reshape node.
 

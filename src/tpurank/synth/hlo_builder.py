@@ -8,10 +8,8 @@ interact in the cost model (`ConfigurableNode.src`, `HloGraph.merges`).
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -39,17 +37,9 @@ from tpurank.synth.hlo import (
     ConfigurableNode,
     HloGraph,
     Merge,
+    Node,
 )
-
-
-@dataclass
-class _Node:
-    op: int
-    shape: tuple[int, ...]
-    etype: str
-    operands: list[int]
-    feats: dict[int, float] = field(default_factory=dict)
-    perm: tuple[int, ...] = ()  # transposes: output dim d is operand dim perm[d]
+from tpurank.synth.hlo_chains import follow_chain, free_ids, is_stream, users_of
 
 
 class Builder:
@@ -58,7 +48,7 @@ class Builder:
     def __init__(self, rng: np.random.Generator, etype: str = "f32") -> None:
         self.rng = rng
         self.etype = etype
-        self.nodes: list[_Node] = []
+        self.nodes: list[Node] = []
         self.n_params = 0
         self.configurable: list[ConfigurableNode] = []
         self.splits: list[int] = [0]
@@ -78,7 +68,7 @@ class Builder:
         feats: dict[int, float] | None = None,
     ) -> int:
         """Append a node (operands must already exist); returns its index."""
-        self.nodes.append(_Node(OP[op], tuple(int(d) for d in shape), etype or self.etype, list(operands)))
+        self.nodes.append(Node(OP[op], tuple(int(d) for d in shape), etype or self.etype, list(operands)))
         if feats:
             self.nodes[-1].feats.update(feats)
         # a non-configurable op streams its output once: a layout-independent share of runtime
@@ -240,12 +230,12 @@ class Builder:
             if (
                 node.perm
                 and node.operands
-                and node.operands[0] not in _free_ids(self.nodes, node.operands[:1])
+                and node.operands[0] not in free_ids(self.nodes, node.operands[:1])
             ):
                 perm = tuple(node.perm[d] for d in perm)
                 x = node.operands[0]
                 continue
-            same = [o for o in node.operands if _is_stream(self.nodes, o, node.shape)]
+            same = [o for o in node.operands if is_stream(self.nodes, o, node.shape)]
             if node.op == OP["parameter"] or not same:
                 found, to_src = -1, ()
                 break
@@ -267,9 +257,7 @@ class Builder:
         for nd in self.nodes:
             if nd.op in CONFIGURABLE_OPS or len(nd.operands) < 2:
                 continue
-            srcs = {self._find_source(o)[0] for o in nd.operands if _is_stream(self.nodes, o, nd.shape)} - {
-                -1
-            }
+            srcs = {self._find_source(o)[0] for o in nd.operands if is_stream(self.nodes, o, nd.shape)} - {-1}
             if len(srcs) > 1:
                 first, *rest = sorted(srcs)
                 out += [Merge(first, r, _bytes(nd.shape, ETYPE_BYTES[nd.etype])) for r in rest]
@@ -283,10 +271,10 @@ class Builder:
     def finish(self, outputs: list[int]) -> HloGraph:
         """Close with a tuple root over `outputs` and build the arrays."""
         root = self.add("tuple", (), outputs, etype="tuple", feats={COL_TUPLE: len(outputs)})
-        users = _users(self.nodes)
+        users = users_of(self.nodes)
         out_set = set(outputs)
         for c in self.configurable:
-            c.chain, c.to_root = _follow_chain(self.nodes, users, c.node, out_set)
+            c.chain, c.to_root = follow_chain(self.nodes, users, c.node, out_set)
         graph = self._graph(root)
         graph.merges = self._merges()
         return graph
@@ -340,51 +328,7 @@ def _conv_dim_numbers(rank: int) -> list[int]:
     return [0, rank - 1, *spatial, rank - 2, rank - 1, *range(rank - 2), 0, rank - 1, *spatial][:14]
 
 
-def _users(nodes: list[_Node]) -> list[list[int]]:
-    users: list[list[int]] = [[] for _ in nodes]
-    for u, nd in enumerate(nodes):
-        for v in dict.fromkeys(nd.operands):
-            users[v].append(u)
-    return users
-
-
-def _is_stream(nodes: list[_Node], o: int, shape: tuple[int, ...]) -> bool:
-    """Whether operand o carries a tensor stream of this shape (not a constant, a broadcast of
-    one, or a parameter, which any layout can be read from for free)."""
-    return nodes[o].shape == shape and nodes[o].op not in _FREE_OPERANDS
-
-
-_FREE_OPERANDS = (OP["constant"], OP["broadcast"], OP["parameter"], OP["iota"])
-
-
-def _free_ids(nodes: list[_Node], ids: list[int]) -> set[int]:
-    return {o for o in ids if nodes[o].op in _FREE_OPERANDS}
-
-
-def _follow_chain(
-    nodes: list[_Node], users: list[list[int]], start: int, outputs: set[int]
-) -> tuple[int, bool]:
-    """(ops computed only from `start`'s output, in its shape; whether they reach an output).
-
-    An op also fed by another stream (a residual add of two branches) is a merge point: it is
-    not counted here (see `_merges`), and the chain stops there. Nodes are visited in index
-    (topological) order, so an op is judged once all its operands from the chain are known.
-    """
-    shape, heap, seen, to_root = nodes[start].shape, [start], {start}, start in outputs
-    while heap:
-        x = heapq.heappop(heap)
-        for u in users[x]:
-            nd = nodes[u]
-            if u in seen or nd.shape != shape or nd.op in CONFIGURABLE_OPS:
-                continue
-            if all(o in seen for o in nd.operands if _is_stream(nodes, o, shape)):
-                seen.add(u)
-                to_root = to_root or u in outputs
-                heapq.heappush(heap, u)
-    return len(seen) - 1, to_root
-
-
-def node_features(nodes: list[_Node], root: int) -> np.ndarray:
+def node_features(nodes: list[Node], root: int) -> np.ndarray:
     """The 140 real node_feat columns from each node's shape, element type, layout and attributes."""
     feat = np.zeros((len(nodes), 140), dtype=np.float32)
     feat[:, [WINDOW_GROUPS0 + 8 * g + 7 for g in range(6)]] = 1.0  # products over empty windows

@@ -93,8 +93,10 @@ def load_resume_state(path: Path) -> dict[str, Any] | None:
     try:
         state = _torch_load(path)
     except _Unreadable as e:
-        print(f"tpurank train: warning: {path}: unreadable resume state ({e}); training from step 0",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"tpurank train: warning: {path}: unreadable resume state ({e}); training from step 0",
+            file=sys.stderr,
+        )
         return None
     return state
 

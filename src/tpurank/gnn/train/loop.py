@@ -147,8 +147,9 @@ def score_valid(run: Run, valid: list[GraphData], losses: list[float]) -> float:
     return score
 
 
-def record(run: Run, st: LoopState, score: float, losses: list[float], seconds: float, configs: int,
-           late: bool) -> None:  # fmt: skip
+def record(
+    run: Run, st: LoopState, score: float, losses: list[float], seconds: float, configs: int, late: bool
+) -> None:
     """Keep a validation (history, `metrics.csv`), the best weights (`model.pt`) and the resumable
     state (`last.pt`), and decide whether to stop (patience, time budget). A progress line only at
     each tenth of the budget and at the end: the progress bar shows every step, so a run prints
@@ -156,15 +157,17 @@ def record(run: Run, st: LoopState, score: float, losses: list[float], seconds: 
     r, rt = run.recipe, run.rt
     improved = score > st.best
     st.best, st.bad = (score, 0) if improved else (st.best, st.bad + 1)
-    st.history.append({
-        "step": st.step,
-        "train_loss": float(np.mean(losses)),
-        "valid_score": score,
-        "seconds": round(seconds, 3),
-        "elapsed": round(st.seconds, 3),
-        "lr": run.opt.param_groups[0]["lr"],
-        "configs_per_s": round(configs * rt.world / max(seconds, 1e-9), 1),
-    })  # fmt: skip
+    st.history.append(
+        {
+            "step": st.step,
+            "train_loss": float(np.mean(losses)),
+            "valid_score": score,
+            "seconds": round(seconds, 3),
+            "elapsed": round(st.seconds, 3),
+            "lr": run.opt.param_groups[0]["lr"],
+            "configs_per_s": round(configs * rt.world / max(seconds, 1e-9), 1),
+        }
+    )
     st.stopped = "time budget" if late else "patience" if patience_ends(r, st, run.spent) else ""
     if rt.main:
         if improved:
@@ -182,8 +185,14 @@ def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]
     """Train until max_steps, the time budget or patience; validate every `eval_interval` steps."""
     r, rt = run.recipe, run.rt
     every, loss_every = eval_interval(train, r, rt.world), run_log.loss_interval(r.max_steps)
-    bar = tqdm(total=r.max_steps, initial=st.step, desc=f"{run.spec.name} {run.collection}", unit="step",
-               disable=not (run.progress and rt.main), leave=False)  # fmt: skip
+    bar = tqdm(
+        total=r.max_steps,
+        initial=st.step,
+        desc=f"{run.spec.name} {run.collection}",
+        unit="step",
+        disable=not (run.progress and rt.main),
+        leave=False,
+    )
     losses, window, configs_seen, t0, clock = [], [], 0, time.perf_counter(), time.perf_counter()
     run.spent = st.seconds  # a resume: the seconds spent before carry over (and so the rate)
     work, trained, trained_s = validation_work(valid, r), 0, 0.0
@@ -226,9 +235,15 @@ def finetune(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphD
     model.load_state_dict(load_checkpoint(run.final)["state_dict"])
     t0 = time.perf_counter()
     tune = finetune_head(
-        model, run.segmented, train, r=r, device=rt.device, precision=run.precision, seed=run.cfg.seed,
+        model,
+        run.segmented,
+        train,
+        r=r,
+        device=rt.device,
+        precision=run.precision,
+        seed=run.cfg.seed,
         sample=sample_rows,
-    )  # fmt: skip
+    )
     score = evaluate(model, valid, r, device=rt.device, precision=run.precision) if rt.main else 0.0
     tuned = {"finetune_loss": float(np.mean(tune)), "seconds": round(time.perf_counter() - t0, 3)}
     st.history.append({"step": st.step, "valid_score": score, **tuned})
@@ -255,9 +270,15 @@ def finish(run: Run, st: LoopState, paths: Paths) -> dict[str, Any]:
         ckpt.update(complete=True, summary=summary)
         save_checkpoint(run.final, ckpt)
         write_sidecar(
-            run.out / SIDECAR, run.cfg, paths.data, model=run.spec.name, collection=run.collection,
-            device=str(rt.device), precision=run.precision, **summary,
-        )  # fmt: skip
+            run.out / SIDECAR,
+            run.cfg,
+            paths.data,
+            model=run.spec.name,
+            collection=run.collection,
+            device=str(rt.device),
+            precision=run.precision,
+            **summary,
+        )
         run.resume_file.unlink(missing_ok=True)
         if run.board is not None:
             run.board.close()

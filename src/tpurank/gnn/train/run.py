@@ -160,11 +160,22 @@ def build(
         )
     precision = devices.pick_precision(rt.device, r.bf16)
     run = Run(
-        spec=spec, cfg=cfg, collection=collection, recipe=r, model_args=args, model=model, opt=opt,
-        sched=None, segmented=segmented, rt=rt, precision=precision,
-        scaler=devices.grad_scaler(precision), key=training_key(spec, paths, cfg, collection),
-        out=paths.model_dir(spec.name, collection), progress=progress,
-    )  # fmt: skip
+        spec=spec,
+        cfg=cfg,
+        collection=collection,
+        recipe=r,
+        model_args=args,
+        model=model,
+        opt=opt,
+        sched=None,
+        segmented=segmented,
+        rt=rt,
+        precision=precision,
+        scaler=devices.grad_scaler(precision),
+        key=training_key(spec, paths, cfg, collection),
+        out=paths.model_dir(spec.name, collection),
+        progress=progress,
+    )
     # follows the time budget too, which ends a closing validation early: the rate reaches ~0 at the last step
     run.sched = make_scheduler(opt, r, spent=lambda: run.spent + run.reserved)
     if rt.main:
@@ -187,8 +198,14 @@ def resume(run: Run) -> LoopState:
     run.model.load_state_dict(state["state_dict"])
     run.opt.load_state_dict(state["optimizer"])
     run.sched.load_state_dict(state["scheduler"])
-    st = LoopState(step=state["step"], seconds=state["seconds"], best=state["best"], bad=state["bad"],
-                   history=state["history"], curve=state.get("curve", state["history"]))  # fmt: skip
+    st = LoopState(
+        step=state["step"],
+        seconds=state["seconds"],
+        best=state["best"],
+        bad=state["bad"],
+        history=state["history"],
+        curve=state.get("curve", state["history"]),
+    )
     st.stopped = "patience" if patience_ends(run.recipe, st, st.seconds) else ""
     if run.rt.main and run.progress:
         print(f"[{run.spec.name}] {run.collection}: resuming after step {st.step} from {run.resume_file}")

@@ -1,0 +1,154 @@
+"""A neural model's collections trained in processes of their own: side by side on small data, one
+after another on big data.
+
+Small data, on the CPU: one one-thread process per usable core, each training its own collection.
+On the demo's graphs (a few hundred nodes, 32 configs a step) a training step's tensors are too
+small for torch's threads to share a step well, so two one-thread processes finish the five
+collections sooner than one process whose two threads train them one after another (the figures:
+docs/scale.md, "The first run"). Each collection's training is the same call either way, with its
+own seed: where steps end it (the demo's `gnn.max_steps`), only the thread count differs, which
+changes a float's last bits. Where a time share ends it (`all --budget`), each collection still
+stops at its share, with a core of its own instead of all of them; the budget's plan counts the
+collections one after another, so side by side the step ends sooner than planned, never later.
+
+Big data: one collection at a time, each in a fresh process that takes every core (its tensors
+share the threads well). What a collection's training leaves on the heap (freed, but not returned
+to the system) dies with its process instead of lying under the next collection's graphs; the
+stage's own process only waits, and never imports torch (docs/scale.md, "Memory on the CPU").
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from multiprocessing import get_context
+
+from tpurank.core.config import Config
+from tpurank.core.errors import TpurankError
+from tpurank.core.paths import Paths
+from tpurank.core.progress import lines_only
+from tpurank.core.workers import die_with_parent, usable_cores
+from tpurank.data.dataset import SMALL_DATA_BYTES, npz_bytes
+
+NEURAL = ("gnn", "baseline")  # models whose steps are torch's: LightGBM shares its threads well
+
+
+@dataclass(frozen=True)
+class Processes:
+    """How a model's collections train outside the stage's process.
+
+    Args:
+        at_once: collections trained at the same time (1: one after another, each in a fresh process).
+        threads: torch threads per process (None: torch's default, every usable core).
+    """
+
+    at_once: int
+    threads: int | None
+
+    @property
+    def side_by_side(self) -> bool:
+        return self.at_once > 1
+
+
+def training_processes(model: str, paths: Paths, collections: list[str]) -> Processes | None:
+    """How `model`'s collections train, or None for the stage's own process (LightGBM, a single
+    collection, torchrun's ranks, a GPU on small data, a single usable core on small data).
+
+    Side by side, the usable cores come from affinity and $OMP_NUM_THREADS, not from the machine's
+    load, so a run's models do not depend on what else ran.
+
+    Args:
+        model: the model to train.
+        paths: its paths (the data's size is read).
+        collections: the collections to train.
+    """
+    ranks = int(os.environ.get("WORLD_SIZE", "1"))  # torchrun's ranks share the steps instead
+    if model not in NEURAL or len(collections) < 2 or ranks > 1:
+        return None
+    if npz_bytes(paths.data, collections) >= SMALL_DATA_BYTES:
+        return Processes(at_once=1, threads=None)
+    cores = usable_cores(sample_s=0)
+    if cores < 2:
+        return None
+    from tpurank.gnn.device import usable_cuda  # torch: imported only where a GNN trains on small data
+
+    return None if usable_cuda(0)[0] else Processes(at_once=min(cores, len(collections)), threads=1)
+
+
+def _worker_start(parent_pid: int, threads: int | None, side_by_side: bool) -> None:
+    """Pool initializer: die with the stage; side by side, take `threads` and print progress as
+    lines (the workers share the terminal)."""
+    die_with_parent(parent_pid)
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+    if side_by_side:
+        lines_only()
+
+
+def train_in_processes(
+    train_one: Callable[[str, Paths, Config, str], float],
+    model: str,
+    paths: Paths,
+    configs: dict[str, Config],
+    processes: Processes,
+) -> None:
+    """`train_one(model, paths, config, collection)` for every collection of `configs` in spawned
+    processes: side by side the biggest collection first, else in the given order, each in a fresh
+    process.
+
+    Args:
+        train_one: trains one collection and returns its seconds (a module-level function).
+        model: the model to train.
+        paths: resolved paths.
+        configs: collection -> its config (`Config.for_collection`).
+        processes: how (`training_processes`).
+    """
+    order = list(configs)
+    if processes.side_by_side:
+        order.sort(key=lambda c: npz_bytes(paths.data, [c]), reverse=True)
+        how = f"{processes.at_once} at a time ({processes.threads} thread each)"
+    else:
+        how = "one after another, each in a process of its own"
+    print(f"train {model}: {len(order)} collections, {how}", file=sys.stderr)
+    sys.stderr.flush()
+    pool = ProcessPoolExecutor(
+        processes.at_once,
+        get_context("spawn"),
+        initializer=_worker_start,
+        initargs=(os.getpid(), processes.threads, processes.side_by_side),
+        max_tasks_per_child=None if processes.side_by_side else 1,
+    )
+    try:
+        futures = [pool.submit(train_one, model, paths, configs[c], c) for c in order]
+        for done in as_completed(futures):
+            done.result()  # a TpurankError comes through as itself: one line (stages.guarded)
+    except BrokenProcessPool:
+        stop(pool)
+        fix = (
+            "; rerun with OMP_NUM_THREADS=1 to train one collection at a time"
+            if processes.side_by_side
+            else ""
+        )
+        raise TpurankError(f"train {model}: a training process died (out of memory?){fix}") from None
+    except BaseException:  # a failure or Ctrl-C: the others stop too (finished collections are kept)
+        stop(pool)
+        raise
+    pool.shutdown()
+
+
+def stop(pool: ProcessPoolExecutor) -> None:
+    """End the pool now: queued collections cancelled, running ones terminated (a training's staging
+    folder keeps its resume state; rankers/staging.py)."""
+    workers = list(getattr(pool, "_processes", {}).values())  # the executor offers no public handle
+    pool.shutdown(wait=False, cancel_futures=True)
+    for w in workers:
+        if w.is_alive():
+            w.terminate()
+    for w in workers:
+        w.join()
