@@ -172,8 +172,16 @@ def run_one(row: str, commit: str, collection: str, seed: int, a: argparse.Names
     out = run_dir(a.work, row, collection, seed)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "bench.log"
-    common = ["--collections", collection, "--data-dir", str(a.data), "--out-dir", str(out),
-              "--work-dir", str(work)]  # fmt: skip
+    common = [
+        "--collections",
+        collection,
+        "--data-dir",
+        str(a.data),
+        "--out-dir",
+        str(out),
+        "--work-dir",
+        str(work),
+    ]
     tpurank(tree, ["prepare", *common], log)
     sets = [x for s in [*ROWS[row][1], *a.extra, f"seed={seed}"] for x in ("--set", s)]
     cpu = tree / "configs" / "profile-cpu.toml"
@@ -193,10 +201,14 @@ def run_one(row: str, commit: str, collection: str, seed: int, a: argparse.Names
     tpurank(tree, ["predict", "--model", m, "--split", "valid", *common, *preset], log)
     side = json.loads((out / "submissions" / f"valid_{m}.json").read_text())
     rec = {
-        "row": row, "commit": commit, "collection": collection, "seed": seed,
-        "score": side["scores"][collection], "train_wall_s": round(trained, 1),
+        "row": row,
+        "commit": commit,
+        "collection": collection,
+        "seed": seed,
+        "score": side["scores"][collection],
+        "train_wall_s": round(trained, 1),
         "train_peak_rss_gb": round(peak, 2),
-    }  # fmt: skip
+    }
     if m == "gnn":
         model = json.loads((out / "models" / "gnn" / collection.replace(":", "-") / "model.json").read_text())
         keep = ("steps_run", "evals_run", "seconds", "stopped_by", "best_valid_score")
@@ -219,8 +231,10 @@ def table(results: list[dict], real: rr.RealRows | None = None) -> str:
     """Mean ± population std over seeds (and mean steps) per row and collection, and the mean over
     collections; below each measured row its real-sample rows (or "-": never measured on real data)."""
     real = real or rr.RealRows(REAL)
-    lines = ["| row | data | " + " | ".join(COLLECTIONS) + f" | mean | {rr.LAYOUT} |",
-             "|---" * (len(COLLECTIONS) + 4) + "|"]  # fmt: skip
+    lines = [
+        "| row | data | " + " | ".join(COLLECTIONS) + f" | mean | {rr.LAYOUT} |",
+        "|---" * (len(COLLECTIONS) + 4) + "|",
+    ]
     for row in ROWS:
         cells, means = [], []
         for c in COLLECTIONS:
@@ -296,15 +310,20 @@ def report(results: list[dict], real: rr.RealRows | None = None) -> str:
 
 def curves(results: list[dict], work: Path) -> str:
     """One line per GNN run: steps, the valid tau at each validation (model.json), the all-config tau."""
-    lines = ["| row | collection | seed | steps | valid tau at each validation | valid tau, all configs |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| row | collection | seed | steps | valid tau at each validation | valid tau, all configs |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in sorted(results, key=lambda r: (r["collection"], r["seed"], list(ROWS).index(r["row"]))):
         if model_of(r["row"]) != "gnn":
             continue
         c = r["collection"]
         path = run_dir(work, r["row"], c, r["seed"]) / "models" / "gnn" / c.replace(":", "-") / "model.json"
-        taus = " ".join(f"{h['valid_score']:.3f}" for h in json.loads(path.read_text())["history"]) \
-            if path.exists() else "(run folder gone)"  # fmt: skip
+        taus = (
+            " ".join(f"{h['valid_score']:.3f}" for h in json.loads(path.read_text())["history"])
+            if path.exists()
+            else "(run folder gone)"
+        )
         steps = r.get("model", {}).get("steps_run", "-")
         lines.append(f"| {r['row']} | {c} | {r['seed']} | {steps} | {taus} | {r['score']:.4f} |")
     return "\n".join(lines)
@@ -335,8 +354,10 @@ def main() -> int:
         )
         return 0
     if not (a.data / "npz_all").exists():
-        sys.exit(f"{a.data}: no full-scale synthetic data; python -m tpurank synth --scale full --out {a.data} "
-                 f"--collections {' '.join(COLLECTIONS)} --splits train valid --jobs 2")  # fmt: skip
+        sys.exit(
+            f"{a.data}: no full-scale synthetic data; python -m tpurank synth --scale full --out {a.data} "
+            f"--collections {' '.join(COLLECTIONS)} --splits train valid --jobs 2"
+        )
     head = git("rev-parse", "HEAD")
     # seeds outermost: a bench stopped early still has every row at its first seeds
     for seed in a.seeds:

@@ -78,8 +78,10 @@ def real_cells(coll: str, real: rr.RealRows) -> list[str]:
 
 def table(synthetic: dict[str, list[str]], real: rr.RealRows) -> str:
     """The synthetic row of each collection (`synthetic`: collection -> cells), its real row below."""
-    lines = ["| collection | data | lgbm | gnn | rank: fitted / cross-fitted / equal | zscore: fitted / cross-fitted / equal |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| collection | data | lgbm | gnn | rank: fitted / cross-fitted / equal | zscore: fitted / cross-fitted / equal |",
+        "|---|---|---|---|---|---|",
+    ]
     for coll, cells in synthetic.items():
         lines.append(f"| {coll} | synthetic | " + " | ".join(cells) + " |")
         lines.append(f"| {coll} | real | " + " | ".join(real_cells(coll, real)) + " |")
@@ -107,7 +109,9 @@ def main() -> int:
             _, fitted = ens.fit_weights(coll, preds, truth, how)
             crossed = ens.cross_fit(coll, preds, truth, how, 0)["score"]
             half = np.full(len(preds), 1 / len(preds))
-            equal = ens.collection_score(coll, {g: ens.combine([pr[g] for pr in preds], half, how) for g in truth}, truth)  # fmt: skip
+            equal = ens.collection_score(
+                coll, {g: ens.combine([pr[g] for pr in preds], half, how) for g in truth}, truth
+            )
             cells.append(f"{fitted:.4f} / {crossed:.4f} / {equal:.4f}")
         rows[coll] = [f"{singles[0]:.4f}", f"{singles[1]:.4f}", *cells]
     print(table(rows, rr.RealRows({}, rr.folders(a.real_dir))))

@@ -263,8 +263,10 @@ def table(rows: dict[str, dict[str, float]], head: str, real: rr.RealRows) -> st
     followed by its real-sample rows ("-": never measured on real data)."""
     collections = list(next(iter(rows.values())))
     columns = [rr.LAYOUT, rr.TILE]
-    lines = [f"| {head} | data | " + " | ".join([*collections, *columns]) + " |",
-             "|---" * (2 + len(collections) + len(columns)) + "|"]  # fmt: skip
+    lines = [
+        f"| {head} | data | " + " | ".join([*collections, *columns]) + " |",
+        "|---" * (2 + len(collections) + len(columns)) + "|",
+    ]
     for name, row in rows.items():
         lines.append(
             f"| {name} | synthetic | " + " | ".join(f"{row[c]:.4f}" for c in collections) + " |  |  |"
@@ -281,8 +283,11 @@ def report(results: dict, folders: list[Path]) -> str:
         real = rr.RealRows(REAL_MODELS, folders)
         models = {m: {c: r[m] for c, r in results["valid"].items()} for m in ("gnn", "baseline")}
         beats = results.get("gnn_beats_baseline_every_layout")
-        out += [table(models, "model", real), f"gnn vs baseline: beats it on every demo layout collection: "
-                f"{beats}; {real.judge('gnn', 'baseline')}"]  # fmt: skip
+        out += [
+            table(models, "model", real),
+            f"gnn vs baseline: beats it on every demo layout collection: "
+            f"{beats}; {real.judge('gnn', 'baseline')}",
+        ]
     if "ablation" in results:
         out.append(table(results["ablation"], "change", rr.RealRows(REAL_ABLATION, folders)))
     return "\n\n".join([*out, rr.LEGEND]) if out else "no comparison or ablation in these results"
@@ -298,7 +303,8 @@ def print_table(path: Path, folders: list[Path]) -> int:
     return 0
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
+    """The options, parsed before torch is imported: `--help` and `--table` stay fast."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=8, help="timed training steps per collection")
     p.add_argument("--big-steps", type=int, default=1, help="timed training steps on the big nlp graph")
@@ -313,7 +319,12 @@ def main() -> int:
     p.add_argument("--skip-big", action="store_true")
     p.add_argument("--skip-compare", action="store_true")
     rr.add_table_options(p, RESULTS / "gnn_cpu.json")
-    a = p.parse_args()
+    return p.parse_args()
+
+
+def main() -> int:
+    """Throughput, the big graph's memory, the comparison and the ablation, in that order; then saved."""
+    a = parse_args()
     if a.table:
         return print_table(a.table, rr.folders(a.real_dir))
 
@@ -326,20 +337,9 @@ def main() -> int:
     results: dict = {"device": device, "command": " ".join([Path(PYTHON).name, *sys.argv]), "throughput": {}}
     print(f"device: {device}", flush=True)
     demo = ensure_demo_prepared()
-    for collection in COLLECTIONS:
-        for name in ("gnn", "baseline"):
-            r = child([str(demo), collection, name, str(a.steps)], a.threads)
-            results["throughput"][f"{collection} {name}"] = r
-            print(f"  {collection:20s} {name:8s} {r['configs_per_s']:9.0f} configs/s  "
-                  f"peak RSS {r['peak_rss'] / 2**20:6.0f} MiB", flush=True)  # fmt: skip
+    throughput(demo, a, results["throughput"])
     if not a.skip_big:
-        big = ensure_big_prepared()
-        r = child([str(big), "layout:nlp:random", "gnn", str(a.big_steps)], a.threads)
-        r["graph"] = BIG
-        r["within_target"] = r["peak_rss"] <= MEMORY_TARGET
-        results["big_nlp_graph"] = r
-        print(f"  big nlp graph ({BIG}, {r['nodes_per_graph']:.0f} nodes after pruning): peak RSS "
-              f"{r['peak_rss'] / 2**30:.2f} GiB, {r['configs_per_s']:.0f} configs/s", flush=True)  # fmt: skip
+        results["big_nlp_graph"] = big_graph(a)
     if not a.skip_compare:
         results["valid"] = compare(a.max_steps)
         layout = [c for c in results["valid"] if c.startswith("layout")]
@@ -356,6 +356,35 @@ def main() -> int:
     print(report(results, rr.folders(a.real_dir)))
     print(f"wrote {out}")
     return 0
+
+
+def throughput(demo: Path, a: argparse.Namespace, out: dict) -> None:
+    """Each model on each demo collection in a fresh child: configs/s and peak RSS of that work alone."""
+    from tpurank.core.collections import COLLECTIONS
+
+    for collection in COLLECTIONS:
+        for name in ("gnn", "baseline"):
+            r = child([str(demo), collection, name, str(a.steps)], a.threads)
+            out[f"{collection} {name}"] = r
+            print(
+                f"  {collection:20s} {name:8s} {r['configs_per_s']:9.0f} configs/s  "
+                f"peak RSS {r['peak_rss'] / 2**20:6.0f} MiB",
+                flush=True,
+            )
+
+
+def big_graph(a: argparse.Namespace) -> dict:
+    """Training steps on the largest full-scale nlp graph in a fresh child: its peak RSS against 8 GB."""
+    big = ensure_big_prepared()
+    r = child([str(big), "layout:nlp:random", "gnn", str(a.big_steps)], a.threads)
+    r["graph"] = BIG
+    r["within_target"] = r["peak_rss"] <= MEMORY_TARGET
+    print(
+        f"  big nlp graph ({BIG}, {r['nodes_per_graph']:.0f} nodes after pruning): peak RSS "
+        f"{r['peak_rss'] / 2**30:.2f} GiB, {r['configs_per_s']:.0f} configs/s",
+        flush=True,
+    )
+    return r
 
 
 if __name__ == "__main__":

@@ -73,8 +73,18 @@ def prepare_sample(sample: Path, work: Path) -> Paths:
         TpurankError: prepare failed (its last line).
     """
     paths = Paths(data=sample, out=work, work=work)
-    cmd = [sys.executable, "-m", "tpurank", "prepare", "--data-dir", str(sample), "--out-dir", str(work),
-           "--work-dir", str(work)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "tpurank",
+        "prepare",
+        "--data-dir",
+        str(sample),
+        "--out-dir",
+        str(work),
+        "--work-dir",
+        str(work),
+    ]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if r.returncode != 0:
         last = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]

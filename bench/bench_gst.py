@@ -79,20 +79,40 @@ def largest_graph(full_root: Path) -> tuple[Path, int]:
     return best, most
 
 
+def _timed_steps(model, opt, g, r, cpu, state, steps: int) -> list[float]:
+    """`steps` training steps, each timed, after one that warms the allocators (not counted)."""
+    from tpurank.core.memory import release_free_memory
+    from tpurank.gnn.data import sample_rows
+    from tpurank.gnn.train.gst_step import SegmentStep
+    from tpurank.gnn.train.step import micro_batches, train_step
+
+    times = []
+    for step in range(steps + 1):
+        rng = np.random.default_rng([0, step])
+        rows = [sample_rows(g, r.configs_per_graph, rng)]
+        t = time.perf_counter()
+        if state is not None:
+            train_step(model, opt, SegmentStep(state, [g], rows, rng), r, cpu, precision="fp32", scaler=None)
+        else:
+            train_step(model, opt, micro_batches([g], rows, r.max_batch_nodes), r, cpu, precision="fp32")
+        release_free_memory()
+        if step:
+            times.append(time.perf_counter() - t)
+    return times
+
+
 def child(args: argparse.Namespace) -> None:
     """One mode in this process: prints a JSON line."""
     import torch
 
     from tpurank.core.config_files import load_config
-    from tpurank.core.memory import release_free_memory
     from tpurank.core.paths import Paths
-    from tpurank.gnn.data import load_split, sample_rows
+    from tpurank.gnn.data import load_split
     from tpurank.gnn.families import gnn as gnn_model
     from tpurank.gnn.gst.segments import cut_edges, split_graph
     from tpurank.gnn.gst.state import GstState
     from tpurank.gnn.scoring import score_rows
-    from tpurank.gnn.train.gst_step import SegmentStep
-    from tpurank.gnn.train.step import make_optimizer, micro_batches, train_step
+    from tpurank.gnn.train.step import make_optimizer
 
     torch.set_num_threads(args.threads)
     cfg = load_config(overrides=[f"gnn.segment_nodes={args.child}", f"gnn.configs_per_graph={args.configs}"])
@@ -105,18 +125,7 @@ def child(args: argparse.Namespace) -> None:
     cpu = torch.device("cpu")
     state = GstState(r, cfg.gnn.hidden) if r.segment_nodes else None
     loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    times = []
-    for step in range(args.steps + 1):
-        rng = np.random.default_rng([0, step])
-        rows = [sample_rows(g, r.configs_per_graph, rng)]
-        t = time.perf_counter()
-        if state is not None:
-            train_step(model, opt, SegmentStep(state, [g], rows, rng), r, cpu, precision="fp32", scaler=None)
-        else:
-            train_step(model, opt, micro_batches([g], rows, r.max_batch_nodes), r, cpu, precision="fp32")
-        release_free_memory()
-        if step:
-            times.append(time.perf_counter() - t)
+    times = _timed_steps(model, opt, g, r, cpu, state, args.steps)
     train_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     model.eval()
     t = time.perf_counter()
@@ -124,24 +133,29 @@ def child(args: argparse.Namespace) -> None:
     score_s = time.perf_counter() - t
     segs = split_graph(g, r.segment_nodes)
     print(
-        json.dumps({
-            "segment_nodes": r.segment_nodes,
-            "segments": len(segs),
-            "cut_edge_share": round(cut_edges(g, segs) / max(1, g.edge_index.shape[1]), 4),
-            "nodes": len(g.opcode),
-            "edges": int(g.edge_index.shape[1]),
-            "configurable": len(g.config_nodes),
-            "configs_per_step": min(r.configs_per_graph, g.num_unique),
-            "peak_rss_gb_after_load": round(loaded, 2),
-            "peak_rss_gb_train": round(train_peak, 2),
-            "s_per_step": round(float(np.median(times)), 2),
-            "score_256_configs_s": round(score_s, 2),
-            "peak_rss_gb_with_scoring": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
-        })
-    )  # fmt: skip
+        json.dumps(
+            {
+                "segment_nodes": r.segment_nodes,
+                "segments": len(segs),
+                "cut_edge_share": round(cut_edges(g, segs) / max(1, g.edge_index.shape[1]), 4),
+                "nodes": len(g.opcode),
+                "edges": int(g.edge_index.shape[1]),
+                "configurable": len(g.config_nodes),
+                "configs_per_step": min(r.configs_per_graph, g.num_unique),
+                "peak_rss_gb_after_load": round(loaded, 2),
+                "peak_rss_gb_train": round(train_peak, 2),
+                "s_per_step": round(float(np.median(times)), 2),
+                "score_256_configs_s": round(score_s, 2),
+                "peak_rss_gb_with_scoring": round(
+                    resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2
+                ),
+            }
+        )
+    )
 
 
 def memory(args: argparse.Namespace) -> None:
+    """Whole-graph training against GST on the largest graph, prepared whole in a temporary folder."""
     src, nodes = largest_graph(Path(args.full_root))
     tmp = Path(tempfile.mkdtemp(prefix="bench_gst_"))
     try:
@@ -152,39 +166,76 @@ def memory(args: argparse.Namespace) -> None:
         out = tmp / "out"
         print(f"graph: {src} ({nodes} nodes)", flush=True)
         _tpurank(
-            "prepare", "--data-dir", str(data), "--out-dir", str(out), "--collections", "layout:nlp:default",
-            "--set", "prepare.hops=-1", "--set", "prepare.jobs=1",
-        )  # fmt: skip
+            "prepare",
+            "--data-dir",
+            str(data),
+            "--out-dir",
+            str(out),
+            "--collections",
+            "layout:nlp:default",
+            "--set",
+            "prepare.hops=-1",
+            "--set",
+            "prepare.jobs=1",
+        )
         rows = []
         for seg in [0, *args.segment_nodes]:
-            cmd = [
-                sys.executable, __file__, "memory", "--child", str(seg), "--data", str(data), "--out", str(out),
-                "--steps", str(args.steps), "--configs", str(args.configs), "--threads", str(args.threads),
-            ]  # fmt: skip
-            done = subprocess.run(
-                cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": str(args.threads)}
-            )
-            if done.returncode:
-                rows.append({"segment_nodes": seg, "error": done.stderr.strip().splitlines()[-1:]})
-            else:
-                rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            rows.append(_run_mode(args, seg, data, out))
             print(json.dumps(rows[-1]), flush=True)
-        _save("memory", {"graph": str(src), "steps": args.steps, "configs": args.configs,
-                         "threads": args.threads, "modes": rows})  # fmt: skip
-        print(
-            f"{'mode':<16}{'segments':>9}{'cut edges':>10}{'peak RSS GB':>12}{'s/step':>8}{'score 256 s':>12}"
+        _save(
+            "memory",
+            {
+                "graph": str(src),
+                "steps": args.steps,
+                "configs": args.configs,
+                "threads": args.threads,
+                "modes": rows,
+            },
         )
-        for m in rows:
-            if "error" in m:
-                print(f"segment_nodes={m['segment_nodes']}: failed: {m['error']}")
-                continue
-            name = "whole graph" if m["segment_nodes"] == 0 else f"GST {m['segment_nodes']}"
-            print(
-                f"{name:<16}{m['segments']:>9}{m['cut_edge_share']:>10.1%}{m['peak_rss_gb_train']:>12.2f}"
-                f"{m['s_per_step']:>8.2f}{m['score_256_configs_s']:>12.2f}"
-            )
+        _print_modes(rows)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run_mode(args: argparse.Namespace, seg: int, data: Path, out: Path) -> dict:
+    """One mode in a fresh process, so that its peak RSS is its own: its JSON line, or its error."""
+    cmd = [
+        sys.executable,
+        __file__,
+        "memory",
+        "--child",
+        str(seg),
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--steps",
+        str(args.steps),
+        "--configs",
+        str(args.configs),
+        "--threads",
+        str(args.threads),
+    ]
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+    )
+    if done.returncode:
+        return {"segment_nodes": seg, "error": done.stderr.strip().splitlines()[-1:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _print_modes(rows: list[dict]) -> None:
+    """The modes side by side: segments, cut edges, peak RSS, seconds per step and per scoring pass."""
+    print(f"{'mode':<16}{'segments':>9}{'cut edges':>10}{'peak RSS GB':>12}{'s/step':>8}{'score 256 s':>12}")
+    for m in rows:
+        if "error" in m:
+            print(f"segment_nodes={m['segment_nodes']}: failed: {m['error']}")
+            continue
+        name = "whole graph" if m["segment_nodes"] == 0 else f"GST {m['segment_nodes']}"
+        print(
+            f"{name:<16}{m['segments']:>9}{m['cut_edge_share']:>10.1%}{m['peak_rss_gb_train']:>12.2f}"
+            f"{m['s_per_step']:>8.2f}{m['score_256_configs_s']:>12.2f}"
+        )
 
 
 # ---------------------------------------------------------------------------------------------- tau
@@ -220,11 +271,22 @@ def tau(args: argparse.Namespace) -> None:
                 "seconds": side["seconds"],
                 **({"hit_rate": side["history_table"]["hit_rate"]} if "history_table" in side else {}),
             }
-        results[name] = {"collections": per, "mean_tau": round(float(np.mean([p["valid_tau"] for p in per.values()])), 4),
-                         "train_seconds": round(seconds, 1)}  # fmt: skip
+        results[name] = {
+            "collections": per,
+            "mean_tau": round(float(np.mean([p["valid_tau"] for p in per.values()])), 4),
+            "train_seconds": round(seconds, 1),
+        }
         print(name, json.dumps(results[name]), flush=True)
-    _save("tau", {"max_steps": args.max_steps, "finetune_steps": args.finetune_steps, "seed": args.seed,
-                  "demo": args.demo, "variants": results})  # fmt: skip
+    _save(
+        "tau",
+        {
+            "max_steps": args.max_steps,
+            "finetune_steps": args.finetune_steps,
+            "seed": args.seed,
+            "demo": args.demo,
+            "variants": results,
+        },
+    )
     print(tau_table(results, rr.RealRows(REAL, rr.folders(args.real_dir))))
     if not args.work:
         shutil.rmtree(base, ignore_errors=True)
@@ -234,8 +296,10 @@ def tau_table(variants: dict[str, dict], real: rr.RealRows) -> str:
     """The `tau` part's table: each variant's demo valid tau per collection, then its real rows; the
     variants measured on real data only last."""
     collections = list(next(iter(variants.values()))["collections"])
-    lines = ["| variant | data | " + " | ".join(collections) + f" | mean | train s | {rr.LAYOUT} |",
-             "|---" * (len(collections) + 5) + "|"]  # fmt: skip
+    lines = [
+        "| variant | data | " + " | ".join(collections) + f" | mean | train s | {rr.LAYOUT} |",
+        "|---" * (len(collections) + 5) + "|",
+    ]
     for name in [*variants, *(v for v in real.mapping if v not in variants)]:
         if res := variants.get(name):
             cells = " | ".join(f"{res['collections'][c]['valid_tau']:.4f}" for c in collections)

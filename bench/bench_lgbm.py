@@ -84,7 +84,8 @@ def _idle(queue: mp.Queue) -> None:
     queue.put(_peak_mb())
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
+    """The options, parsed before tpurank is imported: `--help` stays fast."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default="data/synthetic-demo")
     parser.add_argument(
@@ -92,7 +93,12 @@ def main() -> int:
     )
     parser.add_argument("--collections", nargs="+", help="default: every collection in the dataset")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> int:
+    """Prepare once, then per collection each step in a fresh process, and the targets' verdict."""
+    args = parse_args()
     args.out_dir = args.out_dir or tempfile.mkdtemp(prefix="bench-lgbm-")
 
     from tpurank.core.collections import COLLECTIONS

@@ -44,7 +44,11 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import real_data as rd  # noqa: E402
+from real_table import FOLD_FITTED, table  # noqa: E402
+from real_table import fmt as fmt  # noqa: E402  re-exported: tests/project/test_bench_real.py
+from real_table import summary as summary  # noqa: E402  re-exported: tests/project/test_bench_real.py
 
+from tpurank.core.config import Config  # noqa: E402
 from tpurank.core.config_files import load_config  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
 from tpurank.data.subsets import load_subsets  # noqa: E402
@@ -55,7 +59,6 @@ PYTHON = sys.executable
 RESULTS = ROOT / "bench" / "results" / "real.json"
 RANKERS = ("random", "heuristic")  # no training
 LEARNED = ("lgbm", "gnn", "baseline")
-FOLD_FITTED = "ensemble_fold_fitted"  # tile only: each fold's weights fitted on the other folds
 # step budgets (the same on every machine and load): no early stopping, one validation at the end
 BUDGETS = {
     "full": {"lgbm": 300, "gnn": 300, "baseline": 300, "tile_gnn": 600, "tile_baseline": 600},
@@ -150,29 +153,6 @@ def circular_ensemble(
     return float(best), [float(x) for x in best_w]
 
 
-def summary(values: list[float]) -> dict[str, float] | None:
-    if not values:
-        return None
-    a = np.asarray(values, dtype=np.float64)
-    if not len(a):  # e.g. no ensemble when --models leaves out its members
-        return {"mean": float("nan"), "std": float("nan"), "min": float("nan"), "max": float("nan"), "n": 0}
-    return {
-        "mean": float(a.mean()),
-        "std": float(a.std()),
-        "min": float(a.min()),
-        "max": float(a.max()),
-        "n": len(a),
-    }
-
-
-def fmt(s: dict[str, float] | None) -> str:
-    if not s:
-        return "-"
-    if s["n"] == 1 or s["max"] == s["min"]:
-        return f"{s['mean']:.4f}" + (f" (x{s['n']}, no spread)" if s["n"] > 1 else "")
-    return f"{s['mean']:.4f} ± {s['std']:.4f} [{s['min']:.4f}, {s['max']:.4f}]"
-
-
 def layout_bench(a: argparse.Namespace, sets: list[str], cfg) -> dict:
     cfg = cfg.for_collection(rd.LAYOUT)  # its per-collection defaults (ensemble.normalize)
     log = a.work / "layout.log"
@@ -191,10 +171,19 @@ def layout_bench(a: argparse.Namespace, sets: list[str], cfg) -> dict:
                 per[kind].setdefault(m, []).append(rd.mean_of(rd.score_costs(c, files, rd.LAYOUT, sub)))
             if "ensemble" in costs:
                 members = [m for m in cfg.ensemble.models if m in costs]
-                circ[kind].append(circular_ensemble(costs, members, cfg.ensemble.normalize,
-                    lambda x, sub=sub: rd.mean_of(rd.score_costs(x, files, rd.LAYOUT, sub))))  # fmt: skip
-        print(f"  layout seed {seed}: {time.perf_counter() - t:.0f} s; tau (all configs) "
-              + ", ".join(f"{m} {v[-1]:.4f}" for m, v in per["all"].items()), flush=True)  # fmt: skip
+                circ[kind].append(
+                    circular_ensemble(
+                        costs,
+                        members,
+                        cfg.ensemble.normalize,
+                        lambda x, sub=sub: rd.mean_of(rd.score_costs(x, files, rd.LAYOUT, sub)),
+                    )
+                )
+        print(
+            f"  layout seed {seed}: {time.perf_counter() - t:.0f} s; tau (all configs) "
+            + ", ".join(f"{m} {v[-1]:.4f}" for m, v in per["all"].items()),
+            flush=True,
+        )
     return {"per_seed": per, "circular_ensemble": circ, "scored": sorted(files), "log": str(log)}
 
 
@@ -234,41 +223,27 @@ def tile_bench(a: argparse.Namespace, sets: list[str], cfg) -> dict:
         for m, c in pooled.items():
             per.setdefault(m, []).append(rd.mean_of(rd.score_costs(c, files, rd.TILE)))
         if "ensemble" in pooled:
-            circ.append(circular_ensemble(pooled, members, cfg.ensemble.normalize,
-                                          lambda x, files=files: rd.mean_of(rd.score_costs(x, files, rd.TILE))))  # fmt: skip
-        print(f"  tile seed {seed}: {time.perf_counter() - t:.0f} s; score "
-              + ", ".join(f"{m} {v[-1]:.4f}" for m, v in per.items()), flush=True)  # fmt: skip
-    return {"per_seed": per, "circular_ensemble": circ, "fold_fitted_weights": weights,
-            "kernels": [k.name for k in kernels],
-            "folds": [[kernels[j].name for j in f] for f in folds], "log": str(log)}  # fmt: skip
-
-
-def table(res: dict, models: list[str]) -> str:
-    cols = []
-    if "layout" in res:
-        cols += [("xla:default tau, all configs", res["layout"]["per_seed"]["all"]),
-                 ("xla:default tau, official subset", res["layout"]["per_seed"]["subset"])]  # fmt: skip
-    if "tile" in res:
-        cols.append(("tile score, kernel CV", res["tile"]["per_seed"]))
-    lines = ["| model | " + " | ".join(c for c, _ in cols) + " |", "|---|" + "---|" * len(cols)]
-    names = {
-        "ensemble": "ensemble (equal weights)",
-        FOLD_FITTED: "ensemble (weights fitted on the other folds)",
+            circ.append(
+                circular_ensemble(
+                    pooled,
+                    members,
+                    cfg.ensemble.normalize,
+                    lambda x, files=files: rd.mean_of(rd.score_costs(x, files, rd.TILE)),
+                )
+            )
+        print(
+            f"  tile seed {seed}: {time.perf_counter() - t:.0f} s; score "
+            + ", ".join(f"{m} {v[-1]:.4f}" for m, v in per.items()),
+            flush=True,
+        )
+    return {
+        "per_seed": per,
+        "circular_ensemble": circ,
+        "fold_fitted_weights": weights,
+        "kernels": [k.name for k in kernels],
+        "folds": [[kernels[j].name for j in f] for f in folds],
+        "log": str(log),
     }
-    for m in [*models, "ensemble", FOLD_FITTED]:
-        name = names.get(m, m)
-        cells = [fmt(summary(v[m]) if m in v else None) for _, v in cols]
-        if any(c != "-" for c in cells):
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    circ = []
-    if "layout" in res:
-        circ += [summary([s for s, _ in res["layout"]["circular_ensemble"][k]]) for k in ("all", "subset")]
-    if "tile" in res:
-        circ.append(summary([s for s, _ in res["tile"]["circular_ensemble"]]))
-    if circ and all(circ):
-        lines.append("| *ensemble, weights fitted on the scored graphs (circular)* | "
-                     + " | ".join(fmt(c) for c in circ) + " |")  # fmt: skip
-    return "\n".join(lines)
 
 
 def merge(layout: Path, tile: Path, out: Path | None) -> int:
@@ -298,7 +273,8 @@ def merge(layout: Path, tile: Path, out: Path | None) -> int:
     return 0
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
+    """The options, apart so that main reads as the run's phases."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
         "--seeds", type=int, nargs="+", default=None, help="seeds of every model (default 0 1 2; quick 0 1)"
@@ -332,31 +308,20 @@ def main() -> int:
         metavar=("LAYOUT.json", "TILE.json"),
         help="only: one table from the layout half of one results file and the tile half of another",
     )
-    a = p.parse_args()
+    return p.parse_args()
+
+
+def main() -> int:
+    """Both halves (or one, or a merge of two results files); exits 0 with the reason without the sample."""
+    a = parse_args()
     if a.merge:
         return merge(*a.merge, a.out)
     if reason := rd.missing_sample(rd.SHARED):
         print(f"bench_real: skipped: {reason}")
         return 0
-    a.out = a.out or (RESULTS.with_name(f"{RESULTS.stem}_{a.only}.json") if a.only else RESULTS)
-    a.seeds = a.seeds or ([0, 1] if a.quick else [0, 1, 2])
-    a.tile_folds = a.tile_folds or (3 if a.quick else 5)
-    budget = BUDGETS["quick" if a.quick else "full"]
-    sets = [*budget_sets(budget), *a.set]
-    os.environ["TPURANK_PROFILE"] = a.profile  # every stage it runs: the same layers on every machine
-    cfg = load_config(None, sets, profile=ROOT / "configs" / f"profile-{a.profile}.toml")
-    if a.only:  # its own folder, so `--only layout` and `--only tile` can run side by side
-        a.work = a.work.with_name(f"{a.work.name}-{a.only}")
-    if a.work.exists():
-        shutil.rmtree(a.work)  # stale models of another budget would be reused
-    a.work.mkdir(parents=True)
+    budget, sets, cfg = prepare_run(a)
     t0 = time.perf_counter()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-    res: dict = {"commit": commit.stdout.strip(), "command": " ".join(["bench/bench_real.py", *sys.argv[1:]]), "seeds": a.seeds,
-                 "budget": budget, "sets": sets, "profile": a.profile, "tile_folds": a.tile_folds, "models": a.models,
-                 "ensemble": {"members": cfg.ensemble.models,
-                              "normalize": {c: cfg.for_collection(c).ensemble.normalize for c in (rd.LAYOUT, rd.TILE)},
-                              "weights": "equal (not fitted)"}}  # fmt: skip
+    res = run_record(a, budget, sets, cfg)
     if a.only != "tile":
         print(f"layout: train {rd.LAYOUT_TRAIN}, rank {rd.LAYOUT_SCORED} (seeds {a.seeds})", flush=True)
         res["layout"] = layout_bench(a, sets, cfg)
@@ -373,6 +338,43 @@ def main() -> int:
     a.out.write_text(json.dumps(res, indent=2) + "\n")
     print(f"saved {a.out}")
     return 0
+
+
+def prepare_run(a: argparse.Namespace) -> tuple[dict[str, int], list[str], Config]:
+    """The defaults --quick picks, the budget and profile, and an empty work folder: no stale model reused."""
+    a.out = a.out or (RESULTS.with_name(f"{RESULTS.stem}_{a.only}.json") if a.only else RESULTS)
+    a.seeds = a.seeds or ([0, 1] if a.quick else [0, 1, 2])
+    a.tile_folds = a.tile_folds or (3 if a.quick else 5)
+    budget = BUDGETS["quick" if a.quick else "full"]
+    sets = [*budget_sets(budget), *a.set]
+    os.environ["TPURANK_PROFILE"] = a.profile  # every stage it runs: the same layers on every machine
+    cfg = load_config(None, sets, profile=ROOT / "configs" / f"profile-{a.profile}.toml")
+    if a.only:  # its own folder, so `--only layout` and `--only tile` can run side by side
+        a.work = a.work.with_name(f"{a.work.name}-{a.only}")
+    if a.work.exists():
+        shutil.rmtree(a.work)  # stale models of another budget would be reused
+    a.work.mkdir(parents=True)
+    return budget, sets, cfg
+
+
+def run_record(a: argparse.Namespace, budget: dict[str, int], sets: list[str], cfg: Config) -> dict:
+    """How the results were measured (commit, command, seeds, budget, ensemble): a row is read with it."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    return {
+        "commit": commit.stdout.strip(),
+        "command": " ".join(["bench/bench_real.py", *sys.argv[1:]]),
+        "seeds": a.seeds,
+        "budget": budget,
+        "sets": sets,
+        "profile": a.profile,
+        "tile_folds": a.tile_folds,
+        "models": a.models,
+        "ensemble": {
+            "members": cfg.ensemble.models,
+            "normalize": {c: cfg.for_collection(c).ensemble.normalize for c in (rd.LAYOUT, rd.TILE)},
+            "weights": "equal (not fitted)",
+        },
+    }
 
 
 if __name__ == "__main__":

@@ -33,9 +33,13 @@ BASE = "base"
 # the recipe options at their values before the top solutions' recipe, whatever config.py's defaults are now: the
 # base is the demo budget of `./run.sh all` as it was, and each variant changes one thing of it
 PINNED = [
-    "gnn.dropout=0.0", "gnn.warmup_steps=0", "gnn.seeds=1", "gnn.standardize=false",
-    "gnn.layer_attention=false", "gnn.tile_all_configs=false",
-]  # fmt: skip
+    "gnn.dropout=0.0",
+    "gnn.warmup_steps=0",
+    "gnn.seeds=1",
+    "gnn.standardize=false",
+    "gnn.layer_attention=false",
+    "gnn.tile_all_configs=false",
+]
 TILE_ONLY = {"gnn.tile_all_configs"}  # options the other kind ignores: its rows repeat the base runs
 LAYOUT_ONLY = {"gnn.layer_attention"}
 
@@ -109,7 +113,8 @@ def score(collection: str, per_graph: dict) -> float:
     return float(np.nanmean(s))
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
+    """The options, parsed before torch is imported: `--help` and `--table` stay fast."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
         "--variants",
@@ -126,13 +131,16 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--normalize", default="rank", choices=("rank", "zscore"), help="for the seed average")
     rr.add_table_options(p, ROOT / "bench" / "results" / "recipe_cpu.json")
-    a = p.parse_args()
+    return p.parse_args()
+
+
+def main() -> int:
+    """Every variant on every collection, seed by seed, saved after each variant; then the table."""
+    a = parse_args()
     if a.table:
         return print_table(a.table, rr.folders(a.real_dir))
 
     import torch
-
-    from tpurank.gnn.seeds import average_costs
 
     torch.set_num_threads(a.threads)
     slug, device = device_name(a.threads)
@@ -155,26 +163,7 @@ def main() -> int:
             if not applies(variant, collection):  # the same model as the base: its runs
                 row[collection] = results["rows"][BASE][collection]
                 continue
-            runs = [run_variant(variant, s, collection, a.max_steps) for s in range(seeds)]
-            scores = [score(collection, r) for r, _ in runs]
-            avg = {
-                gid: (average_costs([r[gid][0] for r, _ in runs], a.normalize), runs[0][0][gid][1])
-                for gid in runs[0][0]
-            }
-            row[collection] = {
-                "scores": scores,
-                "mean": float(np.mean(scores)),
-                "std": float(np.std(scores)),
-                "seed_average": score(collection, avg),
-                "train_seconds": [round(t, 1) for _, t in runs],
-            }
-            r = row[collection]
-            print(
-                f"  {variant:32s} {collection:20s} {r['mean']:.4f} +- {r['std']:.4f} "
-                f"(seeds {' '.join(f'{x:.4f}' for x in scores)}; average of the seeds {r['seed_average']:.4f}; "
-                f"{sum(r['train_seconds']):.0f} s)",
-                flush=True,
-            )
+            row[collection] = measure_cell(variant, collection, seeds, a)
         results["rows"][variant] = row
         out = ROOT / "bench" / "results" / f"recipe_{slug}.json"
         results["seconds"] = round(time.perf_counter() - t_all, 1)
@@ -182,6 +171,32 @@ def main() -> int:
     print(markdown(results, a.collections, rr.RealRows(REAL, rr.folders(a.real_dir))))
     print(f"wrote {out} ({results['seconds']:.0f} s)")
     return 0
+
+
+def measure_cell(variant: str, collection: str, seeds: int, a: argparse.Namespace) -> dict:
+    """One variant on one collection: a model per seed, their scores and the seeds' averaged score."""
+    from tpurank.gnn.seeds import average_costs
+
+    runs = [run_variant(variant, s, collection, a.max_steps) for s in range(seeds)]
+    scores = [score(collection, r) for r, _ in runs]
+    avg = {
+        gid: (average_costs([r[gid][0] for r, _ in runs], a.normalize), runs[0][0][gid][1])
+        for gid in runs[0][0]
+    }
+    r = {
+        "scores": scores,
+        "mean": float(np.mean(scores)),
+        "std": float(np.std(scores)),
+        "seed_average": score(collection, avg),
+        "train_seconds": [round(t, 1) for _, t in runs],
+    }
+    print(
+        f"  {variant:32s} {collection:20s} {r['mean']:.4f} +- {r['std']:.4f} "
+        f"(seeds {' '.join(f'{x:.4f}' for x in scores)}; average of the seeds {r['seed_average']:.4f}; "
+        f"{sum(r['train_seconds']):.0f} s)",
+        flush=True,
+    )
+    return r
 
 
 def markdown(results: dict, collections: list[str], real: rr.RealRows | None = None) -> str:

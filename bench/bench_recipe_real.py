@@ -49,7 +49,8 @@ def parse_variant(text: str) -> tuple[str, list[str]]:
     return text, [*TODAY.split(","), *text.split(",")]
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
+    """The options, apart so that main reads as the run: resume, then each variant seed by seed."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
         "--variants", nargs="+", default=["today"], help="today, or [NAME=]KEY=VALUE[,...] over today"
@@ -58,7 +59,12 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=150, help="GNN training steps (one validation, at the end)")
     p.add_argument("--work", type=Path, default=ROOT / "data" / "bench" / "recipe-real")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "recipe_real.json")
-    a = p.parse_args()
+    return p.parse_args()
+
+
+def main() -> int:
+    """Each variant, seed by seed, on the real layout graph; saved after each (a rerun resumes)."""
+    a = parse_args()
     if reason := rd.missing_sample():
         print(f"bench_recipe_real: skipped: {reason}")
         return 0
@@ -66,8 +72,12 @@ def main() -> int:
     files = rd.scored_graphs(root, rd.LAYOUT)
     subsets = load_subsets(rd.SHARED / "eval_indices").get(rd.LAYOUT, {})
     budget = [f"gnn.max_steps={a.steps}", f"gnn.eval_every={a.steps}", "gnn.time_budget_min=0"]
-    res: dict = {"command": " ".join(["bench/bench_recipe_real.py", *sys.argv[1:]]), "steps": a.steps,
-                 "seeds": a.seeds, "rows": {}}  # fmt: skip
+    res: dict = {
+        "command": " ".join(["bench/bench_recipe_real.py", *sys.argv[1:]]),
+        "steps": a.steps,
+        "seeds": a.seeds,
+        "rows": {},
+    }
     if a.out.exists():  # finished variants of an interrupted run (same steps and seeds) are kept
         old = json.loads(a.out.read_text())
         if (old.get("steps"), old.get("seeds")) == (a.steps, a.seeds):
@@ -89,13 +99,20 @@ def main() -> int:
         for kind, sub in (("all", None), ("subset", subsets)):
             taus = [rd.mean_of(rd.score_costs(c, files, rd.LAYOUT, sub)) for c in costs]
             avg = {g: average_costs([c[g] for c in costs], "rank") for g in files}
-            row[kind] = {"taus": taus, "mean": float(np.mean(taus)), "std": float(np.std(taus)),
-                         "seed_average": rd.mean_of(rd.score_costs(avg, files, rd.LAYOUT, sub))}  # fmt: skip
+            row[kind] = {
+                "taus": taus,
+                "mean": float(np.mean(taus)),
+                "std": float(np.std(taus)),
+                "seed_average": rd.mean_of(rd.score_costs(avg, files, rd.LAYOUT, sub)),
+            }
         res["rows"][name] = row
-        print(f"  {name:10s} tau all configs {row['all']['mean']:.4f} +- {row['all']['std']:.4f} "
-              f"(seeds {' '.join(f'{x:.4f}' for x in row['all']['taus'])}; seed average {row['all']['seed_average']:.4f}); "
-              f"official subset {row['subset']['mean']:.4f} +- {row['subset']['std']:.4f} "
-              f"(seed average {row['subset']['seed_average']:.4f}); {sum(seconds):.0f} s", flush=True)  # fmt: skip
+        print(
+            f"  {name:10s} tau all configs {row['all']['mean']:.4f} +- {row['all']['std']:.4f} "
+            f"(seeds {' '.join(f'{x:.4f}' for x in row['all']['taus'])}; seed average {row['all']['seed_average']:.4f}); "
+            f"official subset {row['subset']['mean']:.4f} +- {row['subset']['std']:.4f} "
+            f"(seed average {row['subset']['seed_average']:.4f}); {sum(seconds):.0f} s",
+            flush=True,
+        )
         a.out.write_text(json.dumps(res, indent=2) + "\n")
     print(f"saved {a.out}; beside the demo rows: bench/bench_recipe.py --table")
     return 0

@@ -57,8 +57,11 @@ def main() -> int:
         t = time.perf_counter()
         score_rows(model, g, rows, cfg.gnn.predict_chunk, torch.device("cpu"))
         peaks.append(peak_rss_gb())
-        print(f"  {g.id[-12:]}: {len(g.opcode):>6} nodes, {len(g.config_nodes):>5} configurable, "
-              f"{len(rows):>4} configs: peak {peaks[-1]:.2f} GB, {time.perf_counter() - t:.1f} s", flush=True)  # fmt: skip
+        print(
+            f"  {g.id[-12:]}: {len(g.opcode):>6} nodes, {len(g.config_nodes):>5} configurable, "
+            f"{len(rows):>4} configs: peak {peaks[-1]:.2f} GB, {time.perf_counter() - t:.1f} s",
+            flush=True,
+        )
     print(f"highest peak of one graph: {max(peaks):.2f} GB")
     return 0
 
