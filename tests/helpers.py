@@ -3,7 +3,7 @@ command line driven in-process or as a child, the one-line error checks, hand-ma
 benchmarks' --help, and trees built once per test session and shared by the xdist workers.
 
 Test files import from here, never from each other: a test file is free to move or be renamed. The
-test files sit in folders named for the package rooms they test (tests/gnn/, tests/pipeline/, ...);
+test files sit in folders named for the package rooms they test (tests/gnn/, tests/run/, ...);
 `from helpers import ...` works from each because pytest puts the folder of the rootdir's
 conftest.py (tests/) on sys.path.
 """

@@ -29,7 +29,7 @@ from tpurank.core.options import (
 )
 from tpurank.core.paths import Paths
 from tpurank.core.pipes import end_quietly
-from tpurank.stages import execute, guarded, resolve_config
+from tpurank.run.stages import execute, guarded, resolve_config
 
 # stage -> (module, one-line help). Order is the pipeline's order.
 STAGES: dict[str, tuple[str, str]] = {
@@ -50,7 +50,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "validate": ("tpurank.report.validate", "write reports/validation.md with every model side by side"),
     "check-submission": ("tpurank.submission.check", "validate a submission CSV, listing every problem"),
     "submit": ("tpurank.submission.submit", "submit the checked CSV to Kaggle with the kaggle package"),
-    "all": ("tpurank.pipeline", "run the whole pipeline end to end"),
+    "all": ("tpurank.run.pipeline", "run the whole pipeline end to end"),
     "config": (
         "tpurank.report.config_show",
         "config show: every key of the resolved config, its default and overrides",
@@ -194,7 +194,7 @@ def _run(name: str, argv: list[str]) -> int:
     fallback = name not in NO_DATA_FALLBACK and not (name == "check" and args.targets)
     args.paths = Paths.resolve(args.data_dir, args.out_dir, args.work_dir, fallback=fallback)
     resolve_config(args, args.paths.data)
-    if name == "train":  # `all` says it once it knows its data (tpurank.pipeline)
+    if name == "train":  # `all` says it once it knows its data (tpurank.run.pipeline)
         print(f"[train] {args.profile_info.line}", file=sys.stderr)
     return execute(module, args)
 

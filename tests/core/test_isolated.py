@@ -14,7 +14,7 @@ import pytest
 from tpurank.core.errors import TpurankError
 from tpurank.core.isolated import run_isolated, signal_name
 from tpurank.core.lock import output_lock
-from tpurank.stages import guarded
+from tpurank.run.stages import guarded
 
 
 def exits_with(code: int) -> int:

@@ -2,7 +2,7 @@
 line, and every "no data here" error names the folder it tried and how to name another.
 
 The end-to-end check on the runs of `all` (check, check-submission, score, validate without
---data-dir) is in tests/pipeline/test_pipeline.py, on the tiny run its module fixture made.
+--data-dir) is in tests/run/test_pipeline.py, on the tiny run its module fixture made.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def test_validate_without_the_data_of_its_csvs_names_the_folder_and_the_option(
 def test_all_records_the_synthetic_data_it_uses(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`all` still finds or makes its data as before (the fallback is not its own), and records it."""
     import tpurank.synth
-    from tpurank import pipeline
+    from tpurank.run import pipeline
 
     monkeypatch.setattr(pipeline, "have_credentials", lambda: False)
     made = []

@@ -27,7 +27,7 @@ HEAVY = ["torch", "torch_geometric", "lightgbm", "sklearn", "matplotlib", "scipy
 
 SCRIPT = """
 import importlib, json, pkgutil, sys
-import tpurank.cli, tpurank.pipeline
+import tpurank.cli, tpurank.run.pipeline
 supervisor = sorted(m for m in sys.modules if m in HEAVY)
 import tpurank
 names = [m.name for m in pkgutil.walk_packages(tpurank.__path__, "tpurank.") if not m.name.endswith("__main__")]

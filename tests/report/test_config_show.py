@@ -25,7 +25,7 @@ from tpurank.report.config_show import (
     with_key_table,
     write_key_table,
 )
-from tpurank.stages import guarded
+from tpurank.run.stages import guarded
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -265,7 +265,7 @@ def test_toml_fed_back_with_config_gives_the_same_config_on_demo_data(
     back with --config on the same data, resolves to the same config and prints the same TOML."""
     import argparse
 
-    from tpurank.stages import resolve_config
+    from tpurank.run.stages import resolve_config
 
     sets = [x for s in DEMO_SETS for x in ("--set", s)]
     data = ["--data-dir", str(tiny_root)]

@@ -275,7 +275,7 @@ class EnsembleConfig:
 
 @dataclass
 class BudgetConfig:
-    # `all --budget` (tpurank.budget): the least it gives one seed of a neural model; a budget that
+    # `all --budget` (tpurank.run.plan): the least it gives one seed of a neural model; a budget that
     # cannot pay it trains fewer seeds, or is refused before any work with the smallest that fits
     min_share_min: float = value(
         1.0, above=0, doc="the least minutes `all --budget` gives one seed of a neural model per collection"

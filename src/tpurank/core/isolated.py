@@ -7,7 +7,7 @@ run, so on the full-scale data `all`'s GNN predictions peaked at 2.3 GB where th
 alone peak at 1.4 GB (docs/scale.md, "Memory on the CPU"). A `spawn` child starts from a clean
 interpreter (no fork of a process that holds torch's threads) and costs a few seconds of imports:
 nothing on a two-hour run, too much for the demo's short steps, so `all` isolates its steps only on
-big data (tpurank.pipeline).
+big data (tpurank.run.pipeline).
 """
 
 from __future__ import annotations

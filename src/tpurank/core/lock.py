@@ -1,7 +1,7 @@
 """One output lock per output folder: two tpurank runs never write the same folder at once.
 
 Every stage that writes a folder holds an exclusive `fcntl.flock` on `<folder>/.tpurank.lock`
-while it runs (`output_folders(args)` in the stage module names them; tpurank.stages.execute takes
+while it runs (`output_folders(args)` in the stage module names them; tpurank.run.stages.execute takes
 the locks). A second run into a held folder is refused at once with one line naming the folder and
 the holder's pid; it does not wait (a waiting run would rebuild what the first just wrote, and a
 user who started both by mistake learns of it immediately). The kernel drops the lock when its

@@ -2,7 +2,7 @@
 
 Every stage that keeps a record declares, beside its code, a `StageIO`: the files it reads, the
 files it writes, the config sections and the options that change its result. The step records
-(tpurank.records) key a stage run with `content_key` over that declaration. The finer caches inside
+(tpurank.run.records) key a stage run with `content_key` over that declaration. The finer caches inside
 a stage (one prepared graph, one feature table, one model's checkpoint, one collection's
 predictions) call the same `content_key` with their own parts, so a change to what a stage reads
 is made in its declaration and nowhere else.

@@ -25,7 +25,7 @@ from tpurank.kaggle.models_dataset import ARCHIVE, CONFIG, MANIFEST, read_manife
 from tpurank.kaggle.unpacked import REPLACE_FLAG
 from tpurank.prepare import cli as prepare
 from tpurank.rankers import predict
-from tpurank.stages import command_line, run_step
+from tpurank.run.stages import command_line, run_step
 from tpurank.submission import check
 from tpurank.submission.publish import incomplete_test_set, publish_submission
 

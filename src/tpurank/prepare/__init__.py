@@ -1,15 +1,6 @@
 """Stage 1: prune, transform node features, deduplicate configs and compact every graph into the cache.
 
 Readers need only `tpurank.prepare.cache` (PreparedGraph, load_prepared, read_index, iter_prepared).
+Nothing is imported here: a module that asks only what a cache was built with (`built_with`, which
+every stage's run checks) loads no pandas.
 """
-
-from tpurank.prepare.cache import (
-    SUMMARY_OPCODE,
-    PreparedGraph,
-    iter_prepared,
-    load_prepared,
-    read_index,
-    save_prepared,
-)
-
-__all__ = ["SUMMARY_OPCODE", "PreparedGraph", "iter_prepared", "load_prepared", "read_index", "save_prepared"]

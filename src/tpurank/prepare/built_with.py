@@ -9,7 +9,8 @@ from typing import Any
 
 from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import TpurankError
-from tpurank.prepare.stage import PROVENANCE_FILE
+
+PROVENANCE_FILE = "provenance.json"  # beside the cache: what `prepare` built it with (prepare/stage.py)
 
 
 def _prepare_settings(config: dict[str, Any], collection: str | None) -> dict[str, Any]:

@@ -25,12 +25,12 @@ from tpurank.data.dataset import GraphFile, discover, require_npz_root
 from tpurank.data.npz import read_node_feat
 from tpurank.data.subsets import load_subsets
 from tpurank.prepare.build import BuildParams, build_file, build_key, input_identity
+from tpurank.prepare.built_with import PROVENANCE_FILE
 from tpurank.prepare.cache import CACHE_SUFFIX, INDEX_FILE, prepared_path, read_build
 from tpurank.prepare.inputs import broken_links, without_configs, without_excluded
 from tpurank.prepare.node_features import RULE_FILE, FeatureRule, column_range, fit_rule
 from tpurank.prepare.pool import failure, resolve_jobs, run_tasks
 
-PROVENANCE_FILE = "provenance.json"
 INDEX_COLUMNS = (
     "collection",
     "split",

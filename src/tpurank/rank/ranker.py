@@ -36,7 +36,7 @@ from tpurank.rank.program import Program
 from tpurank.rank.ranking import Ranking
 from tpurank.rank.staged import Staged
 from tpurank.rankers import predict
-from tpurank.stages import command_line, run_step
+from tpurank.run.stages import command_line, run_step
 from tpurank.submission.csvio import HEADER, csv_text
 
 DEFAULT_LAYOUT = "layout:xla:random"  # a user's layout candidates come from a search of their own

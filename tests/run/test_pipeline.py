@@ -75,7 +75,7 @@ def test_ensemble_never_worse_than_the_worse_member(tiny_paths: Paths) -> None:
 
 def test_all_trains_the_ensemble_members_and_what_is_asked(tmp_path: Path) -> None:
     from tpurank.core.errors import TpurankError
-    from tpurank.pipeline import models_to_train, plan
+    from tpurank.run.pipeline import models_to_train, plan
 
     assert models_to_train(["lgbm", "gnn"], []) == ["lgbm", "gnn"]
     assert models_to_train(["gnn", "lgbm"], ["baseline"]) == ["lgbm", "gnn", "baseline"]
@@ -354,7 +354,7 @@ def test_all_releases_memory_after_every_step(monkeypatch: pytest.MonkeyPatch) -
     decoded-chunk cache is emptied and the heap released before the next starts."""
     from types import SimpleNamespace
 
-    from tpurank import pipeline
+    from tpurank.run import pipeline
 
     calls: list[str] = []
 

@@ -4,7 +4,7 @@ A stage module exposes `add_arguments(parser)` and `run(args) -> int`. A stage t
 it beside its code: `declare(args) -> StageIO` (tpurank.core.staleness), the files it reads and
 writes and the config sections it reads; its `Options` dataclass names its options, marking those
 that never change its result. `execute` locks the folders it writes (tpurank.core.lock), skips it
-when its step record (tpurank.records) says it is up to date, and records a success. The CLI
+when its step record (tpurank.run.records) says it is up to date, and records a success. The CLI
 (tpurank.cli: the stage table) parses a stage's options from the command line; `all` and `infer`
 build the `Options` directly and hand every step the same resolved paths and config.
 """
@@ -30,7 +30,7 @@ from tpurank.core.pipes import stdout_closed
 from tpurank.core.profiles import DEFAULT_BUDGET, parse_duration, resolve_profile, with_cpu_warning
 from tpurank.core.staleness import StageIO
 from tpurank.prepare.built_with import check_prepared
-from tpurank.records import NEVER_RAN, StepRecord, result_options
+from tpurank.run.records import NEVER_RAN, StepRecord, result_options
 
 # core/config.py's defaults are sized for the real data; on small synthetic data every stage trains
 # less (this preset, above the profile and under the user's --config and --set), so the demo `all`

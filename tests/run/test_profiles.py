@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from helpers import fake_clock
 
-from tpurank import budget
-from tpurank.budget import MARGIN, apply_plan, make_plan
 from tpurank.core import profiles
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config_files import config_layers, from_layers, load_config
 from tpurank.core.errors import TpurankError
+from tpurank.run import plan as planning
+from tpurank.run.plan import MARGIN, apply_plan, make_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -142,17 +142,17 @@ def test_graph_size_reads_the_pruned_size_from_the_headers(sample_root: Path) ->
     from tpurank.data.npz import load_graph
 
     g = load_graph(sample_root / "npz_all/npz/layout/xla/default/train/unet3d.npz", config_dtype=None)
-    want = min(len(g.node_opcode), budget.NEIGHBOURHOOD * len(g.node_config_ids))
-    assert budget.graph_size(sample_root, "layout:xla:default") == want
+    want = min(len(g.node_opcode), planning.NEIGHBOURHOOD * len(g.node_config_ids))
+    assert planning.graph_size(sample_root, "layout:xla:default") == want
     t = load_graph(sample_root / "npz_all/npz/tile/xla/train/retinanet.2x2.fp32_-342c949e14733d96.npz")
-    assert budget.graph_size(sample_root, "tile:xla") == len(t.node_opcode)
+    assert planning.graph_size(sample_root, "tile:xla") == len(t.node_opcode)
 
 
 def test_the_plan_splits_by_need_and_seeds(tmp_path: Path, monkeypatch) -> None:
     cfg = load_config(overrides=['collections."layout:nlp:default".gnn.seeds=2'])
     sizes = {"tile:xla": 1000, "layout:xla:default": 50_000, "layout:nlp:default": 50_000}
     root = _tree(tmp_path, sizes)
-    monkeypatch.setattr(budget, "graph_size", lambda root, c: sizes[c] / 10)
+    monkeypatch.setattr(planning, "graph_size", lambda root, c: sizes[c] / 10)
     plan = make_plan(3600, cfg, root, list(sizes), ["lgbm", "gnn"])
     by = {s.collection: s for s in plan.shares}
     assert set(by) == set(sizes) and all(s.model == "gnn" for s in plan.shares)
@@ -198,7 +198,7 @@ def test_a_spent_budget_trains_each_model_its_least_share_and_says_how_far_over(
     ],
 )
 def test_fewer_seeds_rather_than_shares_below_the_floor(total: float, seeds: dict, want_seeds: dict) -> None:
-    minutes, got = budget.split_minutes(total, {"a": 1.0, "b": 1.0}, seeds, floor=1.0)
+    minutes, got = planning.split_minutes(total, {"a": 1.0, "b": 1.0}, seeds, floor=1.0)
     assert got == want_seeds and all(m >= 1.0 for m in minutes.values())
     if sum(got.values()) <= total:  # it fits: the shares add up to the total
         assert sum(minutes[c] * got[c] for c in got) == pytest.approx(total, abs=0.02)
@@ -207,11 +207,11 @@ def test_fewer_seeds_rather_than_shares_below_the_floor(total: float, seeds: dic
 def test_the_smallest_budget_counts_the_fixed_steps_every_collection_and_the_baseline() -> None:
     cfg = load_config(overrides=["budget.min_share_min=2"])
     two = ["tile:xla", "layout:xla:default"]
-    assert budget.minimum_budget_s(cfg, two, ["lgbm"], 100) == pytest.approx(100 / (1 - MARGIN))
-    assert budget.minimum_budget_s(cfg, two, ["gnn"], 100) == pytest.approx((100 + 240) / (1 - MARGIN))
+    assert planning.minimum_budget_s(cfg, two, ["lgbm"], 100) == pytest.approx(100 / (1 - MARGIN))
+    assert planning.minimum_budget_s(cfg, two, ["gnn"], 100) == pytest.approx((100 + 240) / (1 - MARGIN))
     # the baseline gets a fifth of the neural time: that fifth must pay its floor
-    both = budget.minimum_budget_s(cfg, two, ["gnn", "baseline"], 100)
-    assert both == pytest.approx((100 + 240 / budget.BASELINE_SHARE) / (1 - MARGIN))
+    both = planning.minimum_budget_s(cfg, two, ["gnn", "baseline"], 100)
+    assert both == pytest.approx((100 + 240 / planning.BASELINE_SHARE) / (1 - MARGIN))
 
 
 @pytest.mark.parametrize(
@@ -229,13 +229,13 @@ def test_the_smallest_budget_counts_the_fixed_steps_every_collection_and_the_bas
 def test_a_hand_edited_plan_is_refused_in_one_line_and_planned_again(tmp_path: Path, capsys, edit) -> None:
     root = _tree(tmp_path / "data", {"tile:xla": 100})
     cfg, f = load_config(), tmp_path / "budget-plan.json"
-    key = budget.plan_key(600, cfg, root, ["tile:xla"], ["gnn"])
-    budget.save_plan(f, key, make_plan(600, cfg, root, ["tile:xla"], ["gnn"]))
-    assert budget.saved_plan(f, key) is not None
+    key = planning.plan_key(600, cfg, root, ["tile:xla"], ["gnn"])
+    planning.save_plan(f, key, make_plan(600, cfg, root, ["tile:xla"], ["gnn"]))
+    assert planning.saved_plan(f, key) is not None
     data = json.loads(f.read_text())
     data["plans"][key]["shares"][0].update(edit)
     f.write_text(json.dumps(data))
-    assert budget.saved_plan(f, key) is None
+    assert planning.saved_plan(f, key) is None
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "the saved plan is not valid" in err[0] and str(f) in err[0]
 
@@ -245,14 +245,16 @@ def test_the_plan_file_keeps_one_plan_per_run(tmp_path: Path) -> None:
     cfg, f = load_config(), tmp_path / "budget-plan.json"
     keys = {}
     for subset in (["tile:xla"], ["tile:xla", "layout:xla:default"]):
-        keys[len(subset)] = budget.plan_key(600, cfg, root, subset, ["gnn"])
-        budget.save_plan(f, keys[len(subset)], make_plan(600, cfg, root, subset, ["gnn"]))
-    assert len(budget.saved_plan(f, keys[1]).shares) == 1 and len(budget.saved_plan(f, keys[2]).shares) == 2
+        keys[len(subset)] = planning.plan_key(600, cfg, root, subset, ["gnn"])
+        planning.save_plan(f, keys[len(subset)], make_plan(600, cfg, root, subset, ["gnn"]))
+    assert (
+        len(planning.saved_plan(f, keys[1]).shares) == 1 and len(planning.saved_plan(f, keys[2]).shares) == 2
+    )
     # a change the split does not read keeps the key; one it reads changes it
     other = load_config(overrides=["lgbm.num_boost_round=7"])
-    assert budget.plan_key(600, other, root, ["tile:xla"], ["gnn"]) == keys[1]
+    assert planning.plan_key(600, other, root, ["tile:xla"], ["gnn"]) == keys[1]
     wider = load_config(overrides=["gnn.seeds=2"])
-    assert budget.plan_key(600, wider, root, ["tile:xla"], ["gnn"]) != keys[1]
+    assert planning.plan_key(600, wider, root, ["tile:xla"], ["gnn"]) != keys[1]
 
 
 def test_a_baseline_takes_a_fifth_of_the_neural_time(tmp_path: Path) -> None:
@@ -326,11 +328,11 @@ def test_all_within_a_tiny_budget_stops_training_on_time(
 def test_neural_predictions_are_estimated_at_the_device_that_runs_them(monkeypatch, profile: str) -> None:
     """A GPU profile's faster predictions are counted only where a GPU runs them (a GPU profile
     chosen on a CPU predicts on the CPU)."""
-    monkeypatch.setattr(budget, "gpu", lambda: None)
-    assert budget.neural_predict_scale(profile) == 1.0
-    monkeypatch.setattr(budget, "gpu", lambda: ("Tesla T4", 14.7))
-    assert budget.neural_predict_scale(profile) == budget.NEURAL_PREDICT_SCALE[profile]
-    assert budget.neural_predict_scale(profile) < 1.0 or profile == "cpu"
+    monkeypatch.setattr(planning, "gpu", lambda: None)
+    assert planning.neural_predict_scale(profile) == 1.0
+    monkeypatch.setattr(planning, "gpu", lambda: ("Tesla T4", 14.7))
+    assert planning.neural_predict_scale(profile) == planning.NEURAL_PREDICT_SCALE[profile]
+    assert planning.neural_predict_scale(profile) < 1.0 or profile == "cpu"
 
 
 def test_the_seed_members_closing_scoring_is_counted_outside_the_shares(tmp_path: Path) -> None:
@@ -339,10 +341,10 @@ def test_the_seed_members_closing_scoring_is_counted_outside_the_shares(tmp_path
     root = _tree(tmp_path, {"layout:xla:default": 10_000, "tile:xla": 100})
     collections = ["tile:xla", "layout:xla:default"]
     one, three = load_config(overrides=["gnn.seeds=1"]), load_config(overrides=["gnn.seeds=3"])
-    assert budget.seeds_scoring_s("gnn", one, root, collections) == 0.0
-    assert budget.seeds_scoring_s("lgbm", three, root, collections) == 0.0
-    gb = sum(budget.data_bytes(root, c) for c in collections) / 1e9
-    want = gb * budget.step_s_per_gb("predict gnn valid", three, collections)
-    assert budget.seeds_scoring_s("gnn", three, root, collections) == pytest.approx(want) and want > 0
-    base = sum(budget.step_estimates_s(budget.DEFAULT_STEPS, three, root, collections).values())
-    assert budget.fixed_estimate_s(three, root, collections) == pytest.approx(base + want)
+    assert planning.seeds_scoring_s("gnn", one, root, collections) == 0.0
+    assert planning.seeds_scoring_s("lgbm", three, root, collections) == 0.0
+    gb = sum(planning.data_bytes(root, c) for c in collections) / 1e9
+    want = gb * planning.step_s_per_gb("predict gnn valid", three, collections)
+    assert planning.seeds_scoring_s("gnn", three, root, collections) == pytest.approx(want) and want > 0
+    base = sum(planning.step_estimates_s(planning.DEFAULT_STEPS, three, root, collections).values())
+    assert planning.fixed_estimate_s(three, root, collections) == pytest.approx(base + want)

@@ -1,4 +1,4 @@
-"""Step records (tpurank.records) and the one content key (tpurank.core.staleness): what a stage
+"""Step records (tpurank.run.records) and the one content key (tpurank.core.staleness): what a stage
 read and wrote, named by content, decides whether it runs again, alone or inside `all`."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from tpurank.cli import STAGES, stage_module, stage_parser
 from tpurank.core.config import Config
 from tpurank.core.paths import Paths
 from tpurank.core.staleness import Files, content_key, files_identity
-from tpurank.stages import StageRun, stage_namespace
+from tpurank.run.stages import StageRun, stage_namespace
 
 RECORDED = ("prepare", "features", "train", "predict", "ensemble", "validate")
 
@@ -208,8 +208,8 @@ def test_typed_options_match_the_command_line(stage: str) -> None:
 def test_a_step_shown_as_a_command_parses_back_to_its_options(subset: list[str] | None) -> None:
     """`all` prints each step as the command a user would type: typed, that command gives the
     step's own options."""
-    from tpurank.pipeline import plan
-    from tpurank.stages import command_argv
+    from tpurank.run.pipeline import plan
+    from tpurank.run.stages import command_argv
     from tpurank.submission import check
 
     steps = [s.options for s in plan(["lgbm", "gnn", "baseline"], 2, subset, partial=True)]

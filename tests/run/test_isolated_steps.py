@@ -1,4 +1,4 @@
-"""`all` on big data runs each step in a process of its own (tpurank.pipeline.isolate_steps): the
+"""`all` on big data runs each step in a process of its own (tpurank.run.pipeline.isolate_steps): the
 same files as in one process, the step's record saved by the child, and the choice made by size."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from types import SimpleNamespace
 import pytest
 from helpers import TRAINED_COLLECTION, copy_tree
 
-from tpurank import pipeline
 from tpurank.core.config_files import load_config
 from tpurank.core.paths import Paths
 from tpurank.rankers import predict
-from tpurank.run_budget import Step
-from tpurank.stages import StageRun, stage_namespace
+from tpurank.run import pipeline
+from tpurank.run.budget import Step
+from tpurank.run.stages import StageRun, stage_namespace
 
 
 def _predict_valid(paths: Paths, isolated: bool) -> tuple[bytes, bool]:

@@ -3,7 +3,7 @@ second look just before neural training), and the lines that say how the time go
 
 What the budget cannot shorten is every step but neural training: a step up to date costs nothing,
 one that ran before with the same options costs what it took then, any other its share of the
-estimate from the data's size (tpurank.budget). Neural training gets the rest (the plan).
+estimate from the data's size (tpurank.run.plan). Neural training gets the rest (the plan).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tpurank.budget import Plan, apply_plan, seeds_scoring_s, step_estimates_s
 from tpurank.core.config import Config
 from tpurank.core.config_files import Layer
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.core.profiles import format_duration
-from tpurank.records import RECORDS
-from tpurank.stages import StageRun, stage_namespace
+from tpurank.run.plan import Plan, apply_plan, seeds_scoring_s, step_estimates_s
+from tpurank.run.records import RECORDS
+from tpurank.run.stages import StageRun, stage_namespace
 
 
 @dataclass
@@ -47,7 +47,7 @@ def expect_steps(
     cannot shorten. A step up to date now costs nothing, unless `--force` runs it anyway, a step before
     it will run (and may change what it reads), or it reads what neural training writes (a new plan
     retrains); one that ran before on the same inputs costs what it took then; any other its estimate
-    from the data's size (tpurank.budget.step_estimates_s)."""
+    from the data's size (tpurank.run.plan.step_estimates_s)."""
     fixed = [s for s in steps if s.name not in NEURAL_TRAINING]
     sized = step_estimates_s([s.name for s in fixed], cfg, paths.data, collections)
     trains_neural = any(s.name in NEURAL_TRAINING for s in steps)

@@ -4,7 +4,7 @@ Data: the data root when it holds the dataset; else a Kaggle download when crede
 the synthetic `demo` dataset in `data/synthetic-demo/` (announced: its scores are not Kaggle
 scores). Then every stage runs as a user would run it, on the paths and config the CLI resolved
 once, with typed options built here (each stage's `Options`). Each step is skipped only when its
-record (tpurank.records) still matches: same code, options and config, the same content read, and its outputs still the ones it
+record (tpurank.run.records) still matches: same code, options and config, the same content read, and its outputs still the ones it
 wrote. So a second `./run.sh all` is fast, and `all` after any manual command ends where a clean
 `all` ends.
 """
@@ -20,13 +20,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tpurank.budget import (
-    make_plan,
-    minimum_budget_s,
-    plan_key,
-    save_plan,
-    saved_plan,
-)
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import LEARNED_MODELS, Config
 from tpurank.core.errors import TpurankError
@@ -44,9 +37,8 @@ from tpurank.prepare.store import CHUNKS
 from tpurank.rankers import predict, train
 from tpurank.rankers.ensemble import summary_note
 from tpurank.rankers.registry import UNTRAINED
-from tpurank.records import NEVER_RAN
 from tpurank.report import validate
-from tpurank.run_budget import (
+from tpurank.run.budget import (
     NEURAL_TRAINING,
     RunBudget,
     Step,
@@ -55,12 +47,20 @@ from tpurank.run_budget import (
     expect_steps,
     progress_line,
 )
-from tpurank.stages import StageRun, command_line, guarded, resolve_config, run_step, stage_namespace
+from tpurank.run.plan import (
+    make_plan,
+    minimum_budget_s,
+    plan_key,
+    save_plan,
+    saved_plan,
+)
+from tpurank.run.records import NEVER_RAN
+from tpurank.run.stages import StageRun, command_line, guarded, resolve_config, run_step, stage_namespace
 from tpurank.submission import check
 from tpurank.submission.publish import SUBMITTED_MODEL, incomplete_test_set, publish_submission
 
 DEMO_SCALE = "demo"  # the synthetic fallback: finishes within 15 minutes on 2 cores
-PLAN_FILE = "budget-plan.json"  # in reports/: the plan the last run trained with (tpurank.budget)
+PLAN_FILE = "budget-plan.json"  # in reports/: the plan the last run trained with (tpurank.run.plan)
 BANNER = """
 ==============================================================================
  No TpuGraphs data found and no Kaggle credentials: running on the SYNTHETIC
@@ -174,7 +174,7 @@ def models_to_train(ensemble_models: list[str], extra: list[str]) -> list[str]:
 def run_steps(
     steps: list[Step], paths: Paths, budget: RunBudget, force: bool, t0: float, isolated: bool = False
 ) -> Config:
-    """Run the steps in order, skipping those whose record still matches (tpurank.records); the config
+    """Run the steps in order, skipping those whose record still matches (tpurank.run.records); the config
     they ran with (the budget's plan applied) is returned. `isolated`: each step in a child process
     of its own (tpurank.core.isolated), else all in this one."""
     cfg = budget.config()
