@@ -10,7 +10,7 @@ throughput times a stated utilisation. Validation, data loading and the scatter 
 
 With `--profile` (gpu, kaggle-t4 or cpu; default gpu) the model and seeds are that profile's, and the
 whole-run budget (`--budget`, default the profile's) is split as `all --budget` splits it
-(tpurank.budget, on the sample's file sizes): the table then shows each collection's share per seed
+(tpurank.run.plan, on the sample's file sizes): the table then shows each collection's share per seed
 and the share of its step count that the projected rate reaches within it.
 
     .venv/bin/python bench/bench_gpu_projection.py [--sample ../shared/data/tpugraphs-sample] \\
@@ -33,7 +33,6 @@ from torch.utils.flop_counter import FlopCounterMode
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from tpurank.budget import make_plan  # noqa: E402
 from tpurank.core.collections import COLLECTIONS, kind_of  # noqa: E402
 from tpurank.core.config_files import load_config  # noqa: E402
 from tpurank.core.errors import TpurankError  # noqa: E402
@@ -43,6 +42,7 @@ from tpurank.gnn.data import load_split, make_batch, sample_rows  # noqa: E402
 from tpurank.gnn.families import gnn  # noqa: E402
 from tpurank.gnn.nets import tile_inputs  # noqa: E402
 from tpurank.gnn.train.losses import ranking_loss  # noqa: E402
+from tpurank.run.plan import make_plan  # noqa: E402
 
 # the real sample beside the checkout, where tests/helpers.py finds it too
 SAMPLE = ROOT.parent / "shared" / "data" / "tpugraphs-sample"

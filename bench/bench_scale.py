@@ -44,8 +44,8 @@ from tpurank.core.collections import COLLECTIONS, collection_dir  # noqa: E402
 from tpurank.core.config_files import load_config  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
 from tpurank.data.dataset import discover  # noqa: E402
-from tpurank.pipeline import plan  # noqa: E402
-from tpurank.stages import command_argv  # noqa: E402
+from tpurank.run.pipeline import plan  # noqa: E402
+from tpurank.run.stages import command_argv  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data" / "tpugraphs-sample"
 RESULTS = ROOT / "bench" / "results" / "scale.json"
