@@ -30,7 +30,7 @@ import real_rows as rr  # noqa: E402
 
 from tpurank.core.collections import COLLECTIONS  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
-from tpurank.rankers import ensemble as ens  # noqa: E402
+from tpurank.models import ensemble as ens  # noqa: E402
 
 MEMBERS = ("lgbm", "gnn")
 NORMALIZATIONS = ("rank", "zscore")

@@ -106,9 +106,9 @@ def main() -> int:
     from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
     from tpurank.core.paths import Paths
     from tpurank.data.dataset import discover
+    from tpurank.models.registry import get_model
     from tpurank.prepare.cache import read_index
     from tpurank.prepare.stage import prepare_dataset
-    from tpurank.rankers.registry import get_model
     from tpurank.submission.score import load_runtimes
 
     paths, cfg = Paths.resolve(args.data_dir, args.out_dir), load_config(None, args.set)

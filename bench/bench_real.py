@@ -52,8 +52,8 @@ from tpurank.core.config import Config  # noqa: E402
 from tpurank.core.config_files import load_config  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
 from tpurank.data.subsets import load_subsets  # noqa: E402
-from tpurank.rankers.ensemble import combine, weight_grid  # noqa: E402
-from tpurank.rankers.predictions import load_predictions  # noqa: E402
+from tpurank.models.ensemble import combine, weight_grid  # noqa: E402
+from tpurank.models.predictions import load_predictions  # noqa: E402
 
 PYTHON = sys.executable
 RESULTS = ROOT / "bench" / "results" / "real.json"

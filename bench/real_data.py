@@ -23,7 +23,7 @@ from sklearn.model_selection import KFold
 from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
 from tpurank.core.paths import NPZ_SUBDIR
 from tpurank.data.dataset import discover
-from tpurank.rankers.ensemble import combine, fit_weights
+from tpurank.models.ensemble import combine, fit_weights
 from tpurank.submission.score import load_runtimes, restrict
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("features",),
     ("submission",),
     ("lgbm", "gnn"),
-    ("rankers",),
+    ("models",),
     ("report",),
     ("run",),
     ("kaggle",),
@@ -113,7 +113,7 @@ def test_no_circles() -> None:
 
 
 def test_the_generator_stands_below_every_model() -> None:
-    models = ("lgbm", "gnn", "rankers", "features", "prepare")
+    models = ("lgbm", "gnn", "models", "features", "prepare")
     for module, targets in IMPORTS.items():
         if _room(module) == "synth":
             assert not [t for t in targets if _room(t) in models], module

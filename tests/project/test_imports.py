@@ -1,9 +1,11 @@
-"""Imports, in one fresh interpreter (one start-up for three checks):
+"""Imports, in one fresh interpreter (one start-up for four checks):
 
 - every tpurank module and the kaggle client the stages load lazily import from the installed
   environment (kaggle 2.2.4 imports `six` without declaring it: this fails when six is missing);
 - no module reads a `TPURANK_*` variable as it is imported: every variable is set to a value its
   check refuses (a read at import runs before the CLI's check: a traceback, not its one line);
+- the CLI and a training stage that waits on its collections' processes (big data) load no data
+  library: the stage's process stays light beside the training (docs/scale.md, "Memory on the CPU");
 - `all`'s own process stays light: the modules it imports hold none of the heavy libraries, which
   only the steps it runs (in processes of their own on big data) load.
 """
@@ -24,10 +26,14 @@ from tpurank.core.errors import TpurankError
 KAGGLE = ["kaggle", "kaggle.api.kaggle_api_extended", "kagglesdk"]
 # loaded by the steps, never by `all`'s own process: each holds tens of MB (docs/scale.md)
 HEAVY = ["torch", "torch_geometric", "lightgbm", "sklearn", "matplotlib", "scipy.stats"]
+# nor by the CLI or a waiting training stage
+DATA_LIBRARIES = ["pandas", "pyarrow", "scipy"]
 
 SCRIPT = """
 import importlib, json, pkgutil, sys
-import tpurank.cli, tpurank.run.pipeline
+import tpurank.cli, tpurank.run.stages, tpurank.models.train, tpurank.models.collection_processes
+stage = sorted(m for m in sys.modules if m in HEAVY + DATA_LIBRARIES)
+import tpurank.run.pipeline
 supervisor = sorted(m for m in sys.modules if m in HEAVY)
 import tpurank
 names = [m.name for m in pkgutil.walk_packages(tpurank.__path__, "tpurank.") if not m.name.endswith("__main__")]
@@ -37,7 +43,7 @@ for name in names + KAGGLE:
         importlib.import_module(name)
     except BaseException as e:
         failed.append(f"{name}: {type(e).__name__}: {e}")
-print(json.dumps({"modules": len(names), "failed": failed, "supervisor": supervisor}))
+print(json.dumps({"modules": len(names), "failed": failed, "stage": stage, "supervisor": supervisor}))
 """
 
 
@@ -49,7 +55,7 @@ def garbage(tmp_path: Path) -> dict[str, str]:
 
 def imported(tmp: Path) -> dict:
     """The script's findings, run with every variable set to a value its check refuses."""
-    code = f"HEAVY = {HEAVY!r}\nKAGGLE = {KAGGLE!r}\n{SCRIPT}"
+    code = f"HEAVY = {HEAVY!r}\nDATA_LIBRARIES = {DATA_LIBRARIES!r}\nKAGGLE = {KAGGLE!r}\n{SCRIPT}"
     r = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -72,9 +78,10 @@ def test_one_fresh_interpreter_imports_everything_light_and_reads_no_variable(tm
     found = imported(tmp_path)
     assert found["modules"] > 100
     assert found["failed"] == []  # ... no module read one as it was imported, and every module imports
+    assert found["stage"] == []  # the CLI and a waiting training stage load no library of data
     assert found["supervisor"] == []  # `all`'s own modules load none of the heavy libraries
 
 
 def test_the_heavy_list_names_real_modules() -> None:
     """A renamed library would make the check above pass vacuously."""
-    assert [m for m in HEAVY if importlib.util.find_spec(m) is None] == []
+    assert [m for m in HEAVY + DATA_LIBRARIES if importlib.util.find_spec(m) is None] == []

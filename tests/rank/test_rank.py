@@ -14,9 +14,9 @@ from tpurank.cli import main
 from tpurank.core.collections import collection_dir
 from tpurank.core.metrics import order_from_costs
 from tpurank.core.paths import Paths
+from tpurank.models.predictions import load_predictions
 from tpurank.pb.schema import ModuleTuningData, TuningData
 from tpurank.rank import Ranker
-from tpurank.rankers.predictions import load_predictions
 
 PB = SAMPLE_ROOT / "pb"
 LAYOUT = next(c for c in TWO_COLLECTIONS if c.startswith("layout:"))  # the small tree's (and tile:xla)

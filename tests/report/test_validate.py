@@ -11,10 +11,10 @@ from tpurank import cli
 from tpurank.core.config import Config
 from tpurank.core.paths import Paths
 from tpurank.data.dataset import discover
+from tpurank.models.predictions import load_predictions
+from tpurank.models.registry import get_model
+from tpurank.models.untrained import heuristic_costs, random_costs
 from tpurank.prepare.cache import PreparedGraph, iter_prepared
-from tpurank.rankers.predictions import load_predictions
-from tpurank.rankers.registry import get_model
-from tpurank.rankers.untrained import heuristic_costs, random_costs
 from tpurank.submission.check import check_submission_file
 from tpurank.submission.score import score_csv
 

@@ -18,7 +18,7 @@ from helpers import FAST, TWO_COLLECTIONS, two_collection_all
 
 from tpurank.core.paths import Paths
 from tpurank.core.staleness import StageIO
-from tpurank.rankers import ensemble
+from tpurank.models import ensemble
 from tpurank.run.pipeline import plan
 from tpurank.run.records import RECORDS
 from tpurank.run.stages import StageRun, resolve_config, stage_namespace

@@ -31,7 +31,7 @@ from tpurank.core.errors import TpurankError
 from tpurank.core.lock import LOCK_NAME, output_lock
 from tpurank.core.paths import Paths
 from tpurank.data.npz import load_graph, save_graph
-from tpurank.rankers.predictions import load_predictions
+from tpurank.models.predictions import load_predictions
 
 EMPTY_TEST = "0 configs: a test graph needs at least one for its submission row"
 
@@ -269,8 +269,8 @@ def test_a_config_file_that_is_not_utf8_or_is_a_folder_is_one_line(tmp_path: Pat
 
 
 def test_a_failed_force_predict_replaces_only_what_succeeded(run_copy: Paths, capsys, monkeypatch) -> None:
-    from tpurank.rankers import predict
-    from tpurank.rankers.untrained import RANDOM
+    from tpurank.models import predict
+    from tpurank.models.untrained import RANDOM
 
     assert main(["predict", "--model", "random", "--split", "valid", *common(run_copy)]) == 0
     pred_file = run_copy.prediction_file("random", "valid")

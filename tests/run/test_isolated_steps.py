@@ -11,7 +11,7 @@ from helpers import TRAINED_COLLECTION, copy_tree
 
 from tpurank.core.config_files import load_config
 from tpurank.core.paths import Paths
-from tpurank.rankers import predict
+from tpurank.models import predict
 from tpurank.run import pipeline
 from tpurank.run.budget import Step
 from tpurank.run.stages import StageRun, stage_namespace

@@ -34,8 +34,8 @@ from helpers import (
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import Config
 from tpurank.core.paths import Paths
-from tpurank.rankers.ensemble import collection_score, normalize, train, valid_truth, weight_grid
-from tpurank.rankers.predictions import save_predictions
+from tpurank.models.ensemble import collection_score, normalize, train, valid_truth, weight_grid
+from tpurank.models.predictions import save_predictions
 
 
 def test_weight_grid_covers_the_simplex() -> None:
@@ -339,8 +339,8 @@ def test_infer_on_a_copy_of_the_data_keeps_the_models_rule(
     sub = "submissions/submission.csv"
     assert (out / sub).read_bytes() == (clean / sub).read_bytes()
     # the same models dataset serves `rank`: a test graph ranked as `all` predicted it
+    from tpurank.models.predictions import load_predictions
     from tpurank.rank import Ranker
-    from tpurank.rankers.predictions import load_predictions
 
     f = sorted((clean_all.data / "npz_all/npz/tile/xla/test").glob("*.npz"))[0]
     with Ranker.load(pack, tmp_path / "rank-work") as ranker:

@@ -15,8 +15,8 @@ from tpurank.data.npz import save_graph
 from tpurank.data.subsets import EVAL_MAX_CONFIGS, scored_configs, spread_configs
 from tpurank.gnn.data import load_split
 from tpurank.gnn.predict import scored_rows
-from tpurank.rankers.ensemble import collection_score
-from tpurank.rankers.predictions import save_predictions, unscored_subset
+from tpurank.models.ensemble import collection_score
+from tpurank.models.predictions import save_predictions, unscored_subset
 from tpurank.report.validate import rank_examples
 from tpurank.submission.format import ExpectedGraph, render
 

@@ -8,7 +8,7 @@ import pytest
 from tpurank import cli
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
-from tpurank.rankers.predictions import load_predictions, save_predictions
+from tpurank.models.predictions import load_predictions, save_predictions
 from tpurank.submission.check import check_submission_file
 from tpurank.submission.format import (
     ExpectedGraph,

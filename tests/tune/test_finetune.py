@@ -19,8 +19,8 @@ from tpurank.core.collections import collection_dir
 from tpurank.core.errors import TpurankError
 from tpurank.core.metrics import graph_metrics
 from tpurank.core.paths import Paths
+from tpurank.models.ensemble import combine
 from tpurank.rank.finetune import FineTune
-from tpurank.rankers.ensemble import combine
 from tpurank.tune import Calibration, Tuner
 
 LAYOUT = next(c for c in TWO_COLLECTIONS if c.startswith("layout:"))

@@ -29,8 +29,8 @@ from tpurank.core.metrics import graph_metrics, order_from_costs
 from tpurank.core.paths import Paths
 from tpurank.lgbm.training_rows import TRAIN_ROWS_FILE
 from tpurank.lgbm.training_rows import load as load_rows
+from tpurank.models.predictions import load_predictions
 from tpurank.pb.schema import ModuleTuningData
-from tpurank.rankers.predictions import load_predictions
 from tpurank.tune import Calibration, Tuner
 
 LAYOUT = next(c for c in TWO_COLLECTIONS if c.startswith("layout:"))
@@ -311,7 +311,7 @@ def test_a_failed_run_of_the_real_layout_protobuf_is_refused(small: Paths, tmp_p
 
 
 def test_the_ensemble_ranks_by_the_calibrated_lightgbm_or_its_kept_weights(small: Paths) -> None:
-    from tpurank.rankers.ensemble import combine
+    from tpurank.models.ensemble import combine
 
     f = _valid(small)
     runtime = np.load(f)["config_runtime"]

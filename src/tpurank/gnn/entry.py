@@ -1,4 +1,4 @@
-"""The GNN rankers as the model registry (`tpurank.rankers.registry`) sees them: `GNN` and
+"""The GNN rankers as the model registry (`tpurank.models.registry`) sees them: `GNN` and
 `OFFICIAL`, each a model family's `ModelSpec` with the one `train` and `predict` they share."""
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ from tpurank.core.paths import Paths
 from tpurank.kaggle import unpacked
 from tpurank.kaggle.models_dataset import ARCHIVE, CONFIG, MANIFEST, read_manifest, unpacked_path
 from tpurank.kaggle.unpacked import REPLACE_FLAG
+from tpurank.models import predict
 from tpurank.prepare import cli as prepare
-from tpurank.rankers import predict
 from tpurank.run.stages import command_line, run_step
 from tpurank.submission import check
 from tpurank.submission.publish import incomplete_test_set, publish_submission

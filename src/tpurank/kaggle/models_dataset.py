@@ -38,8 +38,8 @@ from tpurank.kaggle.trained import (
     trained_data,
 )
 from tpurank.lgbm.training_rows import MAX_ROWS, TRAIN_ROWS_FILE
+from tpurank.models.registry import MODEL_NAMES
 from tpurank.prepare.node_features import RULE_FILE
-from tpurank.rankers.registry import MODEL_NAMES
 
 COMMAND = "build-models-dataset"
 DATASET_SLUG = "tpurank-models"

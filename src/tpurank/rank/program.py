@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tpurank.core.collections import kind_of
+from tpurank.models.ensemble import combine
 from tpurank.rank.calibrate import Calibration, LgbmInputs
 from tpurank.rank.candidates import Candidates
 from tpurank.rank.finetune import GnnInputs
 from tpurank.rank.models import ENSEMBLE
 from tpurank.rank.ranking import Ranking
-from tpurank.rankers.ensemble import combine
 
 LGBM = "lgbm"
 GNN = "gnn"

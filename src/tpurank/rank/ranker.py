@@ -27,6 +27,7 @@ from tpurank.core.collections import COLLECTIONS, collection_dir, kind_of
 from tpurank.core.errors import DataError, TpurankError
 from tpurank.core.lock import output_lock
 from tpurank.features import stage as features
+from tpurank.models import predict
 from tpurank.prepare import cli as prepare
 from tpurank.rank.calibrate import Calibration
 from tpurank.rank.candidates import Candidates, read_candidates
@@ -35,7 +36,6 @@ from tpurank.rank.models import ENSEMBLE, TrainedModels, load_models
 from tpurank.rank.program import Program
 from tpurank.rank.ranking import Ranking
 from tpurank.rank.staged import Staged
-from tpurank.rankers import predict
 from tpurank.run.stages import command_line, run_step
 from tpurank.submission.csvio import HEADER, csv_text
 

@@ -18,13 +18,13 @@ from tpurank.lgbm import saved as lgbm_saved
 from tpurank.lgbm.model import lgb_params
 from tpurank.lgbm.training_rows import TRAIN_ROWS_FILE
 from tpurank.lgbm.training_rows import load as load_training_rows
+from tpurank.models.ensemble import WEIGHTS_FILE, read_weights
+from tpurank.models.predictions import load_predictions
 from tpurank.rank.calibrate import LgbmInputs
 from tpurank.rank.candidates import Candidates
 from tpurank.rank.finetune import GnnInputs
 from tpurank.rank.models import ENSEMBLE, TrainedModels
 from tpurank.rank.program import GNN, LGBM, Program, not_calibrated_note
-from tpurank.rankers.ensemble import WEIGHTS_FILE, read_weights
-from tpurank.rankers.predictions import load_predictions
 
 
 class Staged:

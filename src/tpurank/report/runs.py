@@ -152,7 +152,7 @@ def newest_first(names: list[str], runs: list[dict[str, Any]]) -> list[tuple[str
 
 def model_order(models: set[str]) -> list[str]:
     """The registry's order (the untrained rankers first, the ensemble last), then any other name."""
-    from tpurank.rankers.registry import MODEL_NAMES
+    from tpurank.models.registry import MODEL_NAMES
 
     return [m for m in MODEL_NAMES if m in models] + sorted(models - set(MODEL_NAMES))
 

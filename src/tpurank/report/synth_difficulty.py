@@ -5,7 +5,7 @@ same sizes. Each side is scored the same way: the train/valid files are prepared
 cache, and three rankers order each valid graph's configs:
 
 - `random`: the seeded random baseline (mean tau over RANDOM_SEEDS seeds: one seed is noise);
-- `heuristic`: the no-learning rule of `tpurank.rankers.untrained`;
+- `heuristic`: the no-learning rule of `tpurank.models.untrained`;
 - `lgbm`: the project's LightGBM ranker on its tabular features, trained on the train files for a
   fixed LGBM_ROUNDS rounds (no early stopping: with one valid graph, stopping on it would tune to the
   graph being scored).
@@ -27,8 +27,8 @@ from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
 from tpurank.core.metrics import kendall_tau, order_from_costs
 from tpurank.core.paths import Paths
+from tpurank.models.untrained import heuristic_costs, random_costs
 from tpurank.prepare.cache import PreparedGraph, iter_prepared
-from tpurank.rankers.untrained import heuristic_costs, random_costs
 
 RANKERS = ("random", "heuristic", "lgbm")
 RANDOM_SEEDS = 5

@@ -3,7 +3,7 @@
 Every `submissions/valid_<model>.csv` is checked and scored (the untrained rankers included): a model x
 collection table, where a fitted ensemble has two rows, its in-sample score (its weights were
 fitted on these graphs) and the cross-fitted estimate saved by `train --model ensemble`
-(tpurank.rankers.ensemble.cross_fit). Apart from it, a Reference block gives Kaggle leaderboard
+(tpurank.models.ensemble.cross_fit). Apart from it, a Reference block gives Kaggle leaderboard
 scores on the real data (tpurank.report.reference), never mixed into our rows. Also written:
 per-graph scores (`reports/validation_graphs.csv`), PNG plots in `reports/plots/` (training
 curves from each model's metrics.csv: tpurank.report.curves), and a provenance sidecar
@@ -34,9 +34,9 @@ from tpurank.core.provenance import write_sidecar
 from tpurank.core.staleness import Files, StageIO, dataset_files, option
 from tpurank.data.dataset import discover
 from tpurank.data.subsets import coverage, coverage_sentence, load_subsets, scored_configs
-from tpurank.rankers.ensemble import WEIGHTS_FILE, read_weights, report_lines
-from tpurank.rankers.predictions import unscored_subset
-from tpurank.rankers.registry import EVERY_SECTION, MODEL_NAMES
+from tpurank.models.ensemble import WEIGHTS_FILE, read_weights, report_lines
+from tpurank.models.predictions import unscored_subset
+from tpurank.models.registry import EVERY_SECTION, MODEL_NAMES
 from tpurank.report import reference
 from tpurank.report.curves import read_curves
 from tpurank.submission.format import check_csv

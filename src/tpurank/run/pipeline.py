@@ -32,11 +32,11 @@ from tpurank.core.staleness import Files, StageIO
 from tpurank.data.dataset import SMALL_DATA_BYTES, npz_bytes
 from tpurank.data.download import download, have_credentials
 from tpurank.features import stage as features
+from tpurank.models import predict, train
+from tpurank.models.ensemble import summary_note
+from tpurank.models.registry import UNTRAINED
 from tpurank.prepare import cli as prepare
 from tpurank.prepare.store import CHUNKS
-from tpurank.rankers import predict, train
-from tpurank.rankers.ensemble import summary_note
-from tpurank.rankers.registry import UNTRAINED
 from tpurank.report import validate
 from tpurank.run.budget import (
     NEURAL_TRAINING,

@@ -4,7 +4,7 @@ A model module provides `train(paths, cfg, collection) -> None` and
 `predict(paths, cfg, collection, split) -> dict[str, np.ndarray]` (graph ID -> cost per original
 config index, lower = faster). `cfg` is the collection's config (`Config.for_collection`): the
 callers (the train, predict and ensemble stages) apply the per-collection overrides, once. A value `module:attr` names an object inside a module that
-provides both (the two untrained rankers share tpurank.rankers.untrained).
+provides both (the two untrained rankers share tpurank.models.untrained).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from tpurank.core.config import LEARNED_MODELS
 from tpurank.core.errors import TpurankError
 
 REGISTRY: dict[str, str] = {
-    "random": "tpurank.rankers.untrained:RANDOM",
-    "heuristic": "tpurank.rankers.untrained:HEURISTIC",
+    "random": "tpurank.models.untrained:RANDOM",
+    "heuristic": "tpurank.models.untrained:HEURISTIC",
     "lgbm": "tpurank.lgbm.model",
     "gnn": "tpurank.gnn.entry:GNN",
     "baseline": "tpurank.gnn.entry:OFFICIAL",
-    "ensemble": "tpurank.rankers.ensemble",
+    "ensemble": "tpurank.models.ensemble",
 }
 MODEL_NAMES: tuple[str, ...] = tuple(REGISTRY)
 UNTRAINED = ("random", "heuristic")  # rankers with nothing to learn: no folder, no config section

@@ -1,7 +1,7 @@
 """`tpurank train --model M [--collections ...]`: train one model per collection.
 
 Each model module writes its own files (and provenance) under `models/<M>/<collection>/`, by
-way of a staging folder swapped in only when its training completes (rankers/staging.py): an
+way of a staging folder swapped in only when its training completes (models/staging.py): an
 interrupted retrain leaves the finished model as it was. The untrained rankers (random, heuristic) have nothing to learn.
 """
 
@@ -18,8 +18,8 @@ from tpurank.core.config import Config
 from tpurank.core.options import add_collections
 from tpurank.core.paths import Paths
 from tpurank.core.staleness import Files, StageIO, option
-from tpurank.rankers.collection_processes import train_in_processes, training_processes
-from tpurank.rankers.registry import (
+from tpurank.models.collection_processes import train_in_processes, training_processes
+from tpurank.models.registry import (
     EVERY_SECTION,
     MODEL_NAMES,
     UNTRAINED,
@@ -27,7 +27,7 @@ from tpurank.rankers.registry import (
     get_model,
     model_sections,
 )
-from tpurank.rankers.staging import staged
+from tpurank.models.staging import staged
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def declare(args: argparse.Namespace) -> StageIO:
     paths = args.paths
     writes = [Files(paths.models / args.model)]
     if args.model == "ensemble":
-        from tpurank.rankers.ensemble import ensemble_reads
+        from tpurank.models.ensemble import ensemble_reads
 
         return StageIO(ensemble_reads(paths), writes, EVERY_SECTION)
     tables = [Files(paths.tabular)] if args.model == "lgbm" else []  # LightGBM's feature tables
@@ -62,7 +62,7 @@ def declare(args: argparse.Namespace) -> StageIO:
 def train_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:
     """Train `model` on one collection with its config, by way of its staging folder (an interrupted
     retrain leaves the finished model); its seconds. Module-level: the collections' own processes
-    run it (tpurank.rankers.collection_processes)."""
+    run it (tpurank.models.collection_processes)."""
     t = time.perf_counter()
     with staged(paths, model, collection) as staging:
         get_model(model).train(staging, cfg, collection)

@@ -1,4 +1,4 @@
-"""A GNN's collections trained in processes of their own (tpurank.rankers.collection_processes): side
+"""A GNN's collections trained in processes of their own (tpurank.models.collection_processes): side
 by side on small data, the same weights as one after another at the same thread count; one after
 another on big data, each in a fresh process, while the stage's process imports no torch; and the
 choice between them."""
@@ -20,8 +20,8 @@ from tpurank.core.config import Config
 from tpurank.core.errors import DataError
 from tpurank.core.paths import Paths
 from tpurank.gnn.train.checkpoints import CHECKPOINT, load_checkpoint
-from tpurank.rankers import collection_processes as cp
-from tpurank.rankers.collection_processes import Processes
+from tpurank.models import collection_processes as cp
+from tpurank.models.collection_processes import Processes
 
 TWO = ["tile:xla", "layout:xla:random"]
 FAILING = "tile:xla"
@@ -111,7 +111,7 @@ import json, os, sys
 sys.path.insert(0, sys.argv[1])
 import helpers
 from tpurank.cli import main
-from tpurank.rankers import collection_processes, train
+from tpurank.models import collection_processes, train
 collection_processes.SMALL_DATA_BYTES = 0
 train.train_one = helpers.record_pid
 code = main(["train", "--model", "gnn", "--collections", *sys.argv[2:4], *sys.argv[4:]])

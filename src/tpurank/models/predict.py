@@ -34,9 +34,9 @@ from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import data_fingerprint, write_sidecar
 from tpurank.core.staleness import Files, StageIO, content_key, dataset_files, option
+from tpurank.models.predictions import load_predictions, save_predictions
+from tpurank.models.registry import MODEL_NAMES, get_model, model_sections
 from tpurank.prepare.belongs import check_cache
-from tpurank.rankers.predictions import load_predictions, save_predictions
-from tpurank.rankers.registry import MODEL_NAMES, get_model, model_sections
 from tpurank.submission.format import (
     ExpectedGraph,
     expected_for_split,

@@ -12,7 +12,7 @@ import pytest
 
 from tpurank.core.config import Config
 from tpurank.core.paths import Paths
-from tpurank.rankers.ensemble import (
+from tpurank.models.ensemble import (
     cross_fit,
     fit_weights,
     halves,
@@ -21,7 +21,7 @@ from tpurank.rankers.ensemble import (
     train,
     valid_truth,
 )
-from tpurank.rankers.predictions import save_predictions
+from tpurank.models.predictions import save_predictions
 from tpurank.report.validate import markdown
 
 LAYOUT = "layout:xla:default"

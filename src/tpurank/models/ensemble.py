@@ -54,7 +54,7 @@ def combine(member_costs: list[np.ndarray], weights: np.ndarray, how: str) -> np
 
 
 def load_member_predictions(paths: Paths, model: str, split: str) -> dict[str, np.ndarray]:
-    from tpurank.rankers.predictions import load_predictions
+    from tpurank.models.predictions import load_predictions
 
     path = paths.prediction_file(model, split)
     if not path.exists():
@@ -318,15 +318,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def ensemble_reads(paths: Paths) -> list[Files]:
     """What fitting the weights reads: the data, the prepared cache (runtimes) and the members'
     valid predictions."""
-    from tpurank.rankers.predict import member_predictions
+    from tpurank.models.predict import member_predictions
 
     return [*dataset_files(paths), Files(paths.prepared), member_predictions(paths, "valid")]
 
 
 def declare(args: argparse.Namespace) -> StageIO:
     """The `ensemble` stage: fit the weights, then predict valid and test (each with its CSV)."""
-    from tpurank.rankers.predict import member_predictions
-    from tpurank.rankers.registry import EVERY_SECTION
+    from tpurank.models.predict import member_predictions
+    from tpurank.models.registry import EVERY_SECTION
 
     paths = args.paths
     reads = [*ensemble_reads(paths), member_predictions(paths, "test")]
@@ -338,8 +338,8 @@ def declare(args: argparse.Namespace) -> StageIO:
 
 def run(args: argparse.Namespace) -> int:
     """The `ensemble` stage: fit weights per collection, then predict valid and test."""
-    from tpurank.rankers.predict import predict_split
-    from tpurank.rankers.staging import staged
+    from tpurank.models.predict import predict_split
+    from tpurank.models.staging import staged
 
     for c in args.collections:
         with staged(args.paths, "ensemble", c) as paths:

@@ -144,7 +144,7 @@ def train_in_processes(
 
 def stop(pool: ProcessPoolExecutor) -> None:
     """End the pool now: queued collections cancelled, running ones terminated (a training's staging
-    folder keeps its resume state; rankers/staging.py)."""
+    folder keeps its resume state; models/staging.py)."""
     workers = list(getattr(pool, "_processes", {}).values())  # the executor offers no public handle
     pool.shutdown(wait=False, cancel_futures=True)
     for w in workers:
