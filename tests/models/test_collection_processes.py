@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import PIDS_FILE, ROOT, common, copy_tree
+from helpers import PIDS_FILE, common, copy_tree, record_pid
 
 from tpurank.cli import main
 from tpurank.core.config import Config
@@ -34,6 +34,14 @@ def fails_on_one(model: str, paths: Paths, cfg: Config, collection: str) -> floa
         raise DataError(paths.data / "broken.npz", "not a zip file")
     time.sleep(60)  # stopped long before: the failure ends the pool
     return 60.0
+
+
+def fails_first(model: str, paths: Paths, cfg: Config, collection: str) -> float:
+    """One after another: the first collection fails as a bad data file does; a later one would
+    record its process (it must never start)."""
+    if collection == TWO[0]:
+        raise DataError(paths.data / "broken.npz", "not a zip file")
+    return record_pid(model, paths, cfg, collection)
 
 
 def _train(paths: Paths) -> dict[str, dict[str, torch.Tensor]]:
@@ -104,31 +112,53 @@ def test_a_failing_collection_is_one_error_and_stops_the_others(tiny_paths: Path
     assert time.perf_counter() - t < 30
 
 
+def test_one_after_another_a_failure_ends_the_step(run_copy: Paths) -> None:
+    """Each collection in a fresh process: the first one's DataError reaches the stage as itself,
+    and the next collection never starts."""
+    configs = {c: Config() for c in TWO}
+    t = time.perf_counter()
+    with pytest.raises(DataError, match="broken.npz: not a zip file"):
+        cp.train_in_processes(fails_first, "gnn", run_copy, configs, APART)
+    assert time.perf_counter() - t < 30
+    assert not (run_copy.out / PIDS_FILE).exists()
+
+
 # the train stage on data taken as big, in a fresh interpreter (this one holds torch): each collection
-# goes to a fresh process (a stand-in training that records its pid), and the stage imports no torch
+# goes to a fresh process (a stand-in training that records its pid, from a module of its own so the
+# stage imports nothing else), and the stage loads neither torch nor a data library
+RECORDER = """
+import os
+
+def record_pid(model, paths, cfg, collection):
+    with open(paths.out / "PIDS", "a") as f:
+        f.write(f"{collection} {os.getpid()}\\n")
+    return 0.0
+"""
 STAGE = """
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
-import helpers
+import pid_recorder
 from tpurank.cli import main
 from tpurank.models import collection_processes, train
 collection_processes.SMALL_DATA_BYTES = 0
-train.train_one = helpers.record_pid
+train.train_one = pid_recorder.record_pid
 code = main(["train", "--model", "gnn", "--collections", *sys.argv[2:4], *sys.argv[4:]])
-print(json.dumps({"code": code, "pid": os.getpid(), "torch": "torch" in sys.modules}))
+loaded = [m for m in ("torch", "numpy", "pandas", "pyarrow", "scipy") if m in sys.modules]
+print(json.dumps({"code": code, "pid": os.getpid(), "loaded": loaded}))
 """
 
 
-def test_on_big_data_each_collection_trains_in_a_fresh_process(run_copy: Paths) -> None:
+def test_on_big_data_each_collection_trains_in_a_fresh_process(run_copy: Paths, tmp_path: Path) -> None:
+    (tmp_path / "pid_recorder.py").write_text(RECORDER.replace("PIDS", PIDS_FILE))
     r = subprocess.run(
-        [sys.executable, "-c", STAGE, str(ROOT / "tests"), *TWO, *common(run_copy)],
+        [sys.executable, "-c", STAGE, str(tmp_path), *TWO, *common(run_copy)],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert r.returncode == 0, r.stderr[-3000:]
     stage = json.loads(r.stdout.strip().splitlines()[-1])
-    assert stage == {"code": 0, "pid": stage["pid"], "torch": False}
+    assert stage == {"code": 0, "pid": stage["pid"], "loaded": []}
     assert "train gnn: 2 collections, one after another, each in a process of its own" in r.stderr
     pids = [line.split() for line in (run_copy.out / PIDS_FILE).read_text().splitlines()]
     assert [c for c, _ in pids] == TWO  # in the given order

@@ -117,3 +117,12 @@ def test_the_generator_stands_below_every_model() -> None:
     for module, targets in IMPORTS.items():
         if _room(module) == "synth":
             assert not [t for t in targets if _room(t) in models], module
+
+
+def test_the_top_of_the_run_is_imported_by_no_other_room() -> None:
+    """`run` sits below kaggle, rank and tune because they run stages (`run.stages`); `all` and its
+    budget (`run.pipeline`, `run.plan`, `run.budget`) stand above everything but the CLI, which
+    loads `all` by name: no module outside the run's room imports them."""
+    top = {"tpurank.run.pipeline", "tpurank.run.plan", "tpurank.run.budget"}
+    assert top <= set(IMPORTS)
+    assert {m for m, targets in IMPORTS.items() if targets & top and _room(m) != "run"} == set()

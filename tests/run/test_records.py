@@ -15,6 +15,7 @@ from tpurank.cli import STAGES, stage_module, stage_parser
 from tpurank.core.config import Config
 from tpurank.core.paths import Paths
 from tpurank.core.staleness import Files, content_key, files_identity
+from tpurank.run import records
 from tpurank.run.stages import StageRun, stage_namespace
 
 RECORDED = ("prepare", "features", "train", "predict", "ensemble", "validate")
@@ -220,3 +221,10 @@ def test_a_step_shown_as_a_command_parses_back_to_its_options(subset: list[str] 
         assert (
             type(options)(**{f.name: getattr(parsed, f.name) for f in dataclasses.fields(options)}) == options
         )
+
+
+def test_the_code_key_covers_the_whole_package() -> None:
+    """A change to any module (the GNN, prepare, a model) makes every step's record stale, not
+    only a change to the run's own room, wherever records.py sits."""
+    rooms = {f.relative_to(records.PACKAGE).parts[0] for f in records.package_sources()}
+    assert {"core", "prepare", "features", "gnn", "lgbm", "models", "run", "cli.py"} <= rooms

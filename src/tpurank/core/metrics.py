@@ -13,7 +13,7 @@ Choices where the spec is silent (documented in docs/validation.md, "Scoring"):
 
 scipy.stats is imported where it is used, not at the top: it holds ~60 MB, and `all`'s own
 process, which imports this module but scores nothing itself, stays light beside the step it runs
-(docs/scale.md, "Memory on the CPU"; tests/run/test_isolated_steps.py).
+(docs/scale.md, "Memory on the CPU"; tests/project/test_imports.py).
 """
 
 from __future__ import annotations

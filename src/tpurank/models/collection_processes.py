@@ -14,7 +14,8 @@ collections one after another, so side by side the step ends sooner than planned
 Big data: one collection at a time, each in a fresh process that takes every core (its tensors
 share the threads well). What a collection's training leaves on the heap (freed, but not returned
 to the system) dies with its process instead of lying under the next collection's graphs; the
-stage's own process only waits, and never imports torch (docs/scale.md, "Memory on the CPU").
+stage's own process only waits and, on the CPU, never imports torch (looking for a GPU does:
+tpurank.core.profiles; docs/scale.md, "Memory on the CPU").
 """
 
 from __future__ import annotations
@@ -117,15 +118,31 @@ def train_in_processes(
         how = "one after another, each in a process of its own"
     print(f"train {model}: {len(order)} collections, {how}", file=sys.stderr)
     sys.stderr.flush()
+    # one after another: a pool of one worker per collection. A pool whose worker ends after each
+    # task (`max_tasks_per_child=1`) starts the next worker from a thread that a failure's shutdown
+    # can leave waiting forever (CPython 3.11), so the process would never exit.
+    batches = [order] if processes.side_by_side else [[c] for c in order]
+    for batch in batches:
+        _run_pool(train_one, model, paths, {c: configs[c] for c in batch}, processes)
+
+
+def _run_pool(
+    train_one: Callable[[str, Paths, Config, str], float],
+    model: str,
+    paths: Paths,
+    configs: dict[str, Config],
+    processes: Processes,
+) -> None:
+    """Every collection of `configs` in one pool of `processes.at_once` spawned workers, in order;
+    the first failure or Ctrl-C stops the others (finished collections are kept)."""
     pool = ProcessPoolExecutor(
-        processes.at_once,
+        min(processes.at_once, len(configs)),
         get_context("spawn"),
         initializer=_worker_start,
         initargs=(os.getpid(), processes.threads, processes.side_by_side),
-        max_tasks_per_child=None if processes.side_by_side else 1,
     )
     try:
-        futures = [pool.submit(train_one, model, paths, configs[c], c) for c in order]
+        futures = [pool.submit(train_one, model, paths, cfg, c) for c, cfg in configs.items()]
         for done in as_completed(futures):
             done.result()  # a TpurankError comes through as itself: one line (stages.guarded)
     except BrokenProcessPool:
@@ -136,7 +153,7 @@ def train_in_processes(
             else ""
         )
         raise TpurankError(f"train {model}: a training process died (out of memory?){fix}") from None
-    except BaseException:  # a failure or Ctrl-C: the others stop too (finished collections are kept)
+    except BaseException:
         stop(pool)
         raise
     pool.shutdown()

@@ -64,8 +64,9 @@ def train_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:
     retrain leaves the finished model); its seconds. Module-level: the collections' own processes
     run it (tpurank.models.collection_processes)."""
     t = time.perf_counter()
+    trainer = get_model(model)  # a model this install lacks fails before its staging folder is made
     with staged(paths, model, collection) as staging:
-        get_model(model).train(staging, cfg, collection)
+        trainer.train(staging, cfg, collection)
     seconds = time.perf_counter() - t
     print(f"train {model} {collection}: {seconds:.1f} s", file=sys.stderr)
     return seconds

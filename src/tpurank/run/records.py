@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import tpurank
 from tpurank.core.atomic import write_json
 from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import TpurankError
@@ -32,13 +33,20 @@ NEVER_RAN = "no earlier run with these options"
 RECORD_STRINGS = ("stage", "code", "config", "reads", "writes")  # a record's fields, each a string
 
 
+PACKAGE = Path(tpurank.__file__).resolve().parent  # the whole package, wherever this module sits
+
+
+def package_sources() -> list[Path]:
+    """Every module of the package, in one order: what a step's code key covers."""
+    return sorted(PACKAGE.rglob("*.py"))
+
+
 @functools.cache
 def source_hash() -> str:
     """Hash of the package's source: a code change reruns the steps (read once per process)."""
     h = hashlib.sha256()
-    pkg = Path(__file__).resolve().parent
-    for f in sorted(pkg.rglob("*.py")):
-        h.update(f.relative_to(pkg).as_posix().encode())
+    for f in package_sources():
+        h.update(f.relative_to(PACKAGE).as_posix().encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
