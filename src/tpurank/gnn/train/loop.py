@@ -223,6 +223,9 @@ def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]
         run.closing = synced_seconds(time.perf_counter() - scoring, rt)  # every rank stops at one step
         st.seconds += time.perf_counter() - clock
         clock = time.perf_counter()
+        # a validation that ends within the closing one's length of the budget closes the run itself:
+        # one more step would end it a step and a validation past its budget
+        late = late or out_of_time(r, synced_seconds(st.seconds, rt) + run.reserved)
         st.curve.append(run_log.curve_row(st.step, st.seconds, run.opt.param_groups[0]["lr"], window, score))
         record(run, st, score=score, losses=losses, seconds=seconds, configs=configs_seen, late=late)
         losses, window, configs_seen, t0 = [], [], 0, time.perf_counter()
