@@ -91,6 +91,7 @@ def _train_tree(tiny_paths, folder: Path) -> None:
     small = [arg for item in TRAINED_SMALL for arg in ("--set", item)]
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
+        assert main(["features", *one, *small]) == 0, err.getvalue()[-2000:]  # LightGBM's tables
         for m in ("gnn", "lgbm"):
             assert main(["train", "--model", m, *one, *small]) == 0, err.getvalue()[-2000:]
     (folder / TRAIN_LOG).write_text(err.getvalue())

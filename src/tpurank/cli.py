@@ -45,7 +45,10 @@ STAGES: dict[str, tuple[str, str]] = {
     "features": ("tpurank.features.stage", "build tabular feature tables from the prepared cache"),
     "train": ("tpurank.models.train", "train a model (--model lgbm | gnn | baseline) per collection"),
     "predict": ("tpurank.models.predict", "score a split with a model and write its submission CSV"),
-    "ensemble": ("tpurank.models.ensemble", "fit ensemble weights on valid and write its predictions"),
+    "ensemble": (
+        "tpurank.run.ensemble",
+        "fit the ensemble on valid (train --model ensemble), then predict valid and test",
+    ),
     "score": ("tpurank.submission.score", "score an ID,TopConfigs CSV against known runtimes"),
     "validate": ("tpurank.report.validate", "write reports/validation.md with every model side by side"),
     "check-submission": ("tpurank.submission.check", "validate a submission CSV, listing every problem"),

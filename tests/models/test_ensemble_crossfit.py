@@ -16,12 +16,11 @@ from tpurank.models.ensemble import (
     cross_fit,
     fit_weights,
     halves,
-    report_lines,
-    summary_note,
     train,
     valid_truth,
 )
 from tpurank.models.predictions import save_predictions
+from tpurank.report.ensemble_section import report_lines, summary_note
 from tpurank.report.validate import markdown
 
 LAYOUT = "layout:xla:default"

@@ -11,6 +11,7 @@ import pytest
 
 from tpurank.cli import main
 from tpurank.core.config import Config
+from tpurank.core.declared import prepare_io
 from tpurank.core.errors import DataError
 from tpurank.core.identity import file_identity, regular_file, zip_identity
 from tpurank.core.paths import Paths
@@ -120,7 +121,7 @@ def test_predict_refuses_a_cache_file_rebuilt_without_its_index(run_copy: Paths,
     rule = FeatureRule.load(run_copy.prepared / RULE_FILE)
     params = BuildParams(hops=4, collapse=False, rule=rule)
     target = prepared_path(run_copy.prepared, gf.collection, "valid", gf.stem)
-    build_file(gf, params, target, key=build_key(gf, params))
+    build_file(gf, params, target, key=build_key(prepare_io(run_copy), gf, params))
     common = ["--data-dir", str(run_copy.data), "--out-dir", str(run_copy.out)]
     capsys.readouterr()
     assert main(["predict", "--model", "random", "--split", "valid", "--force", *common]) == 1

@@ -18,14 +18,13 @@ from helpers import FAST, TWO_COLLECTIONS, two_collection_all
 
 from tpurank.core.paths import Paths
 from tpurank.core.staleness import StageIO
-from tpurank.models import ensemble
 from tpurank.run.pipeline import plan
 from tpurank.run.records import RECORDS
 from tpurank.run.stages import StageRun, resolve_config, stage_namespace
 
 SUBSET = TWO_COLLECTIONS  # one tile and one layout collection: the same code paths
 MODELS = ["lgbm", "gnn"]
-STEPS = [*plan(MODELS, 1, SUBSET, partial=True), None]  # None: the `ensemble` stage
+STEPS = plan(MODELS, 1, SUBSET, partial=True)
 # what the step's outputs must equal in the full tree, byte for byte (models may hold timings)
 SAME_BYTES = (".npz", ".csv", ".parquet", ".tpg")
 
@@ -66,9 +65,9 @@ def _sandbox(full: Paths, io: StageIO, tmp: Path) -> Paths:
     return Paths(data=tmp / "data", out=tmp / "out")
 
 
-@pytest.mark.parametrize("step", STEPS, ids=lambda s: s.name if s is not None else "ensemble")
+@pytest.mark.parametrize("step", STEPS, ids=lambda s: s.name)
 def test_a_step_needs_only_what_it_declares_and_writes_only_that(full: Paths, step, tmp_path: Path) -> None:
-    options = step.options if step else ensemble.Options(collections=SUBSET)
+    options = step.options
     module = sys.modules[type(options).__module__]
     declared = module.declare(_args(options, full, full))
     assert declared.record, f"{options.STAGE}: `all` runs it, so it keeps a step record"
@@ -107,6 +106,7 @@ ELSEWHERE = {
     "featurize-pb": "test_featurize_pb.py",
     "submit": "test_kaggle_server.py",
     "all": "test_pipeline.py",
+    "ensemble": "test_ensemble_command.py",  # three steps of `all`, each walked above
     "build-code-dataset": "test_kaggle_notebooks.py",
     "build-models-dataset": "test_models_dataset.py",
     "infer": "test_models_dataset.py",
@@ -118,7 +118,7 @@ ELSEWHERE = {
 def test_every_stage_is_walked_here_or_named() -> None:
     from tpurank.cli import STAGES
 
-    walked = {(s.options if s else ensemble.Options()).STAGE for s in STEPS}
+    walked = {s.options.STAGE for s in STEPS}
     assert set(STAGES) == walked | set(READ_ONLY) | set(ELSEWHERE)
     assert not (walked & set(READ_ONLY)) and not (walked & set(ELSEWHERE))
     tests = Path(__file__).resolve().parents[1]  # the test files live in folders per package room

@@ -29,6 +29,7 @@ LOOP = "a symbolic link loop (it leads back to itself)"
 GNN = ["--model", "gnn", "--collections", "tile:xla", "--set", 'collections."tile:xla".gnn.max_steps=8']
 RETRAIN = ["--set", "gnn.grad_clip=0.5"]  # another config: the finished model is not up to date
 LGBM = ["--model", "lgbm", "--collections", "tile:xla"]
+TABLES = ["features", "--collections", "tile:xla"]  # what LightGBM reads
 
 
 def leftovers(folder: Path) -> list[Path]:
@@ -158,6 +159,7 @@ def test_a_full_disk_while_lightgbm_writes_is_one_line_and_the_model_before_is_k
 ) -> None:
     import lightgbm as lgb
 
+    assert main([*TABLES, *common(run_copy)]) == 0
     assert main(["train", *LGBM, *common(run_copy)]) == 0
     final = run_copy.models / "lgbm" / "tile-xla" / "model.txt"
     before = final.read_bytes()
@@ -224,10 +226,12 @@ def test_a_stage_run_alone_with_other_prepare_settings_says_so_and_fails(run_cop
     assert main(["train", *LGBM, *per_collection, *common(run_copy)]) == 1
     assert "prepare.hops=1 but this run has 2 for tile:xla: rerun" in one_error(capsys, "train")
     # the other collections' caches are as this run would build them; prepare.jobs changes no output
-    other = ["--model", "lgbm", "--collections", "layout:xla:default", "--set", "prepare.jobs=1"]
-    assert main(["train", *other, *per_collection, *common(run_copy)]) == 0
+    other = ["--collections", "layout:xla:default", "--set", "prepare.jobs=1"]
+    assert main(["features", *other, *per_collection, *common(run_copy)]) == 0
+    assert main(["train", "--model", "lgbm", *other, *per_collection, *common(run_copy)]) == 0
     # prepared with the setting, a stage run with it goes ahead
     assert main(["prepare", "--jobs", "1", "--no-progress", *per_collection, *common(run_copy)]) == 0
+    assert main([*TABLES, *per_collection, *common(run_copy)]) == 0
     assert main(["train", *LGBM, *per_collection, *common(run_copy)]) == 0
 
 

@@ -17,6 +17,7 @@ from tpurank.core import profiles
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config_files import config_layers, from_layers, load_config
 from tpurank.core.errors import TpurankError
+from tpurank.core.paths import Paths
 from tpurank.run import plan as planning
 from tpurank.run.plan import MARGIN, apply_plan, make_plan
 
@@ -229,7 +230,7 @@ def test_the_smallest_budget_counts_the_fixed_steps_every_collection_and_the_bas
 def test_a_hand_edited_plan_is_refused_in_one_line_and_planned_again(tmp_path: Path, capsys, edit) -> None:
     root = _tree(tmp_path / "data", {"tile:xla": 100})
     cfg, f = load_config(), tmp_path / "budget-plan.json"
-    key = planning.plan_key(600, cfg, root, ["tile:xla"], ["gnn"])
+    key = planning.plan_key(600, cfg, Paths(root, tmp_path / "out"), ["tile:xla"], ["gnn"])
     planning.save_plan(f, key, make_plan(600, cfg, root, ["tile:xla"], ["gnn"]))
     assert planning.saved_plan(f, key) is not None
     data = json.loads(f.read_text())
@@ -245,16 +246,16 @@ def test_the_plan_file_keeps_one_plan_per_run(tmp_path: Path) -> None:
     cfg, f = load_config(), tmp_path / "budget-plan.json"
     keys = {}
     for subset in (["tile:xla"], ["tile:xla", "layout:xla:default"]):
-        keys[len(subset)] = planning.plan_key(600, cfg, root, subset, ["gnn"])
+        keys[len(subset)] = planning.plan_key(600, cfg, Paths(root, tmp_path / "out"), subset, ["gnn"])
         planning.save_plan(f, keys[len(subset)], make_plan(600, cfg, root, subset, ["gnn"]))
     assert (
         len(planning.saved_plan(f, keys[1]).shares) == 1 and len(planning.saved_plan(f, keys[2]).shares) == 2
     )
     # a change the split does not read keeps the key; one it reads changes it
     other = load_config(overrides=["lgbm.num_boost_round=7"])
-    assert planning.plan_key(600, other, root, ["tile:xla"], ["gnn"]) == keys[1]
+    assert planning.plan_key(600, other, Paths(root, tmp_path / "out"), ["tile:xla"], ["gnn"]) == keys[1]
     wider = load_config(overrides=["gnn.seeds=2"])
-    assert planning.plan_key(600, wider, root, ["tile:xla"], ["gnn"]) != keys[1]
+    assert planning.plan_key(600, wider, Paths(root, tmp_path / "out"), ["tile:xla"], ["gnn"]) != keys[1]
 
 
 def test_a_baseline_takes_a_fifth_of_the_neural_time(tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ def test_files_pattern_and_exclude(tmp_path: Path) -> None:
         ("train", {"model": "gnn"}, ["gnn"]),
         ("train", {"model": "ensemble"}, ["ensemble"]),
         ("predict", {"model": "lgbm", "split": "test"}, ["lgbm"]),
-        ("ensemble", {}, ["ensemble", "ensemble"]),
+        ("predict", {"model": "ensemble", "split": "test"}, ["ensemble"]),
         ("validate", {}, ["reports", "plots"]),
     ],
 )

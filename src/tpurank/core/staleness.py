@@ -1,11 +1,14 @@
-"""The one answer to "is it up to date?": a content key, and what a stage declares it reads and writes.
+"""The one answer to "is it up to date?": a content key, what a stage declares, and `current`.
 
-Every stage that keeps a record declares, beside its code, a `StageIO`: the files it reads, the
-files it writes, the config sections and the options that change its result. The step records
-(tpurank.run.records) key a stage run with `content_key` over that declaration. The finer caches inside
-a stage (one prepared graph, one feature table, one model's checkpoint, one collection's
-predictions) call the same `content_key` with their own parts, so a change to what a stage reads
-is made in its declaration and nowhere else.
+A stage that keeps a record has a `StageIO` (tpurank.core.declared): the files it reads, the files it
+writes and the config sections that change its result. The step records (tpurank.run.records) key
+a stage run with `content_key` over that declaration. The finer caches inside a stage (one prepared
+graph, one feature table, one model's checkpoint, one collection's predictions) key their piece with
+`StageIO.piece_key` on the same declaration, which refuses a file or a config section the stage does
+not declare: a change to what a stage reads is made in its declaration and nowhere else.
+
+Whether work is skipped is decided by `current` alone, for a stage and for every finer cache: the
+key stored beside a result equals the key now, and the result is whole.
 """
 
 from __future__ import annotations
@@ -18,12 +21,27 @@ from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import DataError
 from tpurank.core.identity import file_digest, file_identity
 from tpurank.core.links import not_a_file
-from tpurank.core.paths import SYNTH_MARKER, Paths
 
 KEY_CHARS = 32  # hex characters of a key: 128 bits, far from any collision at our file counts
+SEED = "seed"  # the config's seed: keyed by every stage record, so any piece may key on it too
+
+
+def current(stored: object, key: str, outputs: Iterable[Path] = (), whole: bool = True) -> bool:
+    """Whether work can be skipped: the one place the project decides it (docs/architecture.md,
+    "Where work is skipped").
+
+    Args:
+        stored: the key saved beside the result when it was made (None or anything else: no result).
+        key: the key of what it would be made from now.
+        outputs: the result's files; each must still be there.
+        whole: what else the caller knows of the result's completeness (a checkpoint marked
+            complete, a prediction for every expected graph).
+    """
+    return isinstance(stored, str) and stored == key and whole and all(Path(f).exists() for f in outputs)
 
 
 @dataclass(frozen=True)
@@ -112,13 +130,46 @@ class StageIO:
         """The folders written, each once, in order."""
         return list(dict.fromkeys(f.folder() for f in self.writes if f.lock))
 
+    def piece_key(
+        self,
+        parts: Mapping[str, Any],
+        files: Iterable[Path | Files] = (),
+        cfg: Config | None = None,
+        sections: tuple[str, ...] = (),
+    ) -> str:
+        """The key of one piece of this stage's work kept between runs (one prepared graph, one
+        feature table, one model, one collection's predictions): `content_key` over `parts`, the
+        config `sections` of `cfg` it reads and the content of `files`.
 
-def dataset_files(paths: Paths, subsets: Path | None = None) -> list[Files]:
-    """The data root's files a stage reads: the npz files, the sample submission (test IDs and
-    order), the official validation subsets (`subsets`, else the data root's) and the synthetic marker."""
-    subsets = subsets or paths.eval_indices
-    found = [Files(paths.npz, "**/*.npz"), Files(paths.sample_submission), Files(subsets)]
-    return [*found, Files(paths.data / SYNTH_MARKER)]
+        Args:
+            parts: what else changes the piece (its name, a format version, a setting).
+            files: what it is made from: each below a file the stage declares it reads or writes
+                (a piece may summarise the stage's own outputs, as `seeds.json` its members).
+            cfg: the config the piece is made with (a collection's, overrides applied).
+            sections: the sections of `cfg` it reads: each one the stage declares, or `SEED`.
+
+        Raises:
+            ValueError: a file or a section the declaration lacks (a bug: the step's record would
+                not see it change).
+        """
+        files = list(files)
+        self._check_declared(files, sections)
+        if sections:
+            if cfg is None:
+                raise ValueError(f"piece_key: sections {sections} named without a config")
+            d = to_dict(cfg)
+            parts = {**parts, "config": {s: d[s] for s in sections}}
+        return content_key(parts, files)
+
+    def _check_declared(self, files: list[Path | Files], sections: tuple[str, ...]) -> None:
+        roots = [g.root for g in (*self.reads, *self.writes)]
+        for f in files:
+            path = f.root if isinstance(f, Files) else Path(f)
+            if not any(path == r or path.is_relative_to(r) for r in roots):
+                raise ValueError(f"piece_key: {path} is not below a file the stage declares")
+        undeclared = [s for s in sections if s != SEED and s not in self.sections]
+        if undeclared:
+            raise ValueError(f"piece_key: config section {undeclared[0]!r} is not one the stage declares")
 
 
 _MEMO: dict[tuple, str] = {}

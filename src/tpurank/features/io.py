@@ -44,18 +44,19 @@ def meta_path(paths: Paths, collection: str, split: str) -> Path:
     return table_dir(paths, collection) / f"{split}.json"
 
 
-def stored_key(paths: Paths, collection: str, split: str) -> str | None:
-    """The build key of a finished table, or None when any of its files is missing."""
-    files = (
+def table_files(paths: Paths, collection: str, split: str) -> list[Path]:
+    """The files of one finished table: its parquet and its per-graph files."""
+    return [
         table_path(paths, collection, split),
         *(per_graph_path(paths, collection, split, w) for w in PER_GRAPH),
-    )
-    meta = meta_path(paths, collection, split)
-    if not meta.exists() or not all(f.exists() for f in files):
-        return None
+    ]
+
+
+def stored_key(paths: Paths, collection: str, split: str) -> str | None:
+    """The build key saved with a table (its sidecar is written last), None without one."""
     try:
-        return json.loads(meta.read_text()).get("build_key")
-    except (OSError, ValueError):
+        return json.loads(meta_path(paths, collection, split).read_text()).get("build_key")
+    except (OSError, ValueError, AttributeError):
         return None
 
 

@@ -15,19 +15,19 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tpurank.core.atomic import atomic_path
 from tpurank.core.collections import COLLECTIONS, SPLITS, kind_of
-from tpurank.core.config import Config, to_dict
+from tpurank.core.config import Config
+from tpurank.core.declared import features_io
 from tpurank.core.errors import TpurankError
 from tpurank.core.options import add_collections, add_splits
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import write_sidecar
-from tpurank.core.staleness import Files, StageIO, content_key, option
+from tpurank.core.staleness import SEED, StageIO, current, option
 from tpurank.features import io
 from tpurank.features.layout import layout_features
 from tpurank.features.tile import tile_features
@@ -133,11 +133,44 @@ def to_arrow(parts: list[GraphRows]) -> pa.Table:
     return pa.Table.from_arrays(cols, names=[*io.META_COLUMNS, *names])
 
 
-def build_key(paths: Paths, cfg: Config, collection: str, split: str, index: pd.DataFrame) -> str:
-    """A digest of everything a table depends on: the prepared files, the code version and config."""
-    parts = {"version": FEATURES_VERSION, "table": [collection, split], "seed": cfg.seed}
-    files = [prepared_path(paths.prepared, collection, split, stem) for stem in sorted(index["stem"])]
-    return content_key({**parts, "features": to_dict(cfg.features)}, files)
+def build_key(paths: Paths, cfg: Config, collection: str, split: str, stems: list[str]) -> str:
+    """The key of one table (`StageIO.piece_key` on the stage's declaration): its prepared files,
+    the feature code's version, the seed and the `features` section."""
+    parts = {"version": FEATURES_VERSION, "table": [collection, split]}
+    files = [prepared_path(paths.prepared, collection, split, stem) for stem in sorted(stems)]
+    return features_io(paths).piece_key(parts, files, cfg, (SEED, "features"))
+
+
+def table_is_current(paths: Paths, cfg: Config, collection: str, split: str, stems: list[str]) -> bool:
+    """The table of these prepared graphs is built, for this config (`cfg`: the collection's)."""
+    key = build_key(paths, cfg, collection, split, stems)
+    return current(io.stored_key(paths, collection, split), key, io.table_files(paths, collection, split))
+
+
+def prepared_stems(paths: Paths, collection: str, splits: list[str]) -> dict[str, list[str]]:
+    """Split -> the stems of its prepared graphs, for the requested splits that have any."""
+    index = read_index(paths.prepared)
+    mine = index[index["collection"] == collection]
+    found = {s: sorted(mine.loc[mine["split"] == s, "stem"].astype(str)) for s in splits}
+    return {s: stems for s, stems in found.items() if stems}
+
+
+def require_tables(paths: Paths, cfg: Config, collection: str, splits: list[str]) -> list[str]:
+    """The requested splits that have prepared graphs, each table checked current: a model reads
+    what `features` built and never builds it itself.
+
+    Raises:
+        TpurankError: naming the table that is missing, or built from other graphs or settings.
+    """
+    found = prepared_stems(paths, collection, splits)
+    for split, stems in found.items():
+        if not table_is_current(paths, cfg, collection, split, stems):
+            table = io.table_path(paths, collection, split)
+            why = "missing" if not table.exists() else "built from other prepared graphs or settings"
+            raise TpurankError(
+                f"{table}: feature table {why}; run `tpurank features --collections {collection}` first"
+            )
+    return list(found)
 
 
 def build_table(paths: Paths, cfg: Config, collection: str, split: str, stems: list[str], key: str) -> dict:
@@ -203,20 +236,15 @@ def build_features(
     Returns:
         (collection, split) -> summary ({"reused": True} for an up-to-date table).
     """
-    index = read_index(paths.prepared)
     done: dict[tuple[str, str], dict] = {}
     for collection in collections:
         kind_of(collection)
         ccfg = cfg.for_collection(collection)
-        for split in splits:
-            part = index[(index["collection"] == collection) & (index["split"] == split)]
-            if part.empty:
-                continue
-            stems = sorted(part["stem"].astype(str))
-            key = build_key(paths, ccfg, collection, split, part)
-            if not force and io.stored_key(paths, collection, split) == key:
+        for split, stems in prepared_stems(paths, collection, splits).items():
+            if not force and table_is_current(paths, ccfg, collection, split, stems):
                 done[(collection, split)] = {"reused": True, "graphs": len(stems)}
                 continue
+            key = build_key(paths, ccfg, collection, split, stems)
             done[(collection, split)] = build_table(
                 paths, ccfg, collection, split=split, stems=stems, key=key
             )
@@ -228,8 +256,8 @@ def build_features(
 
 
 def declare(args: argparse.Namespace) -> StageIO:
-    """It reads the prepared cache and writes the tabular folder."""
-    return StageIO([Files(args.paths.prepared)], [Files(args.paths.tabular)], ("prepare", "features"))
+    """Its declaration (tpurank.core.declared)."""
+    return features_io(args.paths)
 
 
 def run(args: argparse.Namespace) -> int:

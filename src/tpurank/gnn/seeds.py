@@ -21,11 +21,12 @@ import numpy as np
 
 from tpurank.core.atomic import write_json
 from tpurank.core.collections import kind_of
-from tpurank.core.config import Config, to_dict
+from tpurank.core.config import Config
+from tpurank.core.declared import model_sections, train_io
 from tpurank.core.errors import TpurankError
 from tpurank.core.normalize import normalize
 from tpurank.core.paths import Paths
-from tpurank.core.staleness import content_key
+from tpurank.core.staleness import SEED, current
 from tpurank.gnn import device as devices
 from tpurank.gnn.data import GraphData, eval_configs, load_split
 from tpurank.gnn.device import setup_runtime
@@ -68,10 +69,12 @@ def member_files(spec: ModelSpec, paths: Paths, collection: str, n: int) -> list
 
 
 def seeds_key(spec: ModelSpec, paths: Paths, cfg: Config, collection: str) -> str:
-    """The key of `seeds.json` (`tpurank.core.staleness.content_key`): the config and the content of
-    every member's `model.pt`; a summary with another key belongs to other members."""
+    """The key of `seeds.json` (`StageIO.piece_key` on the train stage's declaration): the model's
+    config sections and the content of every member's `model.pt`; a summary with another key
+    belongs to other members."""
     files = member_files(spec, paths, collection, spec.seeds(cfg))
-    return content_key({"model": spec.name, "config": to_dict(cfg)}, files=files)
+    sections = (SEED, *model_sections(spec.name))
+    return train_io(paths, spec.name).piece_key({"model": spec.name}, files, cfg, sections)
 
 
 def up_to_date_summary(spec: ModelSpec, paths: Paths, cfg: Config, collection: str) -> dict[str, Any] | None:
@@ -81,15 +84,14 @@ def up_to_date_summary(spec: ModelSpec, paths: Paths, cfg: Config, collection: s
         summary = trained_seeds(spec, paths, collection)
     except TpurankError:  # unreadable: written again below
         return None
-    if summary is None or summary.get("key") != seeds_key(spec, paths, cfg, collection):
+    stored = summary.get("key") if summary is not None else None
+    if not current(stored, seeds_key(spec, paths, cfg, collection)):
         return None
-    members = range(spec.seeds(cfg))
-    if any(
-        finished_model(spec, member_paths(paths, k), member_config(spec, cfg, k), collection) is None
-        for k in members
-    ):
-        return None
-    return summary
+    members = range(spec.seeds(cfg))  # each member is whole when its own checkpoint is current
+    done = (
+        finished_model(spec, member_paths(paths, k), member_config(spec, cfg, k), collection) for k in members
+    )
+    return summary if all(d is not None for d in done) else None
 
 
 def average_costs(member_costs: list[np.ndarray], how: str) -> np.ndarray:

@@ -20,6 +20,7 @@ from tpurank.core.atomic import write_bytes
 from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
+from tpurank.features import stage as features
 from tpurank.kaggle import unpacked
 from tpurank.kaggle.models_dataset import ARCHIVE, CONFIG, MANIFEST, read_manifest, unpacked_path
 from tpurank.kaggle.unpacked import REPLACE_FLAG
@@ -108,8 +109,10 @@ def run(args: argparse.Namespace) -> int:
     # the config the models were trained with, unless the user names another; --set goes over it
     cfg = load_config(args.config_file or dataset / CONFIG, args.set)
     partial = incomplete_test_set(paths, stage="infer")
+    tables = [features.Options(splits=["test"])] if "lgbm" in members else []  # LightGBM reads them
     steps = [
         prepare.Options(splits=["test"], keep_rule=True),  # the models' own rule, never refitted
+        *tables,
         *[predict.Options(model=m, split="test", partial=partial) for m in members],
         predict.Options(model="ensemble", split="test", partial=partial),
     ]

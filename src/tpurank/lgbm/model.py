@@ -23,6 +23,7 @@ from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.workers import lgbm_threads
 from tpurank.features import io as tab_io
+from tpurank.features.stage import require_tables
 from tpurank.lgbm.queries import label_gain
 from tpurank.lgbm.saved import METRICS_FILE, MODEL_NAME, load, save, write_curve
 from tpurank.lgbm.saved import PROVENANCE_FILE as PROVENANCE_FILE  # callers read the sidecar by this name
@@ -153,32 +154,15 @@ def _rounds(booster: lgb.Booster, scorer: ValidScorer | None, scores: list[float
     }
 
 
-def _ensure_tables(paths: Paths, cfg: Config, collection: str, splits: list[str]) -> list[str]:
-    """Build (or reuse, when up to date) the feature tables the model needs.
-
-    Returns:
-        the requested splits that have prepared graphs (only those get a table).
-    """
-    from tpurank.features.stage import build_features
-    from tpurank.prepare.cache import read_index
-
-    index = read_index(paths.prepared)
-    mine = index[index["collection"] == collection]
-    present = [s for s in splits if (mine["split"] == s).any()]
-    if present:
-        build_features(paths, cfg, [collection], present)
-    return present
-
-
 def train(paths: Paths, cfg: Config, collection: str) -> None:
-    """Train and save the collection's ranker (builds missing feature tables first).
+    """Train and save the collection's ranker on the feature tables `features` built.
 
     Args:
         paths: the run's paths.
         cfg: the collection's config (`Config.for_collection`: its overrides applied).
         collection: one of COLLECTIONS.
     """
-    present = _ensure_tables(paths, cfg, collection, ["train", "valid"])
+    present = require_tables(paths, cfg, collection, ["train", "valid"])
     if "train" not in present:
         raise TpurankError(
             f"{paths.prepared}: no prepared train graphs of {collection}; run `tpurank prepare`"
@@ -219,10 +203,10 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
         paths: the run's paths.
         cfg: the collection's config (`Config.for_collection`).
         collection: one of COLLECTIONS.
-        split: the split to score (builds its feature table if needed).
+        split: the split to score (its feature table built by `features`).
     """
     booster, features = load(paths, collection)
-    if not _ensure_tables(paths, cfg, collection, [split]):
+    if not require_tables(paths, cfg, collection, [split]):
         return {}  # no graphs of this collection in the split
     path = tab_io.table_path(paths, collection, split)
     df = tab_io.read_table(paths, collection, split)

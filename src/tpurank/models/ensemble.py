@@ -5,7 +5,9 @@ member's costs are normalized within every graph (ranks or z-scores, so scales d
 and the weights are the point of a simplex grid that scores best on the validation split. The
 grid contains every single member, so the fitted ensemble is never worse on validation than its
 best member. The ensemble is a model like the others: `train --model ensemble` fits and saves the
-weights, `predict --model ensemble` combines the members' predictions for a split.
+weights, `predict --model ensemble` combines the members' predictions for a split (`tpurank
+ensemble` runs the two: tpurank.run.ensemble). Its section of the validation report and its line
+in `all`'s summary are tpurank.report.ensemble_section.
 
 Because the weights are chosen on the validation graphs, the ensemble's validation score is
 optimistic. `train` therefore also saves a cross-fitted estimate: the valid graphs are split into
@@ -15,27 +17,22 @@ estimate is the mean over all graphs of their out-of-half scores. The validation
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 
 from tpurank.core.atomic import write_json
-from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
 from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
 from tpurank.core.normalize import normalize
-from tpurank.core.options import add_collections
 from tpurank.core.paths import Paths
 from tpurank.core.provenance import write_sidecar
-from tpurank.core.staleness import Files, StageIO, dataset_files, option
 from tpurank.data.subsets import scored_configs
+from tpurank.models.predictions import load_predictions
 from tpurank.prepare.cache import iter_prepared
 
 WEIGHT_STEP = 0.1  # grid resolution: 66 weight vectors for 3 members, 286 for 4
@@ -54,8 +51,7 @@ def combine(member_costs: list[np.ndarray], weights: np.ndarray, how: str) -> np
 
 
 def load_member_predictions(paths: Paths, model: str, split: str) -> dict[str, np.ndarray]:
-    from tpurank.models.predictions import load_predictions
-
+    """A member's predictions of `split` (graph ID -> cost per config)."""
     path = paths.prediction_file(model, split)
     if not path.exists():
         raise TpurankError(
@@ -239,113 +235,3 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
             [p[gid] for p in preds], np.asarray(record["weights"]), record["normalize"]
         ).astype(np.float32)
     return out
-
-
-def _records(paths: Paths) -> list[dict]:
-    """The saved weights.json of every collection with a fitted ensemble."""
-    files = [paths.model_dir("ensemble", c) / WEIGHTS_FILE for c in COLLECTIONS]
-    return [read_weights(f) for f in files if f.exists()]
-
-
-def summary_note(paths: Paths) -> str | None:
-    """One line for `all`'s closing summary: the ensemble's valid score is in-sample, and its
-    cross-fitted estimate per collection."""
-    records = _records(paths)
-    crossed = [
-        f"{r['collection'].replace('layout:', '')} {r['cross_fit']['score']:.4f}"
-        for r in records
-        if (r.get("cross_fit") or {}).get("score") is not None
-    ]
-    if not records:
-        return None
-    return (
-        "ensemble: weights fitted on valid, so its valid score is in-sample; cross-fitted (half/half): "
-        + (", ".join(crossed) if crossed else "- (fewer than 2 valid graphs)")
-    )
-
-
-def report_lines(paths: Paths) -> list[str]:
-    """The validation report's section on the ensemble: its weights are fitted on the validation
-    split, so its score there is in-sample; beside it, the cross-fitted estimate per collection.
-    Empty when no ensemble was fitted."""
-    records = _records(paths)
-    if not records:
-        return []
-
-    def num(v: float | None) -> str:
-        return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4f}"
-
-    lines = [
-        "## Ensemble: weights fitted on validation",
-        "",
-        "The ensemble's weights are chosen on these validation graphs, so its score in the table above "
-        "is in-sample (optimistic). The cross-fitted estimate fits the weights on one half of each "
-        "collection's valid graphs and scores the other half, then swaps the halves (seed `seed`); it is "
-        "the mean of every graph's out-of-half score. Both are scored on all configs of each graph.",
-        "",
-        "| collection | weights (fitted on valid) | valid, in-sample | cross-fitted | best member | halves' weights |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in records:
-        w = ", ".join(f"{m} {x:.1f}" for m, x in zip(r["members"], r["weights"], strict=True))
-        singles = r.get("member_valid_scores", {})
-        known = {m: v for m, v in singles.items() if v is not None and not math.isnan(v)}
-        best = max(known, key=known.get) if known else None
-        best_txt = f"{best} {num(known[best])}" if best else "-"
-        cf = r.get("cross_fit") or {"score": None, "why": "not computed (fitted by an older version)"}
-        crossed = num(cf["score"]) if cf["score"] is not None else f"- ({cf.get('why', 'undefined')})"
-        hw = " / ".join("(" + ", ".join(f"{x:.1f}" for x in h) + ")" for h in cf.get("weights", []))
-        lines.append(
-            f"| {r['collection']} | {w} | {num(r.get('valid_score'))} | {crossed} | {best_txt} | {hw or '-'} |"
-        )
-    return [*lines, ""]
-
-
-@dataclass(frozen=True)
-class Options:
-    """The stage's options (`all` builds them directly; the CLI parses them)."""
-
-    STAGE: ClassVar[str] = "ensemble"
-
-    collections: list[str] = option(factory=lambda: list(COLLECTIONS))
-    force: bool = option(False, result=False)
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_collections(p, help="collections to ensemble (default: all five)")
-
-
-def ensemble_reads(paths: Paths) -> list[Files]:
-    """What fitting the weights reads: the data, the prepared cache (runtimes) and the members'
-    valid predictions."""
-    from tpurank.models.predict import member_predictions
-
-    return [*dataset_files(paths), Files(paths.prepared), member_predictions(paths, "valid")]
-
-
-def declare(args: argparse.Namespace) -> StageIO:
-    """The `ensemble` stage: fit the weights, then predict valid and test (each with its CSV)."""
-    from tpurank.models.predict import member_predictions
-    from tpurank.models.registry import EVERY_SECTION
-
-    paths = args.paths
-    reads = [*ensemble_reads(paths), member_predictions(paths, "test")]
-    writes = [Files(paths.models / "ensemble"), Files(paths.predictions / "ensemble")]
-    for split in ("valid", "test"):
-        writes += [Files(paths.submission_file("ensemble", split, s), lock=False) for s in (".csv", ".json")]
-    return StageIO(reads, writes, EVERY_SECTION)
-
-
-def run(args: argparse.Namespace) -> int:
-    """The `ensemble` stage: fit weights per collection, then predict valid and test."""
-    from tpurank.models.predict import predict_split
-    from tpurank.models.staging import staged
-
-    for c in args.collections:
-        with staged(args.paths, "ensemble", c) as paths:
-            train(paths, args.cfg.for_collection(c), c)
-    for split in ("valid", "test"):
-        rc = predict_split(args.paths, args.cfg, "ensemble", split=split, collections=args.collections)
-        if rc != 0:
-            return rc
-    return 0

@@ -26,16 +26,17 @@ from typing import ClassVar
 import numpy as np
 
 from tpurank.core.collections import COLLECTIONS, check_collection
-from tpurank.core.config import Config, to_dict
+from tpurank.core.config import Config
+from tpurank.core.declared import ENSEMBLE, member_predictions, model_sections, predict_io
 from tpurank.core.errors import DataError, TpurankError
 from tpurank.core.metrics import summarize
 from tpurank.core.options import add_collections
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import data_fingerprint, write_sidecar
-from tpurank.core.staleness import Files, StageIO, content_key, dataset_files, option
+from tpurank.core.staleness import SEED, Files, StageIO, current, option
 from tpurank.models.predictions import load_predictions, save_predictions
-from tpurank.models.registry import MODEL_NAMES, get_model, model_sections
+from tpurank.models.registry import MODEL_NAMES, get_model
 from tpurank.prepare.belongs import check_cache
 from tpurank.submission.format import (
     ExpectedGraph,
@@ -72,14 +73,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="recompute predictions that are up to date")
 
 
-def collection_stamp(paths: Paths, cfg: Config, model: str, collection: str, fingerprint: str) -> str:
-    """What a collection's predictions depend on: config, model files, prepared index, data (and,
-    for the ensemble, its members' prediction files)."""
+def collection_stamp(
+    io: StageIO, paths: Paths, cfg: Config, model: str, split: str, collection: str, fingerprint: str
+) -> str:
+    """The key of one collection's predictions (`StageIO.piece_key` on the stage's declaration
+    `io`): the model's files for the collection, the prepared index, the data's fingerprint (for the
+    ensemble, its members' predictions of the split) and the model's config sections."""
     files = [Files(paths.model_dir(model, collection)), paths.prepared / "index.parquet"]
-    if model == "ensemble":  # it combines the other models' predictions: they are inputs too
-        files.append(Files(paths.predictions, exclude=model))
-    parts = {"model": model, "config": to_dict(cfg.for_collection(collection)), "data": fingerprint}
-    return content_key(parts, files)
+    if model == ENSEMBLE:  # it combines the other models' predictions: they are inputs too
+        files.append(member_predictions(paths, split))
+    parts = {"model": model, "data": fingerprint}
+    return io.piece_key(parts, files, cfg.for_collection(collection), (SEED, *model_sections(model)))
 
 
 def _expected(paths: Paths, split: str, partial: bool) -> list[ExpectedGraph]:
@@ -94,24 +98,9 @@ def _expected(paths: Paths, split: str, partial: bool) -> list[ExpectedGraph]:
     return expected
 
 
-def member_predictions(paths: Paths, split: str) -> Files:
-    """The ensemble members' predictions of a split (what the ensemble reads)."""
-    return Files(paths.predictions, f"*/{split}.npz", exclude="ensemble")
-
-
 def declare(args: argparse.Namespace) -> StageIO:
-    """It reads the data, the prepared cache, the model's folder and its inputs (the feature tables;
-    for the ensemble, the members' predictions); it writes its predictions and the split's CSV."""
-    paths, m, split = args.paths, args.model, args.split
-    reads = [*dataset_files(paths), Files(paths.prepared), Files(paths.models / m)]
-    reads.append(member_predictions(paths, split) if m == "ensemble" else Files(paths.tabular))
-    writes = [
-        Files(paths.prediction_file(m, split)),
-        Files(paths.prediction_file(m, split).with_suffix(".json")),  # each collection's key
-        Files(paths.submission_file(m, split), lock=False),
-        Files(paths.submission_file(m, split, ".json"), lock=False),
-    ]
-    return StageIO(reads, writes, model_sections(m))
+    """Its declaration (tpurank.core.declared)."""
+    return predict_io(args.paths, args.model, args.split)
 
 
 def check_complete(got: dict, ids: list[str], name: str, collection: str, split: str) -> None:
@@ -214,12 +203,12 @@ def predict_split(
     pred_file = paths.prediction_file(name, split)
     meta_file = pred_file.with_suffix(".json")
     preds, stamps = finished_predictions(pred_file, meta_file)  # kept until a collection's rerun succeeds
-    fingerprint = data_fingerprint(paths.data)
+    io, fingerprint = predict_io(paths, name, split), data_fingerprint(paths.data)
     failed: list[str] = []
     for c in tqdm(wanted, desc=f"predict {name} {split}", unit="collection", file=sys.stderr):
         ids = [e.id for e in expected if e.collection == c]
-        stamp = collection_stamp(paths, cfg, name, collection=c, fingerprint=fingerprint)
-        if not force and stamps.get(c) == stamp and all(i in preds for i in ids):
+        stamp = collection_stamp(io, paths, cfg, name, split, c, fingerprint)
+        if not force and current(stamps.get(c), stamp, whole=all(i in preds for i in ids)):
             tqdm.write(f"predict {name} {split} {c}: up to date, kept", file=sys.stderr)
             continue
         t = time.perf_counter()

@@ -13,7 +13,6 @@ import importlib
 from types import ModuleType
 from typing import Any
 
-from tpurank.core.config import LEARNED_MODELS
 from tpurank.core.errors import TpurankError
 
 REGISTRY: dict[str, str] = {
@@ -25,21 +24,6 @@ REGISTRY: dict[str, str] = {
     "ensemble": "tpurank.models.ensemble",
 }
 MODEL_NAMES: tuple[str, ...] = tuple(REGISTRY)
-UNTRAINED = ("random", "heuristic")  # rankers with nothing to learn: no folder, no config section
-# the config sections of the stages that read every model (predict, the ensemble, validate)
-EVERY_SECTION = ("prepare", "features", *LEARNED_MODELS, "ensemble")
-
-
-def model_sections(model: str) -> tuple[str, ...]:
-    """The config sections a model's training and predictions read: a change to another section (the
-    budget's plan for the GNN, say) leaves its results, and so its steps, as they are."""
-    if model == "lgbm":  # the feature tables
-        return ("prepare", "features", "lgbm")
-    if model in UNTRAINED:
-        return ("prepare",)
-    if model in ("gnn", "baseline"):  # a GNN reads the graphs; `ensemble.normalize` averages its seeds
-        return ("prepare", model, "ensemble")
-    return EVERY_SECTION  # the ensemble: its members' and its own
 
 
 def check_name(name: str) -> str:

@@ -14,19 +14,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tpurank.core.collections import COLLECTIONS
-from tpurank.core.config import Config
+from tpurank.core.config import UNTRAINED, Config
+from tpurank.core.declared import train_io
 from tpurank.core.options import add_collections
 from tpurank.core.paths import Paths
-from tpurank.core.staleness import Files, StageIO, option
+from tpurank.core.staleness import StageIO, option
 from tpurank.models.collection_processes import train_in_processes, training_processes
-from tpurank.models.registry import (
-    EVERY_SECTION,
-    MODEL_NAMES,
-    UNTRAINED,
-    check_name,
-    get_model,
-    model_sections,
-)
+from tpurank.models.registry import MODEL_NAMES, check_name, get_model
 from tpurank.models.staging import staged
 
 
@@ -47,16 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def declare(args: argparse.Namespace) -> StageIO:
-    """A model reads the prepared cache (LightGBM also the feature tables) and writes its own
-    folder. The ensemble reads the members' valid predictions and the data they are scored against."""
-    paths = args.paths
-    writes = [Files(paths.models / args.model)]
-    if args.model == "ensemble":
-        from tpurank.models.ensemble import ensemble_reads
-
-        return StageIO(ensemble_reads(paths), writes, EVERY_SECTION)
-    tables = [Files(paths.tabular)] if args.model == "lgbm" else []  # LightGBM's feature tables
-    return StageIO([Files(paths.prepared), *tables], writes, model_sections(args.model))
+    """Its declaration (tpurank.core.declared)."""
+    return train_io(args.paths, args.model)
 
 
 def train_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:

@@ -22,7 +22,7 @@ from typing import Any
 from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
 from tpurank.core.provenance import write_sidecar
-from tpurank.core.staleness import Files, StageIO, content_key
+from tpurank.core.staleness import Files, StageIO, content_key, current
 from tpurank.data.npz import save_graph, validate_file
 from tpurank.pb.convert import KINDS, PbWarning, layout_graph, parse_pb, read_bytes, tile_graphs
 from tpurank.pb.node_features import DEFAULT_LAYOUT_PAD
@@ -48,8 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def source_key(source: dict) -> str:
-    """The key of an output: the input's path and content and the options that change the npz,
-    keyed by the project's one key function (tpurank.core.staleness.content_key)."""
+    """The key of an output: the input's path and content (its sha256, read once for the parse) and
+    the options that change the npz. This stage keeps no step record: each output's sidecar is its
+    record, so the key is the whole declaration (tpurank.core.staleness.content_key)."""
     return content_key(source)
 
 
@@ -59,10 +60,10 @@ def _up_to_date(sidecar: Path, source: dict, outputs: list[Path] | None = None) 
         rec = json.loads(sidecar.read_text())
     except (OSError, ValueError):
         return False
-    if not isinstance(rec, dict) or rec.get("key") != source_key(source):
+    if not isinstance(rec, dict):
         return False
-    files = outputs if outputs is not None else [sidecar.parent / f for f in rec.get("files", [])]
-    return all(f.exists() for f in files)
+    files = outputs if outputs is not None else [sidecar.parent / str(f) for f in rec.get("files", [])]
+    return current(rec.get("key"), source_key(source), files)
 
 
 def _require_folder(folder: Path) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from tpurank.core.errors import DataError
 from tpurank.core.identity import zip_identity
-from tpurank.core.staleness import content_key
+from tpurank.core.staleness import StageIO
 from tpurank.data.dataset import GraphFile
 from tpurank.data.npz import NODE_FEAT_DIM, LayoutGraph, TileGraph, load_graph
 from tpurank.prepare.cache import CACHE_FORMAT, SUMMARY_OPCODE, PreparedGraph, no_rows, save_prepared
@@ -44,21 +44,23 @@ def input_identity(gf: GraphFile) -> str:
         return "unreadable"
 
 
-def build_key(gf: GraphFile, params: BuildParams, eval_rows: np.ndarray | None = None) -> str:
-    """The input's content identity plus every parameter that changes the output, keyed by the
-    project's one key function (tpurank.core.staleness.content_key).
+def build_key(io: StageIO, gf: GraphFile, params: BuildParams, eval_rows: np.ndarray | None = None) -> str:
+    """The key of one cache file (`StageIO.piece_key` on the stage's declaration `io`): the input's
+    content identity plus every parameter that changes the output.
 
     Args:
+        io: the prepare stage's declaration.
         gf: the input file (tile graphs are never pruned, so hops and collapse do not enter their key).
-        params: the stage parameters.
+        params: the stage parameters (the values of the `prepare` section that change this file:
+            `prepare.jobs`, say, changes none).
         eval_rows: the graph's official validation subset, if any.
     """
-    parts: dict[str, Any] = {"input": input_identity(gf), "rule": params.rule.digest}
+    parts: dict[str, Any] = {"rule": params.rule.digest}
     if eval_rows is not None:
         parts["eval_rows"] = hashlib.sha256(np.asarray(eval_rows, dtype=np.int64).tobytes()).hexdigest()
     if gf.kind == "layout":
         parts.update(hops=params.hops, collapse=params.collapse)
-    return content_key({**parts, "format": FORMAT_VERSION})
+    return io.piece_key({**parts, "format": FORMAT_VERSION}, [gf.path])
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from tpurank.core.declared import prepare_io
 from tpurank.core.options import add_collections, add_jobs, add_splits
-from tpurank.core.staleness import Files, StageIO, dataset_files, option
+from tpurank.core.staleness import StageIO, option
 from tpurank.prepare.stage import prepare_dataset
 
 
@@ -49,9 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def declare(args: argparse.Namespace) -> StageIO:
-    """It reads the dataset's npz files and the official validation subsets; it writes the cache."""
-    paths = args.paths
-    return StageIO(dataset_files(paths, args.eval_indices), [Files(args.out or paths.prepared)], ("prepare",))
+    """Its declaration (tpurank.core.declared)."""
+    return prepare_io(args.paths, args.out, args.eval_indices)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,14 +17,15 @@ import pandas as pd
 from tpurank.core.atomic import atomic_path
 from tpurank.core.collections import COLLECTIONS, SPLITS, collection_dir
 from tpurank.core.config import Config
+from tpurank.core.declared import prepare_io
 from tpurank.core.errors import DiskFullError, TpurankError
 from tpurank.core.paths import DATA_FIX, Paths
 from tpurank.core.provenance import write_sidecar
-from tpurank.core.staleness import content_key
+from tpurank.core.staleness import StageIO, current
 from tpurank.data.dataset import GraphFile, discover, require_npz_root
 from tpurank.data.npz import read_node_feat
 from tpurank.data.subsets import load_subsets
-from tpurank.prepare.build import BuildParams, build_file, build_key, input_identity
+from tpurank.prepare.build import BuildParams, build_file, build_key
 from tpurank.prepare.built_with import PROVENANCE_FILE
 from tpurank.prepare.cache import CACHE_SUFFIX, INDEX_FILE, prepared_path, read_build
 from tpurank.prepare.inputs import broken_links, without_configs, without_excluded
@@ -117,19 +118,20 @@ def _build_task(
 # ----------------------------------------------------------------------------- steps
 
 
-def _files_key(files: list[GraphFile]) -> str:
-    """The key of the train files a rule is fitted on: each file's name and content identity
-    (tpurank.core.staleness.content_key), so the rule is refit only when they change."""
-    named = [[f"{gf.collection}/{gf.split}/{gf.stem}", input_identity(gf)] for gf in files]
-    return f"{content_key({'train_files': named})}:{len(files)}"
+def _files_key(io: StageIO, files: list[GraphFile]) -> str:
+    """The key of the train files a rule is fitted on (`StageIO.piece_key` on the stage's
+    declaration `io`): each file's name and content, so the rule is refit only when they change."""
+    named = [f"{gf.collection}/{gf.split}/{gf.stem}" for gf in files]
+    return f"{io.piece_key({'train_files': named}, [gf.path for gf in files])}:{len(files)}"
 
 
 def ensure_rule(
-    out: Path, npz_root: Path, jobs: int, progress: bool, cfg: Config, keep: bool = False
+    io: StageIO, out: Path, npz_root: Path, jobs: int, progress: bool, cfg: Config, keep: bool = False
 ) -> tuple[FeatureRule, list[str]]:
     """The node-feature rule fitted on every train file of the dataset (reused while they are unchanged).
 
     Args:
+        io: the stage's declaration (what the rule's key is made on).
         out: the prepared folder (the rule is saved there as node_feature_rule.json).
         npz_root: the dataset's npz folder.
         jobs: worker processes.
@@ -147,8 +149,8 @@ def ensure_rule(
             raise TpurankError(f"{out / RULE_FILE}: no saved feature rule to keep (--keep-rule)")
         return saved, []
     train, _ = without_excluded(discover(npz_root, splits=["train"]), cfg)
-    key = _files_key(train)
-    if saved is not None and saved.train_key == key:
+    key = _files_key(io, train)
+    if saved is not None and current(saved.train_key, key):
         return saved, []
     results = run_tasks(
         _range_task, [(gf,) for gf in train], jobs, progress=progress, desc="fit feature rule"
@@ -220,7 +222,7 @@ class BuildPlan:
 
 
 def plan_builds(
-    files: list[GraphFile], cfg: Config, rule: FeatureRule, subsets: dict, out: Path
+    io: StageIO, files: list[GraphFile], cfg: Config, rule: FeatureRule, subsets: dict, out: Path
 ) -> BuildPlan:
     """Which cache files are up to date (their index rows) and which to build (tasks)."""
     plan = BuildPlan(rows=[], tasks=[], targets={})
@@ -233,9 +235,9 @@ def plan_builds(
         target = prepared_path(out, gf.collection, gf.split, gf.stem)
         plan.targets[target] = gf
         eval_rows = subsets.get(gf.collection, {}).get(gf.stem) if gf.split == "valid" else None
-        key = build_key(gf, params, eval_rows)
+        key = build_key(io, gf, params, eval_rows)
         found = read_build(target)
-        if found is not None and found.key == key:
+        if found is not None and current(found.key, key):
             plan.rows.append(found.info)
         else:
             plan.tasks.append(BuildTask(gf, params, target, key, eval_rows))
@@ -327,16 +329,33 @@ def prepare_dataset(
     inputs = _select_inputs(npz_root, collections, splits, cfg)
     jobs = resolve_jobs(jobs, sum(gf.path.stat().st_size for gf in inputs.files))
     out.mkdir(parents=True, exist_ok=True)
-    rule, failed = ensure_rule(out, npz_root, jobs, progress, cfg, keep=keep_rule)
+    io = prepare_io(paths, out, eval_indices)  # what its cache files are keyed on
+    rule, failed = ensure_rule(io, out, npz_root, jobs, progress, cfg, keep=keep_rule)
     folder, subsets = _official_subsets(paths, eval_indices)
     failed += inputs.failed
-    plan = plan_builds(inputs.files, cfg, rule, subsets=subsets, out=out)
+    plan = plan_builds(io, inputs.files, cfg, rule, subsets=subsets, out=out)
     scope = {(gf.collection, gf.split) for gf in inputs.files}
     _clean_scope(out, scope, set(plan.targets))
     reused = len(plan.rows)
     failed = sorted(set(failed + _run_builds(plan, out, jobs, progress)))
     index = _write_index(out, plan.rows, scope)
     built = len(plan.rows) - reused
+    result = PrepareResult(
+        index=index, failed=failed, built=built, reused=reused, rule=rule, skipped=inputs.skipped
+    )
+    _write_provenance(out, cfg, paths, scope, folder, result)
+    return result
+
+
+def _write_provenance(
+    out: Path,
+    cfg: Config,
+    paths: Paths,
+    scope: set[tuple[str, str]],
+    subsets: Path | None,
+    result: PrepareResult,
+) -> None:
+    """The cache's provenance sidecar: what this run covered, its rule, and what it built and kept."""
     write_sidecar(
         out / PROVENANCE_FILE,
         cfg,
@@ -344,13 +363,10 @@ def prepare_dataset(
         stage="prepare",
         collections=sorted({c for c, _ in scope}),
         splits=sorted({s for _, s in scope}),
-        feature_rule=rule.digest,
-        feature_columns=len(rule.keep),
-        eval_indices=str(folder) if folder is not None else None,
-        built=built,
-        reused=reused,
-        failed=failed,
-    )
-    return PrepareResult(
-        index=index, failed=failed, built=built, reused=reused, rule=rule, skipped=inputs.skipped
+        feature_rule=result.rule.digest,
+        feature_columns=len(result.rule.keep),
+        eval_indices=str(subsets) if subsets is not None else None,
+        built=result.built,
+        reused=result.reused,
+        failed=result.failed,
     )

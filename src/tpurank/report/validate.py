@@ -27,18 +27,20 @@ import pandas as pd
 
 from tpurank.core.atomic import write_text
 from tpurank.core.collections import COLLECTIONS, kind_of
+from tpurank.core.declared import validate_io
 from tpurank.core.errors import TpurankError
 from tpurank.core.metrics import rank_from_order, summarize
 from tpurank.core.paths import Paths
 from tpurank.core.provenance import write_sidecar
-from tpurank.core.staleness import Files, StageIO, dataset_files, option
+from tpurank.core.staleness import StageIO, option
 from tpurank.data.dataset import discover
 from tpurank.data.subsets import coverage, coverage_sentence, load_subsets, scored_configs
-from tpurank.models.ensemble import WEIGHTS_FILE, read_weights, report_lines
+from tpurank.models.ensemble import WEIGHTS_FILE, read_weights
 from tpurank.models.predictions import unscored_subset
-from tpurank.models.registry import EVERY_SECTION, MODEL_NAMES
+from tpurank.models.registry import MODEL_NAMES
 from tpurank.report import reference
 from tpurank.report.curves import read_curves
+from tpurank.report.ensemble_section import report_lines
 from tpurank.submission.format import check_csv
 from tpurank.submission.score import expected_for_csv, load_runtimes, restrict, score_parsed, scores_json
 
@@ -158,7 +160,7 @@ def markdown(
         data_root: what was scored.
         synthetic: the synthetic scale, None for real data.
         rank_model: the model of the rank figure.
-        ensemble: the lines of `ensemble.report_lines` (its weights, both scores per collection).
+        ensemble: the lines of `ensemble_section.report_lines` (its weights, both scores per collection).
     """
     lines = [
         *data_header(data_root, synthetic),
@@ -312,15 +314,8 @@ def write_plots(
 
 
 def declare(args: argparse.Namespace) -> StageIO:
-    """It reads the data, the models (their curves and ensemble weights), every model's valid
-    predictions and CSV; it writes the report and its plots."""
-    paths = args.paths
-    reads = [*dataset_files(paths), Files(paths.prepared), Files(paths.models)]
-    reads += [Files(paths.predictions, "*/valid.npz"), Files(paths.submissions, "valid_*")]
-    if args.official_subsets:
-        reads.append(Files(Path(args.official_subsets)))
-    writes = [Files(paths.reports, "validation*"), Files(paths.reports / "plots")]
-    return StageIO(reads, writes, EVERY_SECTION)
+    """Its declaration (tpurank.core.declared)."""
+    return validate_io(args.paths, Path(args.official_subsets) if args.official_subsets else None)
 
 
 def run(args: argparse.Namespace) -> int:

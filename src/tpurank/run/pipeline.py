@@ -21,23 +21,23 @@ from pathlib import Path
 from typing import Any
 
 from tpurank.core.collections import COLLECTIONS
-from tpurank.core.config import LEARNED_MODELS, Config
+from tpurank.core.config import LEARNED_MODELS, UNTRAINED, Config
+from tpurank.core.declared import run_io
 from tpurank.core.errors import TpurankError
 from tpurank.core.isolated import run_isolated
 from tpurank.core.memory import release_between_steps
 from tpurank.core.options import add_collections, add_jobs
 from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR, Paths, remember_data_root, synthetic_scale
 from tpurank.core.profiles import DEFAULT_BUDGET, format_duration, parse_duration
-from tpurank.core.staleness import Files, StageIO
+from tpurank.core.staleness import StageIO
 from tpurank.data.dataset import SMALL_DATA_BYTES, npz_bytes
 from tpurank.data.download import download, have_credentials
 from tpurank.features import stage as features
 from tpurank.models import predict, train
-from tpurank.models.ensemble import summary_note
-from tpurank.models.registry import UNTRAINED
 from tpurank.prepare import cli as prepare
 from tpurank.prepare.store import CHUNKS
 from tpurank.report import validate
+from tpurank.report.ensemble_section import summary_note
 from tpurank.run.budget import (
     NEURAL_TRAINING,
     RunBudget,
@@ -155,9 +155,10 @@ def scores_table(paths: Paths, models: list[str]) -> str:
 
 
 def declare(args: argparse.Namespace) -> StageIO:
-    """The reports folder (the pipeline state) is locked: a second `all` into the same --out-dir is
-    refused; each step keeps its own record and locks its own folders."""
-    return StageIO([], [Files(args.paths.reports)], record=False)
+    """Its declaration (tpurank.core.declared): the reports folder (the pipeline state) is locked, so
+    a second `all` into the same --out-dir is refused; each step keeps its own record and locks its
+    own folders."""
+    return run_io(args.paths)
 
 
 def models_to_train(ensemble_models: list[str], extra: list[str]) -> list[str]:
@@ -292,7 +293,7 @@ def run_budget(
     """
     named = budget_s is not None
     budget_s = budget_s or parse_duration(DEFAULT_BUDGET[args.cfg.profile])
-    key = plan_key(budget_s, args.cfg, paths.data, subset, models)
+    key = plan_key(budget_s, args.cfg, paths, subset, models)
     where = paths.reports / PLAN_FILE
     saved = None if args.force else saved_plan(where, key)
     fixed = expect_steps(steps, paths, args.cfg, subset, force=args.force)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import hashlib
 import json
 import math
 import sys
@@ -35,8 +34,11 @@ from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS
 from tpurank.core.collections import COLLECTIONS, collection_dir
 from tpurank.core.config import Config, to_dict
 from tpurank.core.config_files import Layer
+from tpurank.core.declared import NEURAL_MODELS, run_io
 from tpurank.core.errors import DataError
+from tpurank.core.paths import Paths
 from tpurank.core.profiles import format_duration, gpu
+from tpurank.core.staleness import Files, current
 from tpurank.data.dataset import npz_bytes
 from tpurank.data.npz import member_shapes
 
@@ -267,19 +269,14 @@ def make_plan(
     return dataclasses.replace(plan, over_s=round(over, 1) if over > 5.0 else 0.0)  # rounding is no overrun
 
 
-def plan_key(budget_s: float, cfg: Config, data_root: Path, collections: list[str], models: list[str]) -> str:
-    """What a plan was made for: the budget, what the split reads of the config (the neural models'
-    sections, per collection too, and the profile), the models, and the data's files."""
-    d = to_dict(cfg)
-    neural = {k: d[k] for k in ("gnn", "baseline", "profile", "budget")}
-    tables = {c: {k: t.get(k) for k in ("gnn", "baseline")} for c, t in d["collections"].items()}
-    files = [
-        (str(f.relative_to(data_root)), f.stat().st_size)
-        for f in sorted(data_root.glob("npz_all/npz/**/*.npz"))
-    ]
-    what = {"budget": budget_s, "config": neural, "tables": tables, "collections": collections}
-    what |= {"models": models, "files": files}
-    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+def plan_key(budget_s: float, cfg: Config, paths: Paths, collections: list[str], models: list[str]) -> str:
+    """What a plan was made for (`StageIO.piece_key` on `all`'s declaration): the budget, what the
+    split reads of the config (the neural models' sections, per collection too, and the profile),
+    the models, and the data's files."""
+    io = run_io(paths)
+    tables = {c: {k: t.get(k) for k in NEURAL_MODELS} for c, t in to_dict(cfg)["collections"].items()}
+    what = {"budget": budget_s, "tables": tables, "collections": collections, "models": models}
+    return io.piece_key(what, [Files(paths.npz, "**/*.npz")], cfg, io.sections)
 
 
 KEPT_PLANS = 8  # plans kept in the file: a run of a few collections does not lose the full run's
@@ -297,7 +294,7 @@ def save_plan(path: Path, key: str, plan: Plan) -> None:
 def saved_plan(path: Path, key: str) -> Plan | None:
     """The plan saved for `key`, None when there is none or it is not a plan (a hand edit, a
     damaged file: said in one line, and the run plans again)."""
-    p = _read_plans(path).get(key)
+    p = next((plan for k, plan in _read_plans(path).items() if current(k, key)), None)
     if p is None:
         return None
     try:

@@ -26,11 +26,12 @@ import tpurank
 from tpurank.core.atomic import write_json
 from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import TpurankError
-from tpurank.core.staleness import Files, StageIO, content_key, files_identity
+from tpurank.core.staleness import Files, StageIO, content_key, current, files_identity
 
 RECORDS = "steps"  # reports/steps/<stage>-<options digest>.json
 NEVER_RAN = "no earlier run with these options"
 RECORD_STRINGS = ("stage", "code", "config", "reads", "writes")  # a record's fields, each a string
+KEYED = ("stage", "options", "code", "config", "reads", "writes")  # what must match for "up to date"
 
 
 PACKAGE = Path(tpurank.__file__).resolve().parent  # the whole package, wherever this module sits
@@ -77,6 +78,11 @@ def section_keys(cfg: Config, sections: tuple[str, ...]) -> dict[str, str]:
         "seed": content_key({"seed": cfg.seed}),
         **{s: content_key({s: d.get(s), "over": over[s]}) for s in sections},
     }
+
+
+def record_key(fields: dict[str, Any]) -> str:
+    """One key over a record's KEYED fields (saved or computed now)."""
+    return content_key({k: fields.get(k) for k in KEYED})
 
 
 def group_name(group: Files) -> str:
@@ -130,11 +136,16 @@ class StepRecord:
         return rec
 
     def up_to_date(self) -> bool:
-        """Same options, code, config and inputs as its last success, and its outputs untouched."""
-        return self.stale_reason() is None
+        """Same options, code, config and inputs as its last success, and its outputs untouched:
+        the record's fields (KEYED) keyed now and as saved, compared by `current`."""
+        rec = self.previous()
+        now = {**self.key, "writes": files_identity(self.io.writes)}
+        return current(record_key(rec) if rec is not None else None, record_key(now))
 
     def stale_reason(self) -> str | None:
         """Why the stage must run (None: up to date), in the words a user reads before it runs."""
+        if self.up_to_date():
+            return None
         rec = self.previous()
         if rec is None:
             return NEVER_RAN
@@ -152,9 +163,7 @@ class StepRecord:
             now = self.groups
             changed = [g for g in now if before.get(g) != now[g]] or list(now)
             return f"its inputs changed: {', '.join(changed)}"
-        if rec.get("writes") != files_identity(self.io.writes):
-            return "its outputs changed since it ran"
-        return None
+        return "its outputs changed since it ran"
 
     def last_seconds(self) -> float | None:
         """How long its last success took (the budget's estimate of this step), None if unknown."""

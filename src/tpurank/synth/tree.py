@@ -25,6 +25,7 @@ from tpurank.core.errors import DataError, TpurankError
 from tpurank.core.paths import NPZ_SUBDIR, SAMPLE_SUBMISSION, SYNTH_MARKER
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import write_sidecar
+from tpurank.core.staleness import content_key, current
 from tpurank.core.workers import die_with_parent
 from tpurank.data.npz import TileGraph, member_shapes, read_header, save_graph
 from tpurank.synth import configs as cfgs
@@ -247,6 +248,11 @@ def generate(
     )
 
 
+def tree_key(record: dict) -> str:
+    """The key of a generated tree: its scale, seed and generator version (the files follow from them)."""
+    return content_key({k: record.get(k) for k in ("scale", "synth_seed", "generator")})
+
+
 def _finished(out: Path, record: dict, specs: list[FileSpec], with_test: bool) -> bool:
     """The tree holds every file of `specs` (and the sample submission) from a run of the same scale,
     seed and generator: a rerun (every `./run.sh all` on the demo data) has nothing to write."""
@@ -254,12 +260,10 @@ def _finished(out: Path, record: dict, specs: list[FileSpec], with_test: bool) -
         old = json.loads((out / PLAN_FILE).read_text())
     except (OSError, ValueError):
         return False
-    same = isinstance(old, dict) and all(
-        old.get(k) == record[k] for k in ("scale", "synth_seed", "generator")
-    )
-    if not same or (with_test and not (out / SAMPLE_SUBMISSION).is_file()):
-        return False
-    return all(_readable(s, out) for s in specs)  # a damaged file is generated again (write_file)
+    stored = tree_key(old) if isinstance(old, dict) else None
+    outputs = [out / SAMPLE_SUBMISSION] if with_test else []
+    whole = all(_readable(s, out) for s in specs)  # a damaged file is generated again (write_file)
+    return current(stored, tree_key(record), outputs, whole=whole)
 
 
 def _readable(spec: FileSpec, out: Path) -> bool:

@@ -18,10 +18,11 @@ from torch import nn
 
 from tpurank.core.atomic import write_model
 from tpurank.core.collections import collection_dir
-from tpurank.core.config import Config, to_dict
+from tpurank.core.config import Config
+from tpurank.core.declared import train_io
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
-from tpurank.core.staleness import Files, content_key
+from tpurank.core.staleness import SEED, Files, current
 from tpurank.gnn.recipe import ModelSpec
 from tpurank.prepare.cache import CACHE_SUFFIX
 
@@ -38,8 +39,9 @@ class LoadedModel(NamedTuple):
 
 
 def training_key(spec: ModelSpec, paths: Paths, cfg: Config, collection: str) -> str:
-    """The key of one training run's result: the family, its config section and seed, and the
-    content of the collection's prepared train and valid files (`tpurank.core.staleness.content_key`).
+    """The key of one training run's result (`StageIO.piece_key` on the train stage's declaration):
+    the family, its config section and the seed, and the content of the collection's prepared train
+    and valid files.
 
     Every checkpoint stores it; a complete `model.pt`, or a `last.pt` to resume, is used only
     while the key is unchanged. `prepare` rewrites a cache file only when its input or parameters
@@ -48,8 +50,7 @@ def training_key(spec: ModelSpec, paths: Paths, cfg: Config, collection: str) ->
     folder = paths.prepared / collection_dir(collection)
     files = [Files(folder / split, f"*{CACHE_SUFFIX}") for split in ("train", "valid")]
     # the sections a GNN reads: its own, and the seed (a LightGBM or features change keeps it)
-    parts = {"model": spec.name, "seed": cfg.seed, spec.section: to_dict(getattr(cfg, spec.section))}
-    return content_key(parts, files=files)
+    return train_io(paths, spec.name).piece_key({"model": spec.name}, files, cfg, (SEED, spec.section))
 
 
 def finished_model(spec: ModelSpec, paths: Paths, cfg: Config, collection: str) -> dict[str, Any] | None:
@@ -59,8 +60,8 @@ def finished_model(spec: ModelSpec, paths: Paths, cfg: Config, collection: str) 
     if not final.exists():
         return None
     done = load_checkpoint(final)
-    same = done.get("key") == training_key(spec, paths, cfg, collection)
-    return done if done.get("complete") and same else None
+    key = training_key(spec, paths, cfg, collection)
+    return done if current(done.get("key"), key, whole=done.get("complete") is True) else None
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from tpurank.core.config import Config, to_dict
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
+from tpurank.core.staleness import current
 from tpurank.gnn import device as devices
 from tpurank.gnn.data import GraphData
 from tpurank.gnn.device import Runtime, unwrap
@@ -192,8 +193,9 @@ def resume(run: Run) -> LoopState:
     state = load_resume_state(run.resume_file)  # None: absent, or unreadable (a one-line warning)
     if state is None:
         return LoopState()
-    same = (state.get("key"), state.get("model_args")) == (run.key, run.model_args)
-    if not (same and "step" in state):
+    if not current(
+        state.get("key"), run.key, whole=state.get("model_args") == run.model_args and "step" in state
+    ):
         return LoopState()
     run.model.load_state_dict(state["state_dict"])
     run.opt.load_state_dict(state["optimizer"])
