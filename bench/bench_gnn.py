@@ -174,7 +174,7 @@ def demo_config(extra: list[str]):
     from tpurank.core.config_files import load_config
     from tpurank.core.paths import preset_file
     from tpurank.core.profiles import resolve_profile
-    from tpurank.run.stages import DEMO_PRESET
+    from tpurank.run.context import DEMO_PRESET
 
     return load_config(None, extra, preset=preset_file(DEMO_PRESET), profile=resolve_profile(None).file)
 

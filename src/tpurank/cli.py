@@ -27,9 +27,9 @@ from tpurank.core.options import (
     WORK_DIR,
     add_common,
 )
-from tpurank.core.paths import Paths
 from tpurank.core.pipes import end_quietly
-from tpurank.run.stages import execute, guarded, resolve_config
+from tpurank.run.context import resolve_command
+from tpurank.run.stages import execute, guarded
 
 # stage -> (module, one-line help). Order is the pipeline's order.
 STAGES: dict[str, tuple[str, str]] = {
@@ -159,22 +159,6 @@ def stage_parser(name: str, module: ModuleType, common: bool = True) -> argparse
     return parser
 
 
-# stages that fill the data root themselves (all, download, synth) or never read it: the synthetic
-# fallback (core.paths.synthetic_fallback) stays out of them
-NO_DATA_FALLBACK = (
-    "all",
-    "download",
-    "synth",
-    "compare-synth",
-    "featurize-pb",
-    "runs",
-    "build-code-dataset",
-    "build-models-dataset",
-    "rank",
-    "tune",
-)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tpurank",
@@ -193,10 +177,7 @@ def _run(name: str, argv: list[str]) -> int:
     args = parser.parse_args(argv)
     refuse_overridden(name, args, parser)
     args.stage = name
-    # the others fall back to the synthetic data `all` made; `check PATH...` names its own files
-    fallback = name not in NO_DATA_FALLBACK and not (name == "check" and args.targets)
-    args.paths = Paths.resolve(args.data_dir, args.out_dir, args.work_dir, fallback=fallback)
-    resolve_config(args, args.paths.data)
+    resolve_command(name, args)  # the data root, the folders and the config, in their order
     if name == "train":  # `all` says it once it knows its data (tpurank.run.pipeline)
         print(f"[train] {args.profile_info.line}", file=sys.stderr)
     return execute(module, args)

@@ -92,7 +92,7 @@ def test_all_s_budget_is_weighed_against_the_projection(monkeypatch: pytest.Monk
     """`all` stops training within its budget: the warning says what share of the steps it reaches."""
     import argparse
 
-    from tpurank.run.stages import resolve_config
+    from tpurank.run.context import resolve_config
 
     no_gpu(monkeypatch)
     ns = argparse.Namespace(

@@ -265,7 +265,7 @@ def test_toml_fed_back_with_config_gives_the_same_config_on_demo_data(
     back with --config on the same data, resolves to the same config and prints the same TOML."""
     import argparse
 
-    from tpurank.run.stages import resolve_config
+    from tpurank.run.context import resolve_config
 
     sets = [x for s in DEMO_SETS for x in ("--set", s)]
     data = ["--data-dir", str(tiny_root)]

@@ -18,9 +18,10 @@ from helpers import FAST, TWO_COLLECTIONS, two_collection_all
 
 from tpurank.core.paths import Paths
 from tpurank.core.staleness import StageIO
+from tpurank.run.context import resolve_config
 from tpurank.run.pipeline import plan
 from tpurank.run.records import RECORDS
-from tpurank.run.stages import StageRun, resolve_config, stage_namespace
+from tpurank.run.stages import StageRun, stage_namespace
 
 SUBSET = TWO_COLLECTIONS  # one tile and one layout collection: the same code paths
 MODELS = ["lgbm", "gnn"]

@@ -82,7 +82,7 @@ def test_all_trains_the_ensemble_members_and_what_is_asked(tmp_path: Path) -> No
     assert models_to_train(["gnn"], []) == ["gnn"]
     with pytest.raises(TpurankError, match="unknown model"):
         models_to_train(["xgb"], [])
-    names = [s.name for s in plan(["gnn"], 1)]
+    names = [str(s.name) for s in plan(["gnn"], 1)]
     assert "train gnn" in names and "features" not in names and "train baseline" not in names
 
 
@@ -355,6 +355,7 @@ def test_all_releases_memory_after_every_step(monkeypatch: pytest.MonkeyPatch) -
     from types import SimpleNamespace
 
     from tpurank.run import pipeline
+    from tpurank.run.steps import StepName
 
     calls: list[str] = []
 
@@ -376,12 +377,8 @@ def test_all_releases_memory_after_every_step(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(pipeline.CHUNKS, "clear", lambda: calls.append("clear"))
     monkeypatch.setattr(pipeline, "release_between_steps", lambda: calls.append("release") or True)
     steps = [
-        SimpleNamespace(name=name, options=SimpleNamespace(STAGE=stage))
-        for name, stage in (
-            ("prepare", "prepare"),
-            ("predict lgbm valid", "predict"),
-            ("features", "features"),
-        )
+        SimpleNamespace(name=StepName(*name.split()), options=SimpleNamespace(STAGE=name.split()[0]))
+        for name in ("prepare", "predict lgbm valid", "features")
     ]
     budget = SimpleNamespace(config=lambda: None, final=True, seconds=60.0)
     pipeline.run_steps(steps, Paths(data=Path("d"), out=Path("o")), budget, force=False, t0=0.0)

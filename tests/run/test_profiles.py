@@ -20,6 +20,7 @@ from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.run import plan as planning
 from tpurank.run.plan import MARGIN, apply_plan, make_plan
+from tpurank.run.steps import StepName
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -345,7 +346,7 @@ def test_the_seed_members_closing_scoring_is_counted_outside_the_shares(tmp_path
     assert planning.seeds_scoring_s("gnn", one, root, collections) == 0.0
     assert planning.seeds_scoring_s("lgbm", three, root, collections) == 0.0
     gb = sum(planning.data_bytes(root, c) for c in collections) / 1e9
-    want = gb * planning.step_s_per_gb("predict gnn valid", three, collections)
+    want = gb * planning.step_s_per_gb(StepName("predict", "gnn", "valid"), three, collections)
     assert planning.seeds_scoring_s("gnn", three, root, collections) == pytest.approx(want) and want > 0
     base = sum(planning.step_estimates_s(planning.DEFAULT_STEPS, three, root, collections).values())
     assert planning.fixed_estimate_s(three, root, collections) == pytest.approx(base + want)

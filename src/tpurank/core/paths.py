@@ -245,6 +245,13 @@ class Paths:
         """`submissions/<split>_<model>.csv` (its scores beside it: `suffix=".json"`)."""
         return self.submissions / f"{split}_{model}{suffix}"
 
+    def submitted(self, split: str, suffix: str = ".csv") -> dict[str, Path]:
+        """Model -> its `submissions/<split>_<model><suffix>` found there, by file name (what
+        `submission_file` names, read back)."""
+        prefix = f"{split}_"
+        found = sorted(self.submissions.glob(f"{prefix}*{suffix}"))
+        return {f.name.removeprefix(prefix).removesuffix(suffix): f for f in found}
+
     @property
     def submission(self) -> Path:
         """`submissions/submission.csv`: the file to upload (a copy of the submitted model's test CSV)."""

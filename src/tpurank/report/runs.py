@@ -21,6 +21,7 @@ from typing import Any
 
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.errors import TpurankError
+from tpurank.core.paths import Paths
 from tpurank.report.config_show import flat
 
 COLUMNS = (*COLLECTIONS, "overall")
@@ -65,7 +66,8 @@ def read_run(out: Path) -> dict[str, Any]:
     Raises:
         TpurankError: when the folder holds no validation results or trained models.
     """
-    sides = sorted((out / "submissions").glob("valid_*.json"))
+    scored = Paths(data=out, out=out).submitted("valid", ".json")  # only its out folders are read
+    sides = list(scored.values())
     models = sorted(f for f in (out / "models").glob("*/*/**/*.json") if f.name in SIDECARS)
     models = [f for f in models if not any(p.startswith(".") for p in f.relative_to(out / "models").parts)]
     if not sides and not models:
@@ -94,9 +96,9 @@ def read_run(out: Path) -> dict[str, Any]:
                 data=rec.get("data_fingerprint", "?"),
                 dataset=dataset(rec.get("data_root"), report),
             )
-    for f in sides:
+    for model, f in scored.items():
         scores = _json(f).get("scores") or {}
-        run["scores"][f.stem.removeprefix("valid_")] = {
+        run["scores"][model] = {
             c: float(v) for c, v in scores.items() if c in COLUMNS and isinstance(v, int | float)
         }
     for f in models:

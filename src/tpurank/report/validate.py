@@ -66,9 +66,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def find_models(submissions: Path) -> list[str]:
+def find_models(paths: Paths) -> list[str]:
     """Models with a `valid_<model>.csv`: registry order first (the untrained rankers lead), then by name."""
-    found = {p.stem.removeprefix("valid_") for p in submissions.glob("valid_*.csv")}
+    found = set(paths.submitted("valid"))
     return [m for m in MODEL_NAMES if m in found] + sorted(found - set(MODEL_NAMES))
 
 
@@ -320,7 +320,7 @@ def declare(args: argparse.Namespace) -> StageIO:
 
 def run(args: argparse.Namespace) -> int:
     paths: Paths = args.paths
-    models = find_models(paths.submissions)
+    models = find_models(paths)
     if not models:
         raise TpurankError(
             f"{paths.submissions}: no valid_<model>.csv; run `python -m tpurank predict --model M --split valid`"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from tpurank.core.config import Config
 from tpurank.core.config_files import Layer
@@ -21,23 +20,7 @@ from tpurank.core.profiles import format_duration
 from tpurank.run.plan import Plan, apply_plan, seeds_scoring_s, step_estimates_s
 from tpurank.run.records import RECORDS
 from tpurank.run.stages import StageRun, stage_namespace
-
-
-@dataclass
-class Step:
-    """One step of `all`: a stage's typed options (the stage's `Options`, which names it)."""
-
-    name: str
-    options: Any
-    seconds: float = 0.0
-    skipped: bool = False
-    estimate: float = 0.0  # seconds the plan expects still (the time-left estimate; 0 once run)
-    planned: float = 0.0  # seconds the first plan expected
-    overhead: float = 0.0  # neural training: seconds it spends outside its shares (budget.seeds_scoring_s)
-
-
-NEURAL_TRAINING = ("train gnn", "train baseline")  # the steps whose time the budget's plan sets
-NEURAL_OUTPUTS = ("gnn", "baseline", "ensemble", "validate")  # steps that read what neural training writes
+from tpurank.run.steps import Step, StepName
 
 
 def expect_steps(
@@ -48,15 +31,15 @@ def expect_steps(
     it will run (and may change what it reads), or it reads what neural training writes (a new plan
     retrains); one that ran before on the same inputs costs what it took then; any other its estimate
     from the data's size (tpurank.run.plan.step_estimates_s)."""
-    fixed = [s for s in steps if s.name not in NEURAL_TRAINING]
+    fixed = [s for s in steps if not s.name.neural_training]
     sized = step_estimates_s([s.name for s in fixed], cfg, paths.data, collections)
-    trains_neural = any(s.name in NEURAL_TRAINING for s in steps)
+    trains_neural = any(s.name.neural_training for s in steps)
     records, upstream_runs = paths.reports / RECORDS, force
     for s in fixed:
         s.estimate = sized[s.name]
         if records.is_dir() and any(records.glob(f"{s.options.STAGE}-*.json")):
             run = _stage_run(s, paths, cfg)
-            neural = trains_neural and any(word in s.name.split() for word in NEURAL_OUTPUTS)
+            neural = trains_neural and s.name.reads_neural()
             if run is not None and not (neural or upstream_runs) and run.up_to_date():
                 s.estimate = 0.0
             elif run is not None and (last := run.last_seconds()) is not None:
@@ -64,8 +47,8 @@ def expect_steps(
         upstream_runs |= s.estimate > 0
         s.planned = s.estimate
     for s in steps:
-        if s.name in NEURAL_TRAINING:
-            s.overhead = seeds_scoring_s(s.name.removeprefix("train "), cfg, paths.data, collections)
+        if s.name.neural_training:
+            s.overhead = seeds_scoring_s(s.name.model, cfg, paths.data, collections)
     return sum(s.estimate for s in fixed) + sum(s.overhead for s in steps)
 
 
@@ -82,9 +65,8 @@ def _stage_run(step: Step, paths: Paths, cfg: Config) -> StageRun | None:
 def estimate_training(steps: list[Step], plan: Plan) -> None:
     """The neural training steps' expected seconds: their model's shares of the plan."""
     for s in steps:
-        if s.name in NEURAL_TRAINING:
-            model = s.name.removeprefix("train ")
-            shares = sum(x.minutes * 60 * x.seeds for x in plan.shares if x.model == model)
+        if s.name.neural_training:
+            shares = sum(x.minutes * 60 * x.seeds for x in plan.shares if x.model == s.name.model)
             s.estimate = s.planned = shares + s.overhead
 
 
@@ -129,7 +111,7 @@ class RunBudget:
         # load now); a step expected up to date that ran anyway is in `elapsed` already
         done = [s for s in steps[: k - 1] if not s.skipped and s.planned > 0]
         off = max(1.0, sum(s.seconds for s in done) / max(1e-9, sum(s.planned for s in done)))
-        later = sum(s.planned if s.name not in NEURAL_TRAINING else s.overhead for s in steps[k - 1 :])
+        later = sum(s.overhead if s.name.neural_training else s.planned for s in steps[k - 1 :])
         self.plan = self.remake(elapsed, later * off)
         self.save(self.plan)
         print(
@@ -143,8 +125,10 @@ class RunBudget:
                 file=sys.stderr,
             )
         for s in steps[k - 1 :]:
-            trained = [x.minutes * 60 * x.seeds for x in self.plan.shares if f"train {x.model}" == s.name]
-            s.estimate = sum(trained) if s.name in NEURAL_TRAINING else s.planned * off
+            trained = [
+                x.minutes * 60 * x.seeds for x in self.plan.shares if StepName("train", x.model) == s.name
+            ]
+            s.estimate = sum(trained) if s.name.neural_training else s.planned * off
         return self.config()
 
 

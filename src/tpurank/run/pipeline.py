@@ -39,14 +39,13 @@ from tpurank.prepare.store import CHUNKS
 from tpurank.report import validate
 from tpurank.report.ensemble_section import summary_note
 from tpurank.run.budget import (
-    NEURAL_TRAINING,
     RunBudget,
-    Step,
     budget_line,
     estimate_training,
     expect_steps,
     progress_line,
 )
+from tpurank.run.context import resolve_config, seed_before_data
 from tpurank.run.plan import (
     make_plan,
     minimum_budget_s,
@@ -55,7 +54,8 @@ from tpurank.run.plan import (
     saved_plan,
 )
 from tpurank.run.records import NEVER_RAN
-from tpurank.run.stages import StageRun, command_line, guarded, resolve_config, run_step, stage_namespace
+from tpurank.run.stages import StageRun, command_line, guarded, run_step, stage_namespace
+from tpurank.run.steps import Step
 from tpurank.submission import check
 from tpurank.submission.publish import SUBMITTED_MODEL, incomplete_test_set, publish_submission
 
@@ -125,17 +125,17 @@ def plan(
     """
     subset = [c for c in COLLECTIONS if c in (collections or COLLECTIONS)]
     cs: dict[str, Any] = {} if subset == list(COLLECTIONS) else {"collections": subset}
-    steps = [Step("prepare", prepare.Options(jobs=jobs or None, **cs))]
+    steps = [Step(prepare.Options(jobs=jobs or None, **cs))]
     if "lgbm" in models:
-        steps.append(Step("features", features.Options(**cs)))
-    steps += [Step(f"train {m}", train.Options(model=m, **cs)) for m in models]
+        steps.append(Step(features.Options(**cs)))
+    steps += [Step(train.Options(model=m, **cs)) for m in models]
     for m in [*UNTRAINED, *models]:
-        steps.append(Step(f"predict {m} valid", predict.Options(model=m, split="valid", **cs)))
-    steps.append(Step("train ensemble", train.Options(model="ensemble", **cs)))
-    steps.append(Step("predict ensemble valid", predict.Options(model="ensemble", split="valid", **cs)))
-    steps.append(Step("validate", validate.Options()))
+        steps.append(Step(predict.Options(model=m, split="valid", **cs)))
+    steps.append(Step(train.Options(model="ensemble", **cs)))
+    steps.append(Step(predict.Options(model="ensemble", split="valid", **cs)))
+    steps.append(Step(validate.Options()))
     for m in [*models, SUBMITTED_MODEL]:
-        steps.append(Step(f"predict {m} test", predict.Options(model=m, split="test", partial=partial, **cs)))
+        steps.append(Step(predict.Options(model=m, split="test", partial=partial, **cs)))
     return steps
 
 
@@ -180,7 +180,7 @@ def run_steps(
     of its own (tpurank.core.isolated), else all in this one."""
     cfg = budget.config()
     for k, step in enumerate(steps, 1):
-        if step.name in NEURAL_TRAINING and not budget.final:
+        if step.name.neural_training and not budget.final:
             cfg = budget.second_look(steps, k, time.perf_counter() - t0)
         options = step.options
         run = StageRun(
@@ -233,9 +233,9 @@ def print_summary(
 def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     budget_s = parse_duration(args.budget) if args.budget else None  # a bad --budget fails before any work
-    data_root, scale = resolve_data(args.paths, args.cfg.seed)
+    data_root, scale = resolve_data(args.paths, seed_before_data(args))
     paths = args.paths.with_data(data_root)
-    resolve_config(args, data_root)  # the data decides the demo preset
+    resolve_config(args, data_root)  # the config, once: the data decides the demo preset
     print(f"[all] {args.profile_info.line}", file=sys.stderr)
     if any(layer.source.startswith("preset ") for layer in args.layers):
         print("[all] small synthetic data: the shortened training of configs/demo.toml", file=sys.stderr)

@@ -34,13 +34,14 @@ from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS
 from tpurank.core.collections import COLLECTIONS, collection_dir
 from tpurank.core.config import Config, to_dict
 from tpurank.core.config_files import Layer
-from tpurank.core.declared import NEURAL_MODELS, run_io
+from tpurank.core.declared import ENSEMBLE, NEURAL_MODELS, run_io
 from tpurank.core.errors import DataError
 from tpurank.core.paths import Paths
 from tpurank.core.profiles import format_duration, gpu
 from tpurank.core.staleness import Files, current
 from tpurank.data.dataset import npz_bytes
 from tpurank.data.npz import member_shapes
+from tpurank.run.steps import StepName
 
 MARGIN = 0.08  # of the budget, kept free: validations after the last step, noise in the estimates
 BASELINE_SHARE = 0.2  # of the neural training time, when the official baseline is trained too
@@ -53,17 +54,20 @@ NEIGHBOURHOOD = 4  # nodes kept per configurable node by the 1-hop pruning, roug
 # bench/results/recipe1_full_90m.json): prepare 240 s, features 105 s, LightGBM 87 s; the GNN's
 # predictions per seed: valid 80 s (at most 1,000 configs of a layout graph: data/subsets.py), test
 # 129 s. They run on the GPU under the GPU profiles (NEURAL_PREDICT_SCALE)
-STEP_S_PER_GB = {"prepare": 20.8, "features": 9.1, "train lgbm": 7.5}
-STEP_S_PER_GB |= {"predict gnn valid": 6.9, "predict gnn test": 11.2}
-STEP_S_PER_GB |= {"predict baseline valid": 6.9, "predict baseline test": 11.2}
+STEP_S_PER_GB = {StepName("prepare"): 20.8, StepName("features"): 9.1, StepName("train", "lgbm"): 7.5}
+STEP_S_PER_GB |= {
+    StepName("predict", m, split): rate
+    for m in NEURAL_MODELS
+    for split, rate in (("valid", 6.9), ("test", 11.2))
+}
 OTHER_STEP_S_PER_GB = 0.4  # the untrained rankers, LightGBM's predictions, the ensemble, the report
 NEURAL_PREDICT_SCALE = {"cpu": 1.0, "kaggle-t4": 0.2, "gpu": 0.06}  # GPU inference, per the profile
 FIXED_S_MIN = 60.0  # process start-ups and small files: what even the tiny data costs, over the steps
 # the steps of `all` with its default models (lgbm, gnn), for an estimate without a step list
-DEFAULT_STEPS = ("prepare", "features", "train lgbm")
-DEFAULT_STEPS += tuple(f"predict {m} valid" for m in ("random", "heuristic", "lgbm", "gnn"))
-DEFAULT_STEPS += ("train ensemble", "predict ensemble valid", "validate")
-DEFAULT_STEPS += tuple(f"predict {m} test" for m in ("lgbm", "gnn", "ensemble"))
+DEFAULT_STEPS = (StepName("prepare"), StepName("features"), StepName("train", "lgbm"))
+DEFAULT_STEPS += tuple(StepName("predict", m, "valid") for m in ("random", "heuristic", "lgbm", "gnn"))
+DEFAULT_STEPS += (StepName("train", ENSEMBLE), StepName("predict", ENSEMBLE, "valid"), StepName("validate"))
+DEFAULT_STEPS += tuple(StepName("predict", m, "test") for m in ("lgbm", "gnn", ENSEMBLE))
 
 
 @dataclass(frozen=True)
@@ -175,18 +179,17 @@ def split_minutes(
 
 def model_shares(models: list[str]) -> dict[str, float]:
     """Each neural model's share of the neural training time (the baseline a fifth when trained)."""
-    neural = [m for m in ("gnn", "baseline") if m in models]
+    neural = [m for m in NEURAL_MODELS if m in models]
     if len(neural) == 1:
         return {neural[0]: 1.0}
     return {m: {"gnn": 1.0 - BASELINE_SHARE, "baseline": BASELINE_SHARE}[m] for m in neural}
 
 
-def step_s_per_gb(step: str, cfg: Config, collections: list[str]) -> float:
+def step_s_per_gb(step: StepName, cfg: Config, collections: list[str]) -> float:
     """Seconds per GB of npz a step of `all` takes on this profile (STEP_S_PER_GB)."""
     rate = STEP_S_PER_GB.get(step, OTHER_STEP_S_PER_GB)
-    words = step.split()
-    if words[0] == "predict" and words[1] in ("gnn", "baseline"):
-        seeds = [cfg.for_collection(c).gnn.seeds if words[1] == "gnn" else 1 for c in collections] or [1]
+    if step.stage == "predict" and step.model in NEURAL_MODELS:
+        seeds = [cfg.for_collection(c).gnn.seeds if step.model == "gnn" else 1 for c in collections] or [1]
         rate *= sum(seeds) / len(seeds) * neural_predict_scale(cfg.profile)
     return rate
 
@@ -199,8 +202,8 @@ def neural_predict_scale(profile: str) -> float:
 
 
 def step_estimates_s(
-    steps: list[str] | tuple[str, ...], cfg: Config, data_root: Path, collections: list[str]
-) -> dict[str, float]:
+    steps: list[StepName] | tuple[StepName, ...], cfg: Config, data_root: Path, collections: list[str]
+) -> dict[StepName, float]:
     """Each step's seconds from the data's size: its rate times the GB, and its share of FIXED_S_MIN."""
     gb = sum(data_bytes(data_root, c) for c in collections) / 1e9
     rates = {s: step_s_per_gb(s, cfg, collections) for s in steps}
@@ -214,7 +217,7 @@ def seeds_scoring_s(model: str, cfg: Config, data_root: Path, collections: list[
     if model != "gnn" or all(cfg.for_collection(c).gnn.seeds <= 1 for c in collections):
         return 0.0
     gb = sum(data_bytes(data_root, c) for c in collections) / 1e9
-    return gb * step_s_per_gb(f"predict {model} valid", cfg, collections)
+    return gb * step_s_per_gb(StepName("predict", model, "valid"), cfg, collections)
 
 
 def fixed_estimate_s(cfg: Config, data_root: Path, collections: list[str]) -> float:
@@ -318,7 +321,7 @@ def _checked_plan(p: object) -> Plan:
     if not isinstance(p, dict) or not isinstance(p.get("shares"), list):
         raise ValueError("no list of shares")
     for x in p["shares"]:
-        if not isinstance(x, dict) or x.get("model") not in ("gnn", "baseline"):
+        if not isinstance(x, dict) or x.get("model") not in NEURAL_MODELS:
             raise ValueError(f"a share without a neural model: {x!r}")
         if x.get("collection") not in COLLECTIONS:
             raise ValueError(f"a share of an unknown collection: {x.get('collection')!r}")

@@ -17,55 +17,17 @@ import importlib
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from tpurank.core.config import Config
-from tpurank.core.config_files import config_layers, from_layers
 from tpurank.core.errors import TpurankError
 from tpurank.core.lock import output_locks
-from tpurank.core.paths import NPZ_SUBDIR, Paths, preset_file, synthetic_scale
+from tpurank.core.paths import Paths
 from tpurank.core.pipes import stdout_closed
-from tpurank.core.profiles import DEFAULT_BUDGET, parse_duration, resolve_profile, with_cpu_warning
 from tpurank.core.staleness import StageIO
 from tpurank.prepare.built_with import check_prepared
 from tpurank.run.records import NEVER_RAN, StepRecord, result_options
-
-# core/config.py's defaults are sized for the real data; on small synthetic data every stage trains
-# less (this preset, above the profile and under the user's --config and --set), so the demo `all`
-# ends within 15 minutes on 2 cores
-SMALL_SCALES = ("tiny", "demo")
-DEMO_PRESET = "demo.toml"
-
-
-def resolve_config(args: argparse.Namespace, data_root: Path) -> None:
-    """Set `args.profile_info` (Profile), `args.layers` and `args.cfg`: what a run on `data_root` uses.
-
-    The layers, lowest first: the profile (`--profile`, else the device's), the demo preset when the
-    data is small synthetic data, the user's `--config`, then `--set` (core/config.py config_layers).
-    """
-    profile = resolve_profile(getattr(args, "profile", None))
-    scale = synthetic_scale(data_root) if (data_root / NPZ_SUBDIR).is_dir() else None
-    preset = preset_file(DEMO_PRESET) if scale in SMALL_SCALES else None
-    args.layers = config_layers(args.config_file, args.set, preset, profile.file)
-    args.cfg = from_layers(args.layers)
-    model = getattr(args, "model", None) or "gnn"  # `all` trains the GNN
-    if model in ("gnn", "baseline"):  # a GPU profile on a CPU: its projected training time, in its line
-        collections = getattr(args, "collections", None)
-        profile = with_cpu_warning(profile, args.cfg, collections, model, run_budget_s(args, profile.name))
-    args.profile_info = profile
-
-
-def run_budget_s(args: argparse.Namespace, profile: str) -> float | None:
-    """The whole run's budget in seconds when the command has one (`all --budget`, else the profile's
-    default), None for a stage without (`train`: the config's time budgets apply)."""
-    if not hasattr(args, "budget"):
-        return None
-    try:
-        return parse_duration(args.budget or DEFAULT_BUDGET[profile])
-    except TpurankError:  # a bad --budget: `all` says so in its own line
-        return None
 
 
 def declaration(module: ModuleType, args: argparse.Namespace) -> StageIO | None:

@@ -1,0 +1,65 @@
+"""The steps of a run, by typed name: what `all`, its budget and its plan call each step.
+
+A step's name follows from its options (`StepName.of`): the stage, and the model and split where
+the stage takes them (`train gnn`, `predict lgbm test`). The budget asks the name what it is
+(`neural_training`) and the plan keys its rates on names, so adding a model adds no string to match.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tpurank.core.declared import ENSEMBLE, NEURAL_MODELS
+
+
+@dataclass(frozen=True)
+class StepName:
+    """A step's name: its stage, and its model and split where the stage takes them.
+
+    Args:
+        stage: the stage it runs (`prepare`, `train`, `predict` ...).
+        model: the model it trains or predicts with ("" for the others).
+        split: the split it predicts ("" for the others).
+    """
+
+    stage: str
+    model: str = ""
+    split: str = ""
+
+    @classmethod
+    def of(cls, options: Any) -> StepName:
+        """The name of the step that runs a stage's typed `options`."""
+        return cls(options.STAGE, getattr(options, "model", ""), getattr(options, "split", ""))
+
+    def __str__(self) -> str:
+        return " ".join(p for p in (self.stage, self.model, self.split) if p)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    @property
+    def neural_training(self) -> bool:
+        """It trains a neural model: the step whose time the budget's plan sets."""
+        return self.stage == "train" and self.model in NEURAL_MODELS
+
+    def reads_neural(self) -> bool:
+        """It reads what neural training writes (a new plan retrains, so it runs again too)."""
+        return self.model in (*NEURAL_MODELS, ENSEMBLE) or self.stage == "validate"
+
+
+@dataclass
+class Step:
+    """One step of `all`: a stage's typed options (the stage's `Options`, which names it), and what
+    the budget knows of its time."""
+
+    options: Any
+    seconds: float = 0.0
+    skipped: bool = False
+    estimate: float = 0.0  # seconds the plan expects still (the time-left estimate; 0 once run)
+    planned: float = 0.0  # seconds the first plan expected
+    overhead: float = 0.0  # neural training: seconds it spends outside its shares (budget.seeds_scoring_s)
+
+    @property
+    def name(self) -> StepName:
+        return StepName.of(self.options)
