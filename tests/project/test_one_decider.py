@@ -2,8 +2,8 @@
 
 Every comparison of keys in the package (a name holding key, stamp, digest or fingerprint on either
 side of `==` or `!=`) is the one inside `current`, or sits in a module named in NOT_A_SKIP with why
-it decides no skip. Every module that asks `current` is in the list of docs/architecture.md
-("Where work is skipped"), and that list names no other: a new cache shows up in both places.
+it decides no skip. docs/architecture.md's "Where work is skipped" names that one function, and
+the list under it names exactly the modules that ask it: a new cache shows up in both places.
 """
 
 from __future__ import annotations
@@ -56,10 +56,9 @@ def _asks_current(tree: ast.AST) -> bool:
     )
 
 
-def _documented() -> set[str]:
-    """The modules of the list under "## Where work is skipped" (a line `- \\`module.py\\`: ...`)."""
-    text = DOC.read_text()
-    section = text.split("## Where work is skipped", 1)[1].split("\n## ", 1)[0]
+def _listed(title: str) -> set[str]:
+    """The modules of the list under the heading `title` (lines `- \\`module.py\\`: ...`)."""
+    section = DOC.read_text().split(f"{title}\n", 1)[1].split("\n#", 1)[0]
     return set(re.findall(r"^- `([\w/]+\.py)`", section, re.M))
 
 
@@ -81,4 +80,8 @@ def test_the_exceptions_still_compare_keys() -> None:
 
 def test_every_module_that_skips_work_is_listed_in_the_docs() -> None:
     asking = {_rel(f) for f in _modules() if _rel(f) != DECIDER and _asks_current(ast.parse(f.read_text()))}
-    assert asking == _documented()
+    assert asking == _listed("### Who asks `current`, and what it skips")
+
+
+def test_the_list_of_where_work_is_skipped_has_one_entry() -> None:
+    assert _listed("## Where work is skipped") == {DECIDER}

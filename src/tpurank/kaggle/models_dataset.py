@@ -38,6 +38,7 @@ from tpurank.kaggle.trained import (
     trained_data,
 )
 from tpurank.lgbm.training_rows import MAX_ROWS, TRAIN_ROWS_FILE
+from tpurank.models.ensemble import WEIGHTS_FILE
 from tpurank.models.registry import MODEL_NAMES
 from tpurank.prepare.node_features import RULE_FILE
 
@@ -110,7 +111,7 @@ def ensemble_members(paths: Paths) -> list[str]:
     """The models the fitted ensemble combines (every collection must be fitted)."""
     members: set[str] = set()
     for c in COLLECTIONS:
-        wfile = paths.model_dir("ensemble", c) / "weights.json"
+        wfile = paths.model_dir("ensemble", c) / WEIGHTS_FILE
         if not wfile.exists():
             raise TpurankError(f"{wfile}: ensemble not fitted for {c}; train it first (./run.sh all)")
         weights = read_json(wfile, "fit the ensemble again (./run.sh ensemble)")

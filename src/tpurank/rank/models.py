@@ -74,7 +74,7 @@ def load_models(source: Path, work: Path, prepared: Path | None = None) -> Train
         TpurankError: `source` holds neither, or its ensemble, rule or config is missing or broken.
     """
     paths = Paths(data=work / "data", out=work / "out")
-    if (source / "models").is_dir():
+    if Paths(data=paths.data, out=source).models.is_dir():
         cfg = _from_out_folder(source, paths, prepared)
     elif source.is_dir() and ((source / MANIFEST).is_file() or any(source.rglob(MANIFEST))):
         manifest_file = find_manifest(source)
@@ -91,7 +91,8 @@ def load_models(source: Path, work: Path, prepared: Path | None = None) -> Train
 
 def _from_out_folder(source: Path, paths: Paths, prepared: Path | None) -> Config:
     """Link the out folder's models into the work tree, copy its rule; its models' config."""
-    rules = [source / "features" / "prepared" / RULE_FILE, *([prepared / RULE_FILE] if prepared else [])]
+    trained = Paths(data=paths.data, out=source)  # the out folder's own folders
+    rules = [trained.prepared / RULE_FILE, *([prepared / RULE_FILE] if prepared else [])]
     rule = next((r for r in rules if r.is_file()), None)
     if rule is None:
         raise TpurankError(
@@ -100,15 +101,15 @@ def _from_out_folder(source: Path, paths: Paths, prepared: Path | None) -> Confi
         )
     link = paths.models
     if link.is_symlink() or link.exists():
-        if not link.is_symlink() or link.resolve() != (source / "models").resolve():
+        if not link.is_symlink() or link.resolve() != trained.models.resolve():
             raise TpurankError(f"{link}: the work folder holds other models; use another --work")
     else:
         paths.out.mkdir(parents=True, exist_ok=True)
-        link.symlink_to((source / "models").resolve(), target_is_directory=True)
+        link.symlink_to(trained.models.resolve(), target_is_directory=True)
     paths.prepared.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(rule, paths.prepared / RULE_FILE)
     members = sorted({m for ms in _members(paths).values() for m in ms})
-    cfg, _ = trained_config(read_sidecars(Paths(data=paths.data, out=source), members), members, Config())
+    cfg, _ = trained_config(read_sidecars(trained, members), members, Config())
     return cfg
 
 

@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from tpurank.core.collections import COLLECTIONS
+from tpurank.core.declared import ENSEMBLE
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
+from tpurank.models.ensemble import WEIGHTS_FILE
 from tpurank.report.config_show import flat
 
 COLUMNS = (*COLLECTIONS, "overall")
@@ -66,13 +68,14 @@ def read_run(out: Path) -> dict[str, Any]:
     Raises:
         TpurankError: when the folder holds no validation results or trained models.
     """
-    scored = Paths(data=out, out=out).submitted("valid", ".json")  # only its out folders are read
+    paths = Paths(data=out, out=out)  # only its out folders are read
+    scored = paths.submitted("valid", ".json")
     sides = list(scored.values())
-    models = sorted(f for f in (out / "models").glob("*/*/**/*.json") if f.name in SIDECARS)
-    models = [f for f in models if not any(p.startswith(".") for p in f.relative_to(out / "models").parts)]
+    models = sorted(f for f in paths.models.glob("*/*/**/*.json") if f.name in SIDECARS)
+    models = [f for f in models if not any(p.startswith(".") for p in f.relative_to(paths.models).parts)]
     if not sides and not models:
         raise TpurankError(f"{out}: no run here (no submissions/valid_*.json, no trained model)")
-    report = _json(out / "reports" / "validation.json")
+    report = _json(paths.reports / "validation.json")
     run: dict[str, Any] = {
         "config": {},
         "scores": {},
@@ -83,7 +86,7 @@ def read_run(out: Path) -> dict[str, Any]:
         "data": "?",
         "dataset": "?",
         "report": report_note(report),
-        "fitted": any((out / "models" / "ensemble").glob("*/weights.json")),
+        "fitted": any((paths.models / ENSEMBLE).glob(f"*/{WEIGHTS_FILE}")),
     }
     for f in [*sides, *models]:
         rec = _json(f)
@@ -104,7 +107,7 @@ def read_run(out: Path) -> dict[str, Any]:
     for f in models:
         seconds = _json(f).get("seconds")
         if isinstance(seconds, int | float):
-            model = f.relative_to(out / "models").parts[0]
+            model = f.relative_to(paths.models).parts[0]
             run["seconds"][model] = run["seconds"].get(model, 0.0) + float(seconds)
     return run
 
