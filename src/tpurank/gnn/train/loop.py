@@ -1,5 +1,5 @@
 """The training loop shared by the GNN rankers, read top to bottom: `fit` = `build` (model,
-optimizer, schedule; run.py) -> `resume` (from `last.pt`; run.py) -> `loop` (`step_once`; a
+optimizer, schedule; training.py) -> `resume` (from `last.pt`; training.py) -> `loop` (`step_once`; a
 training-loss row of `metrics.csv` every `loss_interval` steps; `score_valid` and `record` every
 `eval_interval` steps) -> `finetune` (GST only) -> `finish` (`model.pt` complete, `model.json`).
 
@@ -44,8 +44,8 @@ from tpurank.gnn.train.budget import (
 )
 from tpurank.gnn.train.checkpoints import load_checkpoint, save_checkpoint
 from tpurank.gnn.train.gst_step import SegmentStep, finetune_head
-from tpurank.gnn.train.run import LoopState, Run, build, patience_ends, resume
 from tpurank.gnn.train.step import micro_batches, train_step
+from tpurank.gnn.train.training import LoopState, Training, build, patience_ends, resume
 
 SIDECAR = "model.json"
 
@@ -94,34 +94,42 @@ def fit(
         The trained model (last weights, unwrapped from DDP) and the summary.
     """
     train = [g for g in train if g.rankable]
-    run = build(spec, paths, cfg, collection=collection, train=train, rt=rt, progress=progress)
-    st = resume(run)
+    training = build(spec, paths, cfg, collection=collection, train=train, rt=rt, progress=progress)
+    st = resume(training)
     if rt.world > 1:
         ids = [rt.device.index] if rt.device.type == "cuda" else None
-        run.model = nn.parallel.DistributedDataParallel(run.model, device_ids=ids)
-    loop(run, st, train, valid)
-    if run.segmented is not None and run.recipe.finetune_steps > 0 and run.final.exists():
-        finetune(run, st, train, valid)
-    summary = finish(run, st, paths)
-    return Fitted(unwrap(run.model), summary)
+        training.model = nn.parallel.DistributedDataParallel(training.model, device_ids=ids)
+    loop(training, st, train, valid)
+    if training.segmented is not None and training.recipe.finetune_steps > 0 and training.final.exists():
+        finetune(training, st, train, valid)
+    summary = finish(training, st, paths)
+    return Fitted(unwrap(training.model), summary)
 
 
-def step_once(run: Run, st: LoopState, train: list[GraphData], every: int) -> StepDone:
+def step_once(training: Training, st: LoopState, train: list[GraphData], every: int) -> StepDone:
     """One optimizer step on this step's graphs (seeded by the step: a resume repeats it exactly)."""
-    r, rt = run.recipe, run.rt
-    run.model.train()
+    r, rt = training.recipe, training.rt
+    training.model.train()
     rnd, pos = divmod(st.step, every)
-    order = np.random.default_rng([run.cfg.seed, rnd]).permutation(len(train))  # same on every rank
-    torch.manual_seed(run.cfg.seed * 1_000_003 + st.step * 1009 + rt.rank)  # dropout; resumable
-    rng = np.random.default_rng([run.cfg.seed, st.step, rt.rank])
+    order = np.random.default_rng([training.cfg.seed, rnd]).permutation(len(train))  # same on every rank
+    torch.manual_seed(training.cfg.seed * 1_000_003 + st.step * 1009 + rt.rank)  # dropout; resumable
+    rng = np.random.default_rng([training.cfg.seed, st.step, rt.rank])
     graphs = [train[i] for i in step_graphs(order, pos, rt, r.graphs_per_batch)]
     rows = [sample_rows(g, r.configs_per_graph, rng) for g in graphs]
-    if run.segmented is not None:  # Graph Segment Training (gst_step.py)
-        inputs = SegmentStep(run.segmented, graphs, rows, rng)
+    if training.segmented is not None:  # Graph Segment Training (gst_step.py)
+        inputs = SegmentStep(training.segmented, graphs, rows, rng)
     else:
-        inputs = micro_batches(graphs, rows, r.max_batch_nodes, tile_inputs.wanted(unwrap(run.model)))
-    loss = train_step(run.model, run.opt, inputs, r, rt.device, precision=run.precision, scaler=run.scaler)
-    run.sched.step()
+        inputs = micro_batches(graphs, rows, r.max_batch_nodes, tile_inputs.wanted(unwrap(training.model)))
+    loss = train_step(
+        training.model,
+        training.opt,
+        inputs,
+        r,
+        rt.device,
+        precision=training.precision,
+        scaler=training.scaler,
+    )
+    training.sched.step()
     if rt.device.type == "cpu":
         release_free_memory()  # the heap's holes would keep growing (tpurank.core.memory)
     st.step += 1
@@ -129,12 +137,14 @@ def step_once(run: Run, st: LoopState, train: list[GraphData], every: int) -> St
     return StepDone(loss, sum(len(x) for x in rows), node_configs)
 
 
-def score_valid(run: Run, valid: list[GraphData], losses: list[float]) -> float:
+def score_valid(training: Training, valid: list[GraphData], losses: list[float]) -> float:
     """The validation score (process 0 scores, the others receive it); the training loss, negated,
     where no valid graph is rankable."""
-    r, rt = run.recipe, run.rt
+    r, rt = training.recipe, training.rt
     score = (
-        evaluate(unwrap(run.model), valid, r, device=rt.device, precision=run.precision) if rt.main else 0.0
+        evaluate(unwrap(training.model), valid, r, device=rt.device, precision=training.precision)
+        if rt.main
+        else 0.0
     )
     if rt.device.type == "cpu":
         release_free_memory()  # else the next step's tensors stack on validation's freed heap
@@ -148,13 +158,19 @@ def score_valid(run: Run, valid: list[GraphData], losses: list[float]) -> float:
 
 
 def record(
-    run: Run, st: LoopState, score: float, losses: list[float], seconds: float, configs: int, late: bool
+    training: Training,
+    st: LoopState,
+    score: float,
+    losses: list[float],
+    seconds: float,
+    configs: int,
+    late: bool,
 ) -> None:
     """Keep a validation (history, `metrics.csv`), the best weights (`model.pt`) and the resumable
     state (`last.pt`), and decide whether to stop (patience, time budget). A progress line only at
-    each tenth of the budget and at the end: the progress bar shows every step, so a run prints
+    each tenth of the budget and at the end: the progress bar shows every step, so a training prints
     at most a dozen lines however often it validates."""
-    r, rt = run.recipe, run.rt
+    r, rt = training.recipe, training.rt
     improved = score > st.best
     st.best, st.bad = (score, 0) if improved else (st.best, st.bad + 1)
     st.history.append(
@@ -164,98 +180,104 @@ def record(
             "valid_score": score,
             "seconds": round(seconds, 3),
             "elapsed": round(st.seconds, 3),
-            "lr": run.opt.param_groups[0]["lr"],
+            "lr": training.opt.param_groups[0]["lr"],
             "configs_per_s": round(configs * rt.world / max(seconds, 1e-9), 1),
         }
     )
-    st.stopped = "time budget" if late else "patience" if patience_ends(r, st, run.spent) else ""
+    st.stopped = "time budget" if late else "patience" if patience_ends(r, st, training.spent) else ""
     if rt.main:
         if improved:
-            save_checkpoint(run.final, run.checkpoint(st, complete=False))
-        save_checkpoint(run.resume_file, run.checkpoint(st, complete=False, resumable=True))
-        run_log.write_metrics(run.out / run_log.METRICS, st.curve)
-        run_log.log_scalars(run.board, st.curve[-1])
-    mark = run_log.log_mark(budget_share(r, st.step, run.spent))
-    if mark > run.logged or st.stopped or st.step >= r.max_steps:  # a tenth of the budget, or the end
-        run.logged = mark
-        run.say(run_log.progress_line(f"{run.spec.name} {run.collection}", r.max_steps, st.history))
+            save_checkpoint(training.final, training.checkpoint(st, complete=False))
+        save_checkpoint(training.resume_file, training.checkpoint(st, complete=False, resumable=True))
+        run_log.write_metrics(training.out / run_log.METRICS, st.curve)
+        run_log.log_scalars(training.board, st.curve[-1])
+    mark = run_log.log_mark(budget_share(r, st.step, training.spent))
+    if mark > training.logged or st.stopped or st.step >= r.max_steps:  # a tenth of the budget, or the end
+        training.logged = mark
+        training.say(
+            run_log.progress_line(f"{training.spec.name} {training.collection}", r.max_steps, st.history)
+        )
 
 
-def loop(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]) -> None:
+def loop(training: Training, st: LoopState, train: list[GraphData], valid: list[GraphData]) -> None:
     """Train until max_steps, the time budget or patience; validate every `eval_interval` steps."""
-    r, rt = run.recipe, run.rt
+    r, rt = training.recipe, training.rt
     every, loss_every = eval_interval(train, r, rt.world), run_log.loss_interval(r.max_steps)
     bar = tqdm(
         total=r.max_steps,
         initial=st.step,
-        desc=f"{run.spec.name} {run.collection}",
+        desc=f"{training.spec.name} {training.collection}",
         unit="step",
-        disable=not (run.progress and rt.main),
+        disable=not (training.progress and rt.main),
         leave=False,
     )
     losses, window, configs_seen, t0, clock = [], [], 0, time.perf_counter(), time.perf_counter()
-    run.spent = st.seconds  # a resume: the seconds spent before carry over (and so the rate)
+    training.spent = st.seconds  # a resume: the seconds spent before carry over (and so the rate)
     work, trained, trained_s = validation_work(valid, r), 0, 0.0
     while st.step < r.max_steps and not st.stopped:
         started = time.perf_counter()
-        loss, configs, node_configs = step_once(run, st, train, every)
+        loss, configs, node_configs = step_once(training, st, train, every)
         trained, trained_s = trained + node_configs, trained_s + time.perf_counter() - started
-        if not run.closing:  # the same on every rank, as `late` must be
-            run.closing_guess = synced_seconds(closing_estimate(work, trained, trained_s), rt)
+        if not training.closing:  # the same on every rank, as `late` must be
+            training.closing_guess = synced_seconds(closing_estimate(work, trained, trained_s), rt)
         losses.append(loss)
         window.append(loss)  # the steps since the last row of the training curve
         configs_seen += configs
         bar.update()
         best = f"{st.best:.4f}" if st.best > -math.inf else "-"
         bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", val=best)
-        run.spent = synced_seconds(st.seconds + time.perf_counter() - clock, rt)
+        training.spent = synced_seconds(st.seconds + time.perf_counter() - clock, rt)
         # a time budget ends the steps a validation's length before it runs out, so the validation that
-        # closes the run (and keeps the best model) fits in it, not after it
-        late = out_of_time(r, run.spent + run.reserved)
+        # closes the training (and keeps the best model) fits in it, not after it
+        late = out_of_time(r, training.spent + training.reserved)
         if st.step % every and st.step < r.max_steps and not late:
             if st.step % loss_every == 0:
-                st.curve.append(run_log.curve_row(st.step, run.spent, run.opt.param_groups[0]["lr"], window))
-                run_log.log_scalars(run.board, st.curve[-1])  # None on ranks > 0
+                st.curve.append(
+                    run_log.curve_row(st.step, training.spent, training.opt.param_groups[0]["lr"], window)
+                )
+                run_log.log_scalars(training.board, st.curve[-1])  # None on ranks > 0
                 window = []
             continue
         seconds, scoring = time.perf_counter() - t0, time.perf_counter()
-        score = score_valid(run, valid, losses)
-        run.closing = synced_seconds(time.perf_counter() - scoring, rt)  # every rank stops at one step
+        score = score_valid(training, valid, losses)
+        training.closing = synced_seconds(time.perf_counter() - scoring, rt)  # every rank stops at one step
         st.seconds += time.perf_counter() - clock
         clock = time.perf_counter()
-        # a validation that ends within the closing one's length of the budget closes the run itself:
+        # a validation that ends within the closing one's length of the budget closes the training itself:
         # one more step would end it a step and a validation past its budget
-        late = late or out_of_time(r, synced_seconds(st.seconds, rt) + run.reserved)
-        st.curve.append(run_log.curve_row(st.step, st.seconds, run.opt.param_groups[0]["lr"], window, score))
-        record(run, st, score=score, losses=losses, seconds=seconds, configs=configs_seen, late=late)
+        late = late or out_of_time(r, synced_seconds(st.seconds, rt) + training.reserved)
+        st.curve.append(
+            run_log.curve_row(st.step, st.seconds, training.opt.param_groups[0]["lr"], window, score)
+        )
+        record(training, st, score=score, losses=losses, seconds=seconds, configs=configs_seen, late=late)
         losses, window, configs_seen, t0 = [], [], 0, time.perf_counter()
     bar.close()
 
 
-def finetune(run: Run, st: LoopState, train: list[GraphData], valid: list[GraphData]) -> None:
+def finetune(training: Training, st: LoopState, train: list[GraphData], valid: list[GraphData]) -> None:
     """GST: fine-tune the prediction head of the best weights on fresh segment embeddings."""
-    r, rt, model = run.recipe, run.rt, unwrap(run.model)
-    model.load_state_dict(load_checkpoint(run.final)["state_dict"])
+    r, rt, model = training.recipe, training.rt, unwrap(training.model)
+    model.load_state_dict(load_checkpoint(training.final)["state_dict"])
     t0 = time.perf_counter()
     tune = finetune_head(
         model,
-        run.segmented,
+        training.segmented,
         train,
         r=r,
         device=rt.device,
-        precision=run.precision,
-        seed=run.cfg.seed,
+        precision=training.precision,
+        seed=training.cfg.seed,
         sample=sample_rows,
     )
-    score = evaluate(model, valid, r, device=rt.device, precision=run.precision) if rt.main else 0.0
+    score = evaluate(model, valid, r, device=rt.device, precision=training.precision) if rt.main else 0.0
     tuned = {"finetune_loss": float(np.mean(tune)), "seconds": round(time.perf_counter() - t0, 3)}
     st.history.append({"step": st.step, "valid_score": score, **tuned})
     if rt.main and score > st.best:
         st.best = score
-        save_checkpoint(run.final, run.checkpoint(st, complete=False))
+        save_checkpoint(training.final, training.checkpoint(st, complete=False))
 
 
-def finish(run: Run, st: LoopState, paths: Paths) -> dict[str, Any]:
+def finish(training: Training, st: LoopState, paths: Paths) -> dict[str, Any]:
     """Mark `model.pt` complete with the summary, write `model.json`, drop `last.pt`."""
     summary = {
         "best_valid_score": st.best,
@@ -265,29 +287,33 @@ def finish(run: Run, st: LoopState, paths: Paths) -> dict[str, Any]:
         "stopped_by": st.stopped or "max_steps",
         "history": st.history,
     }
-    if run.segmented is not None:
-        summary["history_table"] = run.segmented.table.stats()
-    rt = run.rt
+    if training.segmented is not None:
+        summary["history_table"] = training.segmented.table.stats()
+    rt = training.rt
     if rt.main:
-        ckpt = load_checkpoint(run.final) if run.final.exists() else run.checkpoint(st, complete=False)
+        ckpt = (
+            load_checkpoint(training.final)
+            if training.final.exists()
+            else training.checkpoint(st, complete=False)
+        )
         ckpt.update(complete=True, summary=summary)
-        save_checkpoint(run.final, ckpt)
+        save_checkpoint(training.final, ckpt)
         write_sidecar(
-            run.out / SIDECAR,
-            run.cfg,
+            training.out / SIDECAR,
+            training.cfg,
             paths.data,
-            model=run.spec.name,
-            collection=run.collection,
+            model=training.spec.name,
+            collection=training.collection,
             device=str(rt.device),
-            precision=run.precision,
+            precision=training.precision,
             **summary,
         )
-        run.resume_file.unlink(missing_ok=True)
-        if run.board is not None:
-            run.board.close()
+        training.resume_file.unlink(missing_ok=True)
+        if training.board is not None:
+            training.board.close()
         print(
             run_log.end_line(
-                f"{run.spec.name} {run.collection}", st.step, st.seconds, st.stopped, st.history
+                f"{training.spec.name} {training.collection}", st.step, st.seconds, st.stopped, st.history
             ),
             file=sys.stderr,
         )

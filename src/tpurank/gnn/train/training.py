@@ -1,5 +1,5 @@
-"""One training run as the loop sees it: what `fit` builds once (`Run`: model, optimizer, schedule,
-device, files) and where the run stands (`LoopState`), new or resumed from `last.pt`."""
+"""One training as the loop sees it: what `fit` builds once (`Training`: model, optimizer, schedule,
+device, files) and where the training stands (`LoopState`), new or resumed from `last.pt`."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from tpurank.gnn.train.step import make_optimizer
 
 @dataclass
 class LoopState:
-    """Where a training run stands: what a resume restores, and what the summary reports.
+    """Where a training stands: what a resume restores, and what the summary reports.
 
     Args:
         step: optimizer steps taken.
@@ -59,7 +59,7 @@ class LoopState:
 
 
 @dataclass
-class Run:
+class Training:
     """What one `fit` builds once and every phase reads: the model, its optimizer and schedule,
     where it runs and where its files go."""
 
@@ -86,7 +86,7 @@ class Run:
 
     @property
     def reserved(self) -> float:
-        """Seconds kept for the validation that closes the run: the last one's, else the estimate."""
+        """Seconds kept for the validation that closes the training: the last one's, else the estimate."""
         return self.closing or self.closing_guess
 
     @property
@@ -136,7 +136,7 @@ def build(
     train: list[GraphData],
     rt: Runtime,
     progress: bool,
-) -> Run:
+) -> Training:
     """A new model (seeded), its optimizer, schedule and precision; checks what cannot train."""
     kind = kind_of(collection)
     r = spec.recipe(cfg, kind)
@@ -160,7 +160,7 @@ def build(
             f'default collections: --set collections."{collection}".gnn.layer_attention=false)'
         )
     precision = devices.pick_precision(rt.device, r.bf16)
-    run = Run(
+    training = Training(
         spec=spec,
         cfg=cfg,
         collection=collection,
@@ -178,28 +178,30 @@ def build(
         progress=progress,
     )
     # follows the time budget too, which ends a closing validation early: the rate reaches ~0 at the last step
-    run.sched = make_scheduler(opt, r, spent=lambda: run.spent + run.reserved)
+    training.sched = make_scheduler(opt, r, spent=lambda: training.spent + training.reserved)
     if rt.main:
-        member = run.out.name if run.out.name.startswith("seed-") else "seed-0"
-        run.board = run_log.tensorboard(spec.name, collection, member)
+        member = training.out.name if training.out.name.startswith("seed-") else "seed-0"
+        training.board = run_log.tensorboard(spec.name, collection, member)
     if rt.main and progress:
         print(f"[{spec.name}] {collection}: {devices.describe(rt.device, precision)}")
-    return run
+    return training
 
 
-def resume(run: Run) -> LoopState:
+def resume(training: Training) -> LoopState:
     """The loop state of `last.pt` when it was written with the same key (config and data) and
     model (its weights, optimizer and schedule loaded), else a fresh one."""
-    state = load_resume_state(run.resume_file)  # None: absent, or unreadable (a one-line warning)
+    state = load_resume_state(training.resume_file)  # None: absent, or unreadable (a one-line warning)
     if state is None:
         return LoopState()
     if not current(
-        state.get("key"), run.key, whole=state.get("model_args") == run.model_args and "step" in state
+        state.get("key"),
+        training.key,
+        whole=state.get("model_args") == training.model_args and "step" in state,
     ):
         return LoopState()
-    run.model.load_state_dict(state["state_dict"])
-    run.opt.load_state_dict(state["optimizer"])
-    run.sched.load_state_dict(state["scheduler"])
+    training.model.load_state_dict(state["state_dict"])
+    training.opt.load_state_dict(state["optimizer"])
+    training.sched.load_state_dict(state["scheduler"])
     st = LoopState(
         step=state["step"],
         seconds=state["seconds"],
@@ -208,13 +210,15 @@ def resume(run: Run) -> LoopState:
         history=state["history"],
         curve=state.get("curve", state["history"]),
     )
-    st.stopped = "patience" if patience_ends(run.recipe, st, st.seconds) else ""
-    if run.rt.main and run.progress:
-        print(f"[{run.spec.name}] {run.collection}: resuming after step {st.step} from {run.resume_file}")
+    st.stopped = "patience" if patience_ends(training.recipe, st, st.seconds) else ""
+    if training.rt.main and training.progress:
+        print(
+            f"[{training.spec.name}] {training.collection}: resuming after step {st.step} from {training.resume_file}"
+        )
     return st
 
 
 def patience_ends(r: Recipe, st: LoopState, seconds: float) -> bool:
     """`patience` validations without a gain, once at least `min_train_share` of the budget is spent
-    and while some is left: a run that spent its whole budget stopped for the budget, not patience."""
+    and while some is left: a training that spent its whole budget stopped for the budget, not patience."""
     return st.bad >= r.patience and r.min_train_share <= budget_share(r, st.step, seconds) < 1
