@@ -1,5 +1,7 @@
-"""`all` against its budget: each step's expected seconds, the plan as the run spends it (with the
-second look just before neural training), and the lines that say how the time goes.
+"""`all` against its budget: the first plan (`first_budget`: the last run's, else one from the steps'
+estimates, refused before any work when the budget cannot pay it), each step's expected seconds,
+the plan as the run spends it (with the second look just before neural training), and the lines
+that say how the time goes.
 
 What the budget cannot shorten is every step but neural training: a step up to date costs nothing,
 one that ran before with the same options costs what it took then, any other its share of the
@@ -8,6 +10,8 @@ estimate from the data's size (tpurank.run.plan). Neural training gets the rest 
 
 from __future__ import annotations
 
+import argparse
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,8 +20,18 @@ from tpurank.core.config import Config
 from tpurank.core.config_files import Layer
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
-from tpurank.core.profiles import format_duration
-from tpurank.run.plan import Plan, apply_plan, seeds_scoring_s, step_estimates_s
+from tpurank.core.profiles import DEFAULT_BUDGET, format_duration, parse_duration
+from tpurank.run.plan import (
+    Plan,
+    apply_plan,
+    make_plan,
+    minimum_budget_s,
+    plan_key,
+    save_plan,
+    saved_plan,
+    seeds_scoring_s,
+    step_estimates_s,
+)
 from tpurank.run.records import RECORDS
 from tpurank.run.stages import StageRun, stage_namespace
 from tpurank.run.steps import Step, StepName
@@ -130,6 +144,63 @@ class RunBudget:
             ]
             s.estimate = sum(trained) if s.name.neural_training else s.planned * off
         return self.config()
+
+
+PLAN_FILE = "budget-plan.json"  # in reports/: the plan the last run trained with (tpurank.run.plan)
+
+
+def round_up(seconds: float) -> float:
+    """A budget a user types: whole minutes above ten minutes, else tens of seconds."""
+    step = 60 if seconds > 600 else 10
+    return math.ceil(seconds / step) * step
+
+
+def first_budget(
+    args: argparse.Namespace,
+    paths: Paths,
+    budget_s: float | None,
+    subset: list[str],
+    models: list[str],
+    steps: list[Step],
+) -> RunBudget:
+    """The run's budget (`--budget`, else the profile's) and its first plan, printed: the plan saved
+    by the last run for the same budget, config and data, else one from the steps' estimates.
+
+    Raises:
+        TpurankError: before any work, when the budget cannot pay the steps it cannot shorten and
+            each neural model's least share: the message names the smallest budget that fits.
+    """
+    named = budget_s is not None
+    budget_s = budget_s or parse_duration(DEFAULT_BUDGET[args.cfg.profile])
+    key = plan_key(budget_s, args.cfg, paths, subset, models)
+    where = paths.reports / PLAN_FILE
+    saved = None if args.force else saved_plan(where, key)
+    fixed = expect_steps(steps, paths, args.cfg, subset, force=args.force)
+    if saved is None and budget_s < (least := minimum_budget_s(args.cfg, subset, models, fixed)):
+        which = (
+            f"--budget {format_duration(budget_s)}"
+            if named
+            else (f"the {args.cfg.profile} profile's default budget {DEFAULT_BUDGET[args.cfg.profile]}")
+        )
+        raise TpurankError(
+            f"{which} cannot be kept: the steps it cannot shorten need about {format_duration(fixed)} and "
+            f"each neural model at least {args.cfg.budget.min_share_min:g} min per collection; the smallest "
+            f"budget that fits is {format_duration(round_up(least))} (--budget)"
+        )
+    first = saved or make_plan(budget_s, args.cfg, paths.data, subset, models, fixed_left_s=fixed)
+    estimate_training(steps, first)
+    how = "the plan of the last run with this budget" if saved else "a first plan from estimates"
+    print(f"[all] {how} (made again before training unless nothing before it changed):", file=sys.stderr)
+    print(first.describe(), file=sys.stderr)
+    return RunBudget(
+        seconds=budget_s,
+        plan=first,
+        base=args.cfg,
+        layers=args.layers,
+        remake=lambda spent, left: make_plan(budget_s, args.cfg, paths.data, subset, models, spent, left),
+        save=lambda p: save_plan(where, key, p),
+        saved=saved,
+    )
 
 
 def progress_line(k: int, steps: list[Step], step: Step, elapsed: float, budget_s: float) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ from tpurank.core.isolated import run_isolated
 from tpurank.core.memory import release_between_steps
 from tpurank.core.options import add_collections, add_jobs
 from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR, Paths, remember_data_root, synthetic_scale
-from tpurank.core.profiles import DEFAULT_BUDGET, format_duration, parse_duration
+from tpurank.core.profiles import DEFAULT_BUDGET, parse_duration
 from tpurank.core.staleness import StageIO
 from tpurank.data.dataset import SMALL_DATA_BYTES, npz_bytes
 from tpurank.data.download import download, have_credentials
@@ -41,18 +40,10 @@ from tpurank.report.ensemble_section import summary_note
 from tpurank.run.budget import (
     RunBudget,
     budget_line,
-    estimate_training,
-    expect_steps,
+    first_budget,
     progress_line,
 )
 from tpurank.run.context import resolve_config, seed_before_data
-from tpurank.run.plan import (
-    make_plan,
-    minimum_budget_s,
-    plan_key,
-    save_plan,
-    saved_plan,
-)
 from tpurank.run.records import NEVER_RAN
 from tpurank.run.stages import StageRun, command_line, guarded, run_step, stage_namespace
 from tpurank.run.steps import Step
@@ -60,7 +51,6 @@ from tpurank.submission import check
 from tpurank.submission.publish import SUBMITTED_MODEL, incomplete_test_set, publish_submission
 
 DEMO_SCALE = "demo"  # the synthetic fallback: finishes within 15 minutes on 2 cores
-PLAN_FILE = "budget-plan.json"  # in reports/: the plan the last run trained with (tpurank.run.plan)
 BANNER = """
 ==============================================================================
  No TpuGraphs data found and no Kaggle credentials: running on the SYNTHETIC
@@ -246,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
     subset = [c for c in COLLECTIONS if c in args.collections]
     partial = incomplete_test_set(paths) or subset != list(COLLECTIONS)
     steps = plan(models, args.jobs or args.cfg.prepare.jobs, subset, partial)
-    budget = run_budget(args, paths, budget_s, subset, models, steps)
+    budget = first_budget(args, paths, budget_s, subset, models, steps)
     isolated = isolate_steps(paths, subset)
     cfg = run_steps(steps, paths, budget, args.force, t0, isolated)
     submission = publish_submission(paths)
@@ -268,57 +258,3 @@ def isolate_steps(paths: Paths, collections: list[str]) -> bool:
         file=sys.stderr,
     )
     return True
-
-
-def round_up(seconds: float) -> float:
-    """A budget a user types: whole minutes above ten minutes, else tens of seconds."""
-    step = 60 if seconds > 600 else 10
-    return math.ceil(seconds / step) * step
-
-
-def run_budget(
-    args: argparse.Namespace,
-    paths: Paths,
-    budget_s: float | None,
-    subset: list[str],
-    models: list[str],
-    steps: list[Step],
-) -> RunBudget:
-    """The run's budget (`--budget`, else the profile's) and its first plan, printed: the plan saved
-    by the last run for the same budget, config and data, else one from the steps' estimates.
-
-    Raises:
-        TpurankError: before any work, when the budget cannot pay the steps it cannot shorten and
-            each neural model's least share: the message names the smallest budget that fits.
-    """
-    named = budget_s is not None
-    budget_s = budget_s or parse_duration(DEFAULT_BUDGET[args.cfg.profile])
-    key = plan_key(budget_s, args.cfg, paths, subset, models)
-    where = paths.reports / PLAN_FILE
-    saved = None if args.force else saved_plan(where, key)
-    fixed = expect_steps(steps, paths, args.cfg, subset, force=args.force)
-    if saved is None and budget_s < (least := minimum_budget_s(args.cfg, subset, models, fixed)):
-        which = (
-            f"--budget {format_duration(budget_s)}"
-            if named
-            else (f"the {args.cfg.profile} profile's default budget {DEFAULT_BUDGET[args.cfg.profile]}")
-        )
-        raise TpurankError(
-            f"{which} cannot be kept: the steps it cannot shorten need about {format_duration(fixed)} and "
-            f"each neural model at least {args.cfg.budget.min_share_min:g} min per collection; the smallest "
-            f"budget that fits is {format_duration(round_up(least))} (--budget)"
-        )
-    first = saved or make_plan(budget_s, args.cfg, paths.data, subset, models, fixed_left_s=fixed)
-    estimate_training(steps, first)
-    how = "the plan of the last run with this budget" if saved else "a first plan from estimates"
-    print(f"[all] {how} (made again before training unless nothing before it changed):", file=sys.stderr)
-    print(first.describe(), file=sys.stderr)
-    return RunBudget(
-        seconds=budget_s,
-        plan=first,
-        base=args.cfg,
-        layers=args.layers,
-        remake=lambda spent, left: make_plan(budget_s, args.cfg, paths.data, subset, models, spent, left),
-        save=lambda p: save_plan(where, key, p),
-        saved=saved,
-    )
