@@ -301,10 +301,9 @@ def run_steps(a: argparse.Namespace, collections: list[str], results: dict, comm
     )
     t_all = time.perf_counter()
     for step in steps:
-        log = a.work / f"{step.name.replace(' ', '_')}.log"
-        rec = run_measured(
-            step.name, [*command_argv(step.options), *common], log
-        )  # the step's options, then the run's
+        name = str(step.name)
+        log = a.work / f"{name.replace(' ', '_')}.log"
+        rec = run_measured(name, [*command_argv(step.options), *common], log)  # its options, then the run's
         results["stages"].append(rec)
         if rec["rc"] != 0:
             break

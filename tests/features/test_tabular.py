@@ -225,3 +225,30 @@ def test_mxu_columns_are_added_where_asked(two_node_layout):
     assert df["mxu_out_feature_minor"].tolist() == [0.0, 1.0, 1.0]
     assert df["mxu_in_other_minor"].tolist() == [0.0] * 3  # the convolution's input layout is never set
     pd.testing.assert_frame_equal(df[plain.columns], plain)
+
+
+def test_a_model_reads_only_tables_features_built_for_its_config(own_out):
+    """LightGBM never builds a table: a missing or unfinished one, or one built with other settings,
+    is one error naming the table and the command that builds it."""
+    import pytest
+
+    from tpurank.core.config import Config
+    from tpurank.core.errors import TpurankError
+    from tpurank.features import io
+    from tpurank.features.stage import build_features, require_tables
+
+    collection, missing = "tile:xla", "feature table missing or unfinished; run `tpurank features"
+    with pytest.raises(TpurankError, match=missing):
+        require_tables(own_out, Config(), collection, ["train"])
+    assert not io.table_path(own_out, collection, "train").exists()  # nothing built on the way
+    build_features(own_out, Config(), [collection], ["train", "valid"])
+    assert require_tables(own_out, Config(), collection, ["train", "valid"]) == ["train", "valid"]
+    with pytest.raises(TpurankError, match=missing):  # the test split was not built
+        require_tables(own_out, Config(), collection, ["test"])
+    capped = Config()
+    capped.features.max_configs_per_graph = 3
+    with pytest.raises(TpurankError, match="built from other prepared graphs or settings"):
+        require_tables(own_out, capped.for_collection(collection), collection, ["train"])
+    io.meta_path(own_out, collection, "train").unlink()  # a build killed before its sidecar
+    with pytest.raises(TpurankError, match=missing):
+        require_tables(own_out, Config(), collection, ["train"])

@@ -165,8 +165,11 @@ def require_tables(paths: Paths, cfg: Config, collection: str, splits: list[str]
     found = prepared_stems(paths, collection, splits)
     for split, stems in found.items():
         if not table_is_current(paths, cfg, collection, split, stems):
+            whole = io.stored_key(paths, collection, split) is not None and all(
+                f.exists() for f in io.table_files(paths, collection, split)
+            )
             table = io.table_path(paths, collection, split)
-            why = "missing" if not table.exists() else "built from other prepared graphs or settings"
+            why = "built from other prepared graphs or settings" if whole else "missing or unfinished"
             raise TpurankError(
                 f"{table}: feature table {why}; run `tpurank features --collections {collection}` first"
             )

@@ -262,8 +262,9 @@ def _finished(out: Path, record: dict, specs: list[FileSpec], with_test: bool) -
         return False
     stored = tree_key(old) if isinstance(old, dict) else None
     outputs = [out / SAMPLE_SUBMISSION] if with_test else []
-    whole = all(_readable(s, out) for s in specs)  # a damaged file is generated again (write_file)
-    return current(stored, tree_key(record), outputs, whole=whole)
+    if not current(stored, tree_key(record), outputs):
+        return False
+    return all(_readable(s, out) for s in specs)  # a damaged file is generated again (write_file)
 
 
 def _readable(spec: FileSpec, out: Path) -> bool:
