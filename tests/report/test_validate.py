@@ -351,7 +351,7 @@ def test_tile_slowdown_gives_every_model_its_own_row_on_a_log_axis(tmp_path, mon
 
 
 def test_the_ensemble_row_is_in_sample_with_the_cross_fitted_one_beside_it(tmp_path):
-    from tpurank.report.validate import CROSS_FITTED, IN_SAMPLE, cross_fitted, markdown, score_rows
+    from tpurank.report.validation import CROSS_FITTED, IN_SAMPLE, cross_fitted, markdown, score_rows
 
     paths = Paths(data=tmp_path / "data", out=tmp_path / "out")
     crossed = {"tile:xla": 0.8, "layout:xla:random": 0.3}

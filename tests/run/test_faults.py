@@ -269,7 +269,7 @@ def test_a_config_file_that_is_not_utf8_or_is_a_folder_is_one_line(tmp_path: Pat
 
 
 def test_a_failed_force_predict_replaces_only_what_succeeded(run_copy: Paths, capsys, monkeypatch) -> None:
-    from tpurank.models import predict
+    from tpurank.models import predict_split
     from tpurank.models.untrained import RANDOM
 
     assert main(["predict", "--model", "random", "--split", "valid", *common(run_copy)]) == 0
@@ -287,7 +287,7 @@ def test_a_failed_force_predict_replaces_only_what_succeeded(run_copy: Paths, ca
                 raise TpurankError("models/random/layout-xla-random/model.txt: truncated model file")
             return {k: v + 1 for k, v in RANDOM.predict(paths, cfg, collection, split).items()}
 
-    monkeypatch.setattr(predict, "get_model", lambda name: Damaged())
+    monkeypatch.setattr(predict_split, "get_model", lambda name: Damaged())
     capsys.readouterr()
     assert main(["predict", "--model", "random", "--split", "valid", "--force", *common(run_copy)]) == 1
     lines = [ln for ln in error_lines(capsys) if ": error: " in ln]

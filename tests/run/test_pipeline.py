@@ -374,7 +374,7 @@ def test_all_releases_memory_after_every_step(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(pipeline, "guarded", lambda stage, run: calls.append(stage) or 0)
     monkeypatch.setattr(pipeline, "progress_line", lambda *a: "")
     monkeypatch.setattr(pipeline, "command_line", lambda options: "")
-    monkeypatch.setattr(pipeline.CHUNKS, "clear", lambda: calls.append("clear"))
+    monkeypatch.setattr(pipeline, "clear_chunk_cache", lambda: calls.append("clear"))
     monkeypatch.setattr(pipeline, "release_between_steps", lambda: calls.append("release") or True)
     steps = [
         SimpleNamespace(name=StepName(*name.split()), options=SimpleNamespace(STAGE=name.split()[0]))

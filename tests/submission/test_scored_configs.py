@@ -17,7 +17,7 @@ from tpurank.gnn.data import load_split
 from tpurank.gnn.predict import scored_rows
 from tpurank.models.ensemble import collection_score
 from tpurank.models.predictions import save_predictions, unscored_subset
-from tpurank.report.validate import rank_examples
+from tpurank.report.validation import rank_examples
 from tpurank.submission.format import ExpectedGraph, render
 
 

@@ -38,8 +38,8 @@ from tpurank.kaggle.trained import (
     trained_data,
 )
 from tpurank.lgbm.training_rows import MAX_ROWS, TRAIN_ROWS_FILE
-from tpurank.models.ensemble import WEIGHTS_FILE
 from tpurank.models.registry import MODEL_NAMES
+from tpurank.models.weights import WEIGHTS_FILE
 from tpurank.prepare.node_features import RULE_FILE
 
 COMMAND = "build-models-dataset"

@@ -18,9 +18,7 @@ estimate is the mean over all graphs of their out-of-half scores. The validation
 from __future__ import annotations
 
 import itertools
-import json
 import math
-from pathlib import Path
 
 import numpy as np
 
@@ -33,10 +31,10 @@ from tpurank.core.paths import Paths
 from tpurank.core.provenance import write_sidecar
 from tpurank.data.subsets import scored_configs
 from tpurank.models.predictions import load_predictions
+from tpurank.models.weights import WEIGHTS_FILE, read_weights
 from tpurank.prepare.cache import iter_prepared
 
 WEIGHT_STEP = 0.1  # grid resolution: 66 weight vectors for 3 members, 286 for 4
-WEIGHTS_FILE = "weights.json"
 
 
 def weight_grid(members: int, step: float = WEIGHT_STEP) -> np.ndarray:
@@ -191,31 +189,6 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
         + ", ".join(f"{m}={w:.1f}" for m, w in zip(members, best_w, strict=True))
         + est
     )
-
-
-def read_weights(wfile: Path) -> dict:
-    """A fitted ensemble's weights.json, checked: members (known model names), one finite weight
-    each, and a normalization.
-
-    Raises:
-        TpurankError: naming the file and what is wrong with it.
-    """
-    refit = "refit it: `tpurank train --model ensemble`"
-    try:
-        rec = json.loads(wfile.read_text())
-    except (OSError, ValueError) as e:
-        raise TpurankError(f"{wfile}: not JSON ({e}); {refit}") from None
-    members = rec.get("members") if isinstance(rec, dict) else None
-    weights = rec.get("weights") if isinstance(rec, dict) else None
-    named = isinstance(members, list) and members and all(isinstance(m, str) and m for m in members)
-    if not named or "ensemble" in members:
-        raise TpurankError(f"{wfile}: 'members' must list the models it combines; {refit}")
-    ok = isinstance(weights, list) and len(weights) == len(members)
-    if not ok or not all(isinstance(w, int | float) and math.isfinite(w) for w in weights):
-        raise TpurankError(f"{wfile}: 'weights' must hold one finite number per member; {refit}")
-    if rec.get("normalize") not in ("rank", "zscore"):
-        raise TpurankError(f"{wfile}: 'normalize' must be rank or zscore; {refit}")
-    return rec
 
 
 def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str, np.ndarray]:

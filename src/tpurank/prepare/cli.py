@@ -1,4 +1,5 @@
-"""`tpurank prepare`: the command line of the prepare stage (the work: tpurank.prepare.stage)."""
+"""`tpurank prepare`: the prepare stage's face, its options, declaration and `run` (the work:
+tpurank.prepare.stage, loaded when the stage runs: `all` imports this module for its `Options`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from typing import ClassVar
 from tpurank.core.declared import prepare_io
 from tpurank.core.options import add_collections, add_jobs, add_splits
 from tpurank.core.staleness import StageIO, option
-from tpurank.prepare.stage import prepare_dataset
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,8 @@ def declare(args: argparse.Namespace) -> StageIO:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tpurank.prepare.stage import prepare_dataset  # its libraries load when the stage runs
+
     jobs = args.jobs if args.jobs is not None else args.cfg.prepare.jobs
     result = prepare_dataset(
         args.paths,

@@ -19,7 +19,7 @@ from tpurank.core.paths import Paths
 from tpurank.kaggle.infer import find_manifest, unpack
 from tpurank.kaggle.models_dataset import CONFIG, MANIFEST, read_manifest
 from tpurank.kaggle.trained import read_sidecars, trained_config
-from tpurank.models.ensemble import WEIGHTS_FILE, read_weights
+from tpurank.models.weights import WEIGHTS_FILE, read_weights
 from tpurank.prepare.node_features import RULE_FILE
 
 ENSEMBLE = "ensemble"

@@ -18,8 +18,8 @@ from tpurank.lgbm import saved as lgbm_saved
 from tpurank.lgbm.model import lgb_params
 from tpurank.lgbm.training_rows import TRAIN_ROWS_FILE
 from tpurank.lgbm.training_rows import load as load_training_rows
-from tpurank.models.ensemble import WEIGHTS_FILE, read_weights
 from tpurank.models.predictions import load_predictions
+from tpurank.models.weights import WEIGHTS_FILE, read_weights
 from tpurank.rank.calibrate import LgbmInputs
 from tpurank.rank.candidates import Candidates
 from tpurank.rank.finetune import GnnInputs

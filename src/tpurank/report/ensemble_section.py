@@ -8,7 +8,7 @@ import math
 
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.paths import Paths
-from tpurank.models.ensemble import WEIGHTS_FILE, read_weights
+from tpurank.models.weights import WEIGHTS_FILE, read_weights
 
 
 def fitted_records(paths: Paths) -> list[dict]:

@@ -23,12 +23,12 @@ from tpurank.core.collections import COLLECTIONS
 from tpurank.core.declared import ENSEMBLE
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
-from tpurank.models.ensemble import WEIGHTS_FILE
+from tpurank.models.weights import WEIGHTS_FILE
 from tpurank.report.config_show import flat
 
 COLUMNS = (*COLLECTIONS, "overall")
 SIDECARS = ("model.json", "provenance.json")
-IN_SAMPLE = "ensemble (in-sample)"  # the fitted ensemble's row, labelled as in the report (report.validate)
+IN_SAMPLE = "ensemble (in-sample)"  # the fitted ensemble's row, labelled as in the report (report.validation)
 SCORED = "every config of every valid graph, as `predict` scored it"
 
 

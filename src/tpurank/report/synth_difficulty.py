@@ -50,7 +50,7 @@ def runtime_stats(runtime: np.ndarray) -> dict[str, float]:
 def _lgbm_costs(paths: Paths, cfg: Config, collection: str) -> dict[str, np.ndarray]:
     """Train the LightGBM ranker on the train split (fixed rounds) and score the valid split."""
     from tpurank.features import io as tab_io
-    from tpurank.features.stage import build_features
+    from tpurank.features.tables import build_features
     from tpurank.lgbm import model as lgbm
 
     cfg = cfg.for_collection(collection)

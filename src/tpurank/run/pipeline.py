@@ -34,7 +34,6 @@ from tpurank.data.download import download, have_credentials
 from tpurank.features import stage as features
 from tpurank.models import predict, train
 from tpurank.prepare import cli as prepare
-from tpurank.prepare.store import CHUNKS
 from tpurank.report import validate
 from tpurank.report.ensemble_section import summary_note
 from tpurank.run.budget import (
@@ -189,7 +188,7 @@ def run_steps(
             rc = run_isolated(functools.partial(guarded, options.STAGE, run))
         else:
             rc = guarded(options.STAGE, run)
-            CHUNKS.clear()  # one process runs every step: each starts from what it needs (core/memory)
+            clear_chunk_cache()  # one process runs every step: each starts from what it needs (core/memory)
             release_between_steps()
         step.seconds = time.perf_counter() - t
         step.estimate = 0.0
@@ -246,6 +245,14 @@ def run(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - t0
     print_summary(paths, models, steps, scale=scale, seconds=seconds, budget_s=budget.seconds)
     return 0
+
+
+def clear_chunk_cache() -> None:
+    """Empty the prepared cache's decoded chunks (tpurank.prepare.store.CHUNKS) when a step run in
+    this process loaded them; `all` itself never imports the store (it stays light)."""
+    store = sys.modules.get("tpurank.prepare.store")
+    if store is not None:
+        store.CHUNKS.clear()
 
 
 def isolate_steps(paths: Paths, collections: list[str]) -> bool:
