@@ -122,9 +122,8 @@ def build_key(paths: Paths, cfg: Config, collection: str, split: str, stems: lis
     return features_io(paths).piece_key(parts, files, cfg, (SEED, "features"))
 
 
-def table_is_current(paths: Paths, cfg: Config, collection: str, split: str, stems: list[str]) -> bool:
-    """The table of these prepared graphs is built, for this config (`cfg`: the collection's)."""
-    key = build_key(paths, cfg, collection, split, stems)
+def table_is_current(paths: Paths, collection: str, split: str, key: str) -> bool:
+    """The table is built, and of `key` (`build_key`: these prepared graphs and this config)."""
     return current(io.stored_key(paths, collection, split), key, io.table_files(paths, collection, split))
 
 
@@ -145,7 +144,7 @@ def require_tables(paths: Paths, cfg: Config, collection: str, splits: list[str]
     """
     found = prepared_stems(paths, collection, splits)
     for split, stems in found.items():
-        if not table_is_current(paths, cfg, collection, split, stems):
+        if not table_is_current(paths, collection, split, build_key(paths, cfg, collection, split, stems)):
             whole = io.stored_key(paths, collection, split) is not None and all(
                 f.exists() for f in io.table_files(paths, collection, split)
             )
@@ -225,10 +224,10 @@ def build_features(
         kind_of(collection)
         ccfg = cfg.for_collection(collection)
         for split, stems in prepared_stems(paths, collection, splits).items():
-            if not force and table_is_current(paths, ccfg, collection, split, stems):
+            key = build_key(paths, ccfg, collection, split, stems)
+            if not force and table_is_current(paths, collection, split, key):
                 done[(collection, split)] = {"reused": True, "graphs": len(stems)}
                 continue
-            key = build_key(paths, ccfg, collection, split, stems)
             done[(collection, split)] = build_table(
                 paths, ccfg, collection, split=split, stems=stems, key=key
             )
