@@ -137,10 +137,13 @@ class StepRecord:
 
     def up_to_date(self) -> bool:
         """Same options, code, config and inputs as its last success, and its outputs untouched:
-        the record's fields (KEYED) keyed now and as saved, compared by `current`."""
-        rec = self.previous()
-        now = {**self.key, "writes": files_identity(self.io.writes)}
-        return current(record_key(rec) if rec is not None else None, record_key(now))
+        the record's fields (KEYED) keyed now and as saved, compared by `current` (asked once: a
+        run checks it, then names why it runs, before anything writes)."""
+        if not hasattr(self, "_up_to_date"):
+            rec = self.previous()
+            now = {**self.key, "writes": files_identity(self.io.writes)}
+            self._up_to_date = current(record_key(rec) if rec is not None else None, record_key(now))
+        return self._up_to_date
 
     def stale_reason(self) -> str | None:
         """Why the stage must run (None: up to date), in the words a user reads before it runs."""
@@ -180,6 +183,7 @@ class StepRecord:
         if seconds is not None:
             extra["seconds"] = round(seconds, 3)
         self.__dict__.pop("_previous", None)  # the record on disk is this one now
+        self.__dict__.pop("_up_to_date", None)
         try:
             write_json(self.path, {**self.key, "writes": files_identity(self.io.writes), **extra})
         except TpurankError as e:  # a file vanished under us: no record, so the next run redoes it
