@@ -22,6 +22,7 @@ from tpurank.core.paths import Paths
 from tpurank.gnn.train.checkpoints import CHECKPOINT, load_checkpoint
 from tpurank.models import collection_processes as cp
 from tpurank.models.collection_processes import Processes
+from tpurank.models.staging import staging_folder
 
 TWO = ["tile:xla", "layout:xla:random"]
 FAILING = "tile:xla"
@@ -29,9 +30,17 @@ SMALL = ["gnn.max_steps=4", "gnn.eval_every=2", "gnn.hidden=8", "gnn.seeds=1"]
 
 
 def fails_on_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:
-    """A worker's training that fails on FAILING as a bad data file does, and waits on the others."""
+    """A worker's training that fails on FAILING as a bad data file does, once the other has begun
+    writing its staging folder (which its process, terminated, never removes), and waits on it."""
     if collection == FAILING:
-        raise DataError(paths.data / "broken.npz", "not a zip file")
+        deadline = time.monotonic() + 20
+        while not (begun := any(staging_folder(paths, model, c).is_dir() for c in TWO)):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        raise DataError(paths.data / "broken.npz", f"not a zip file (the other began: {begun})")
+    staging_folder(paths, model, collection).mkdir(parents=True)
+    (staging_folder(paths, model, collection) / "last.pt").write_bytes(b"half trained")
     time.sleep(60)  # stopped long before: the failure ends the pool
     return 60.0
 
@@ -102,14 +111,16 @@ def test_how_the_collections_train(
     assert cp.training_processes(model, tiny_paths, collections) == big
 
 
-def test_a_failing_collection_is_one_error_and_stops_the_others(tiny_paths: Paths) -> None:
+def test_a_failing_collection_is_one_error_and_stops_the_others(tiny_paths: Paths, tmp_path: Path) -> None:
     """The worker's DataError reaches the stage as itself (one line), and the other collection's
-    worker is stopped rather than waited for."""
+    worker is stopped rather than waited for; the staging folder it had begun is removed."""
+    paths = copy_tree(tiny_paths, tmp_path)
     configs = {c: Config() for c in TWO}
     t = time.perf_counter()
-    with pytest.raises(DataError, match="broken.npz: not a zip file"):
-        cp.train_in_processes(fails_on_one, "gnn", tiny_paths, configs, SIDE_BY_SIDE_2)
+    with pytest.raises(DataError, match=r"broken.npz: not a zip file \(the other began: True\)"):
+        cp.train_in_processes(fails_on_one, "gnn", paths, configs, SIDE_BY_SIDE_2)
     assert time.perf_counter() - t < 30
+    assert list((paths.models / "gnn").iterdir()) == []
 
 
 def test_one_after_another_a_failure_ends_the_step(run_copy: Paths) -> None:

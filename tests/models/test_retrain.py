@@ -3,6 +3,7 @@ model ends with one line."""
 
 from __future__ import annotations
 
+import errno
 import json
 import signal
 import subprocess
@@ -96,6 +97,36 @@ def test_a_full_disk_during_training_is_one_line_and_keeps_the_model(
     lines = [ln for ln in err.splitlines() if ": error: " in ln]
     assert len(lines) == 1 and "no space left" in lines[0].lower(), err
     assert snapshot(final) == before
+    assert not final.with_name(".next-" + final.name).exists()  # its half-trained state is gone
+
+
+def test_a_failed_lgbm_retrain_removes_its_staging_folder(
+    trained: Paths, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A full disk once model.txt is written (features.json fails, raw OSError): one line, the
+    finished model byte for byte, no hidden folder left beside it; with space, the rerun retrains."""
+    from tpurank.lgbm import saved
+
+    final = trained.model_dir("lgbm", COLLECTION)
+    before = snapshot(final)
+
+    def full(path: Path, obj: object) -> None:
+        Path(path).with_name(".features.json.tmp").write_text("[")  # half a file, then the error
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(saved, "write_json", full)
+    args = ["train", "--model", "lgbm", "--collections", COLLECTION, *common(trained), *SMALL]
+    capsys.readouterr()
+    assert main([*args, "--set", "lgbm.num_leaves=7"]) == 1
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ": error: " in ln]
+    assert len(lines) == 1 and "Traceback" not in err and "No space left" in lines[0], err
+    assert snapshot(final) == before
+    assert sorted(f.name for f in final.parent.iterdir()) == [".tpurank.lock", final.name]
+    monkeypatch.undo()
+    assert main([*args, "--set", "lgbm.num_leaves=7"]) == 0
+    assert snapshot(final)["model.txt"] != before["model.txt"]
+    assert sorted(f.name for f in final.parent.iterdir()) == [".tpurank.lock", final.name]
 
 
 def _predict_error(paths: Paths, model: str) -> str:

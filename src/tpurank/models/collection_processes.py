@@ -34,6 +34,7 @@ from tpurank.core.paths import Paths
 from tpurank.core.progress import lines_only
 from tpurank.core.workers import die_with_parent, usable_cores
 from tpurank.data.dataset import SMALL_DATA_BYTES, npz_bytes
+from tpurank.models.staging import discard
 
 NEURAL = ("gnn", "baseline")  # models whose steps are torch's: LightGBM shares its threads well
 
@@ -147,21 +148,33 @@ def _run_pool(
             done.result()  # a TpurankError comes through as itself: one line (stages.guarded)
     except BrokenProcessPool:
         stop(pool)
+        _discard_unfinished(model, paths, configs)
         fix = (
             "; rerun with OMP_NUM_THREADS=1 to train one collection at a time"
             if processes.side_by_side
             else ""
         )
         raise TpurankError(f"train {model}: a training process died (out of memory?){fix}") from None
-    except BaseException:
+    except Exception:
+        stop(pool)
+        _discard_unfinished(model, paths, configs)
+        raise
+    except BaseException:  # Ctrl-C: each staging folder keeps its resume state
         stop(pool)
         raise
     pool.shutdown()
 
 
+def _discard_unfinished(model: str, paths: Paths, configs: dict[str, Config]) -> None:
+    """After a failure, the staging folders that no process removed: a worker that died, or one
+    terminated because another failed, cleans up nothing (a finished collection has none left)."""
+    for c in configs:
+        discard(paths, model, c)
+
+
 def stop(pool: ProcessPoolExecutor) -> None:
-    """End the pool now: queued collections cancelled, running ones terminated (a training's staging
-    folder keeps its resume state; models/staging.py)."""
+    """End the pool now: queued collections cancelled, running ones terminated (after Ctrl-C a
+    training's staging folder keeps its resume state; models/staging.py)."""
     workers = list(getattr(pool, "_processes", {}).values())  # the executor offers no public handle
     pool.shutdown(wait=False, cancel_futures=True)
     for w in workers:
