@@ -40,7 +40,12 @@ def add_model_choice(p: argparse.ArgumentParser) -> None:
         choices=[c for c in COLLECTIONS if c.startswith("layout:")],
         help=f"whose models rank a layout graph (default {DEFAULT_LAYOUT})",
     )
-    p.add_argument("--model", choices=MODELS, default=ENSEMBLE, help="the ensemble (default) or one member")
+    p.add_argument(
+        "--model",
+        choices=MODELS,
+        help="the ensemble or one member (default: the ensemble where fitted, else the trained member "
+        "with the best valid score)",
+    )
 
 
 def add_gnn_tuning(p: argparse.ArgumentParser) -> None:

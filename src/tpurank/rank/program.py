@@ -80,7 +80,9 @@ class Program:
         """
         c = self.candidates
         if measured is None:
-            return Ranking.of(c, self.collection, self.model, self.costs[self.model])
+            ranking = Ranking.of(c, self.collection, self.model, self.costs[self.model])
+            ranking.notes = tuple(self.notes)
+            return ranking
         used = np.zeros(len(c.file_index), dtype=np.float64)
         positions = np.fromiter(measured.keys(), dtype=np.int64, count=len(measured))
         runtime = np.fromiter(measured.values(), dtype=np.float64, count=len(measured))

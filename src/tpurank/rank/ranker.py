@@ -86,7 +86,7 @@ class Ranker:
         path: str | Path,
         kind: str | None = None,
         collection: str | None = None,
-        model: str = ENSEMBLE,
+        model: str | None = None,
         measured: Measurements | None = None,
         how: Calibration | None = None,
     ) -> list[Ranking]:
@@ -99,7 +99,7 @@ class Ranker:
         files: Iterable[Path],
         kind: str | None = None,
         collection: str | None = None,
-        model: str = ENSEMBLE,
+        model: str | None = None,
         measured: Measurements | None = None,
         how: Calibration | None = None,
     ) -> list[Ranking]:
@@ -109,7 +109,8 @@ class Ranker:
             files: `.npz` files in the dataset's format or raw `.pb` tuning files.
             kind: "layout" or "tile" to insist on one (default: told apart by content).
             collection: the collection whose models rank a layout graph (default `DEFAULT_LAYOUT`).
-            model: "ensemble" or one of its members.
+            model: "ensemble" or a member by name; None: the ensemble where fitted, else the trained
+                member with the best valid score (said in the ranking's notes).
             measured: runtimes measured on configs of the one file (`read_measured`): the model
                 learns from them before it ranks, and the scores leave them out. None: the
                 ranking `predict` gives.
@@ -132,7 +133,11 @@ class Ranker:
         return [p.ranking(per_graph.get(p.name, {}), how) for p in programs]
 
     def programs(
-        self, path: str | Path, kind: str | None = None, collection: str | None = None, model: str = ENSEMBLE
+        self,
+        path: str | Path,
+        kind: str | None = None,
+        collection: str | None = None,
+        model: str | None = None,
     ) -> list[Program]:
         """Every graph of one file ranked by the models and ready to be calibrated on measurements
         (`Program.ranking(measured)`): what an autotuning loop asks again and again.
@@ -141,7 +146,7 @@ class Ranker:
             path: a `.npz` or `.pb` file.
             kind: "layout" or "tile" to insist on one.
             collection: the collection whose models rank a layout graph.
-            model: "ensemble" or one of its members.
+            model: "ensemble" or a member; None: as `rank_files` chooses.
         """
         return self._programs(self._graphs([Path(path)], kind, collection), model, calibrate=True)
 
@@ -156,14 +161,22 @@ class Ranker:
             raise TpurankError(f"two inputs give the graph {dup}: rank them in separate runs")
         return graphs
 
-    def _programs(self, graphs: list[tuple[Candidates, str]], model: str, calibrate: bool) -> list[Program]:
-        """The stages run on the graphs; each graph's costs (and, with `calibrate`, LightGBM's inputs)."""
-        needed = {col: self.models.models_for(col, model) for _, col in graphs}
+    def _programs(
+        self, graphs: list[tuple[Candidates, str]], model: str | None, calibrate: bool
+    ) -> list[Program]:
+        """The stages run on the graphs; each graph's costs (and, with `calibrate`, LightGBM's inputs),
+        ranked by the model `TrainedModels.choose` picks for its collection."""
+        chosen = {col: self.models.choose(col, model) for _, col in graphs}
+        needed = {col: self.models.models_for(col, m) for col, (m, _) in chosen.items()}
         with output_lock(self.work, "rank"), contextlib.redirect_stdout(sys.stderr):
             self._write_tree(graphs)  # the stages' own lines go to stderr: stdout is the ranking
             self._run_stages(needed)
             staged = Staged(self.models, needed)
-            return [staged.program(c, col, model, calibrate) for c, col in graphs]
+            programs = [staged.program(c, col, chosen[col][0], calibrate) for c, col in graphs]
+        for p in programs:
+            if why := chosen[p.collection][1]:
+                p.notes.insert(0, why)
+        return programs
 
     def _write_tree(self, graphs: list[tuple[Candidates, str]]) -> None:
         """The graphs as test files of a fresh dataset tree (the cache keeps what it can reuse)."""

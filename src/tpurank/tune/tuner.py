@@ -26,7 +26,6 @@ import numpy as np
 
 from tpurank.core.errors import TpurankError
 from tpurank.rank.calibrate import Calibration
-from tpurank.rank.models import ENSEMBLE
 from tpurank.rank.program import Program
 from tpurank.rank.ranker import Ranker
 from tpurank.rank.ranking import Ranking
@@ -180,7 +179,7 @@ class Tuner:
         graph: str | None = None,
         kind: str | None = None,
         collection: str | None = None,
-        model: str = ENSEMBLE,
+        model: str | None = None,
         candidates: Iterable[int] | None = None,
     ) -> Tuning:
         """Rank a program's candidates and start tuning it.
@@ -190,7 +189,8 @@ class Tuner:
             graph: which graph of the file (a tile protobuf holds one per kernel); None: its only one.
             kind: "layout" or "tile" to insist on one.
             collection: whose models rank a layout graph (default as `rank`).
-            model: "ensemble" or one member.
+            model: "ensemble" or a member; None: the ensemble where fitted, else the trained member
+                with the best valid score (`Ranker.rank_files`).
             candidates: the user's config indices it may propose (default: every candidate).
 
         Raises:
@@ -207,7 +207,7 @@ class Tuner:
         program: str | Path,
         kind: str | None = None,
         collection: str | None = None,
-        model: str = ENSEMBLE,
+        model: str | None = None,
         graphs: Sequence[str] | None = None,
     ) -> list[Program]:
         """The graphs of a file (`graphs`: only those) ranked in one pass of the stages, each ready
