@@ -1,4 +1,4 @@
-"""`python -m tpurank <stage> [args]`: one subcommand per pipeline stage (the table: `STAGES`).
+"""`tpurank <stage> [args]`: one subcommand per pipeline stage (the table: `STAGES`).
 
 The run-wide options are resolved here, once per command, into `args.paths` (Paths) and
 `args.cfg` (Config). Expected failures (`TpurankError`, OSError) print as one line on stderr and

@@ -54,7 +54,7 @@ def test_the_fallback_rule(home: Path, capsys: pytest.CaptureFixture[str]) -> No
     remember_data_root(tiny)
     assert (data / LAST_DATA_ROOT).read_text() == "synthetic-tiny\n"
     root, err = _resolve(capsys)
-    assert root == tiny and "the last ./run.sh all used" in err[0]  # ...unless `all` used the other last
+    assert root == tiny and "the last `tpurank all` used" in err[0]  # ...unless `all` used the other last
     # never for a stage that fills the data root, a named root, or a data/ that holds a dataset
     assert Paths.resolve(fallback=False).data == data
     assert _resolve(capsys, data_dir=home / "mine") == (home / "mine", [])

@@ -190,7 +190,7 @@ def test_build_models_dataset_with_broken_ensemble_weights_is_one_line(tmp_path:
     with pytest.raises(TpurankError) as e:
         build(paths, load_config(), tmp_path / "dest", "me")
     message = str(e.value)
-    assert "weights.json: " in message and "fit the ensemble again (./run.sh ensemble)" in message, message
+    assert "weights.json: " in message and "fit the ensemble again (`tpurank ensemble`)" in message, message
     assert "\n" not in message
 
 

@@ -145,7 +145,7 @@ def test_predict_without_or_with_a_damaged_model_is_a_clear_error(tmp_path):
     from tpurank.lgbm import model
 
     paths = Paths(data=tmp_path, out=tmp_path)
-    with pytest.raises(TpurankError, match="no lgbm model; run `python -m tpurank train --model lgbm`"):
+    with pytest.raises(TpurankError, match="no lgbm model; run `tpurank train --model lgbm`"):
         model.predict(paths, Config(), "tile:xla", "valid")
     out = paths.model_dir("lgbm", "tile:xla")
     out.mkdir(parents=True)

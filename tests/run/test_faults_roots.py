@@ -219,7 +219,7 @@ def test_a_stage_run_alone_with_other_prepare_settings_says_so_and_fails(run_cop
         assert main([*stage, *exclude_all, *common(run_copy)]) == 1
         assert one_error(capsys, stage[0]) == (
             f"tpurank {stage[0]}: error: {prepared} was built with prepare.exclude=[] but this run has "
-            '["*"]: rerun ./run.sh prepare with this setting (or ./run.sh all)'
+            '["*"]: rerun `tpurank prepare` with this setting (or `tpurank all`)'
         )
     assert not (run_copy.models / "lgbm" / "tile-xla").exists()
     per_collection = ["--set", 'collections."tile:xla".prepare.hops=2']

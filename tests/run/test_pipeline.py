@@ -157,7 +157,7 @@ def test_commands_by_hand_find_the_synthetic_data_all_used(
     monkeypatch.delenv("TPURANK_DATA", raising=False)
     monkeypatch.setenv("TPURANK_HOME", str(home))
     monkeypatch.chdir(home)
-    line = "tpurank: data: data/synthetic-tiny (synthetic 'tiny', the data the last ./run.sh all used; "
+    line = "tpurank: data: data/synthetic-tiny (synthetic 'tiny', the data the last `tpurank all` used; "
     for cmd in (
         ["check"],
         ["check-submission", "submissions/submission.csv"],

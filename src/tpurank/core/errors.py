@@ -37,3 +37,10 @@ class DiskFullError(TpurankError):
 
     def __reduce__(self) -> tuple:  # picklable across a process pool
         return (DiskFullError, (self.path,))
+
+
+def command(words: str) -> str:
+    """A tpurank command as every message names it: `tpurank <stage> ...` in backquotes, as a user
+    types it in the project's environment (`./run.sh <stage> ...` runs the same), so a message
+    never names the Python module or one spelling here and another there."""
+    return f"`tpurank {words}`"

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tpurank.core import env
 from tpurank.core.atomic import write_text
+from tpurank.core.errors import command
 from tpurank.core.links import resolve
 
 KAGGLE_INPUT = Path("/kaggle/input/predict-ai-model-runtime")
@@ -102,9 +103,9 @@ def synthetic_fallback(default: Path) -> tuple[Path, str] | None:
         name = ""
     trees = [p for p in sorted(default.glob(f"{DEMO_PREFIX}*")) if has_dataset(p) and synthetic_scale(p)]
     if name and (default / name) in trees:
-        return default / name, "the data the last ./run.sh all used"
+        return default / name, f"the data the last {command('all')} used"
     if (default / f"{DEMO_PREFIX}demo") in trees:
-        return default / f"{DEMO_PREFIX}demo", "made by ./run.sh all"
+        return default / f"{DEMO_PREFIX}demo", f"made by {command('all')}"
     if trees:
         newest = max(trees, key=lambda p: (p / SYNTH_MARKER).stat().st_mtime)
         return newest, f"the newest synthetic tree in {default}"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tpurank.core.collections import COLLECTIONS, SPLITS, check_collection, collection_dir, kind_of
-from tpurank.core.errors import TpurankError
+from tpurank.core.errors import TpurankError, command
 from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR
 
 # small data (the demo's 17 MB, the tiny test tree) below this much npz: `all` runs its steps in one
@@ -105,7 +105,7 @@ def require_npz_root(npz_root: Path) -> Path:
     if not npz_root.is_dir():
         raise TpurankError(
             f"{npz_root}: no dataset here (expected npz_all/npz/...); {DATA_FIX}, "
-            "or run `python -m tpurank download` or generate one with `python -m tpurank synth`"
+            f"or run {command('download')} or generate one with {command('synth')}"
         )
     return npz_root
 

@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from tpurank.core.collections import collection_dir
-from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.core.paths import Paths
 
 # not features: graph ID, unique-config row, runtime (mean over duplicates: the label), runtime_min
@@ -79,7 +79,7 @@ def read_table(paths: Paths, collection: str, split: str, columns: list[str] | N
     """
     path = table_path(paths, collection, split)
     if not path.exists():
-        raise TpurankError(f"{path}: no feature table; run `python -m tpurank features` first")
+        raise TpurankError(f"{path}: no feature table; run {command('features')} first")
     try:
         # each column converted zero-copy where it can be and freed from arrow as it goes, then
         # pyarrow's pool emptied: the frame alone stays resident, not beside the arrow table
@@ -94,11 +94,11 @@ def read_per_graph(paths: Paths, collection: str, split: str, what: str) -> dict
     """Graph stem -> its `what` array (PER_GRAPH: "inverse" or "runtime") for one table."""
     path = per_graph_path(paths, collection, split, what)
     if not path.exists():
-        raise TpurankError(f"{path}: no {what} file; run `python -m tpurank features` first")
+        raise TpurankError(f"{path}: no {what} file; run {command('features')} first")
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
         raise DataError(
-            path, f"unreadable {what} file ({e}); delete {path.parent} and rerun `tpurank features`"
+            path, f"unreadable {what} file ({e}); delete {path.parent} and rerun {command('features')}"
         ) from None

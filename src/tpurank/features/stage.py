@@ -1,4 +1,4 @@
-"""`python -m tpurank features`: build the tabular feature tables from the prepared cache.
+"""`tpurank features`: build the tabular feature tables from the prepared cache.
 
 The stage's face: its options, its declaration and `run`. The work is tpurank.features.tables,
 loaded when the stage runs (`all` imports this module for its `Options` and stays light).

@@ -21,7 +21,7 @@ from tpurank.core.atomic import atomic_path
 from tpurank.core.collections import kind_of
 from tpurank.core.config import Config
 from tpurank.core.declared import features_io
-from tpurank.core.errors import TpurankError
+from tpurank.core.errors import TpurankError, command
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import write_sidecar
@@ -151,7 +151,7 @@ def require_tables(paths: Paths, cfg: Config, collection: str, splits: list[str]
             table = io.table_path(paths, collection, split)
             why = "built from other prepared graphs or settings" if whole else "missing or unfinished"
             raise TpurankError(
-                f"{table}: feature table {why}; run `tpurank features --collections {collection}` first"
+                f"{table}: feature table {why}; run {command(f'features --collections {collection}')} first"
             )
     return list(found)
 

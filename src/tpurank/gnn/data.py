@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from tpurank.core.errors import TpurankError
+from tpurank.core.errors import TpurankError, command
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.data.subsets import spread_configs
@@ -216,6 +216,6 @@ def load_split(
     ]
     if not graphs:
         raise TpurankError(
-            f"{paths.prepared}: no prepared {split} graphs for {collection}; run `python -m tpurank prepare`"
+            f"{paths.prepared}: no prepared {split} graphs for {collection}; run {command('prepare')}"
         )
     return graphs

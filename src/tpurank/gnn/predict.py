@@ -6,7 +6,7 @@ import numpy as np
 
 from tpurank.core.collections import check_collection, kind_of
 from tpurank.core.config import Config
-from tpurank.core.errors import TpurankError
+from tpurank.core.errors import TpurankError, command
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.data.subsets import scored_configs
@@ -60,7 +60,7 @@ def predict_collection(
         if g.node_feat.shape[1] != want:
             raise TpurankError(
                 f"{g.id}: {g.node_feat.shape[1]} node features but the model was trained on {want}; "
-                "re-run prepare and train together"
+                f"rerun {command('prepare')} and {command('train')} together"
             )
         rows = scored_rows(g, collection, split)
         cost = np.full(g.num_unique, np.nan)

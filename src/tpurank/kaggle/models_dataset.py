@@ -25,7 +25,7 @@ from tpurank.core.atomic import atomic_path, write_json, write_text
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import Config, to_dict
 from tpurank.core.config_files import load_config
-from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.core.paths import Paths, project_root
 from tpurank.core.provenance import provenance
 from tpurank.core.toml_write import to_toml
@@ -113,13 +113,13 @@ def ensemble_members(paths: Paths) -> list[str]:
     for c in COLLECTIONS:
         wfile = paths.model_dir("ensemble", c) / WEIGHTS_FILE
         if not wfile.exists():
-            raise TpurankError(f"{wfile}: ensemble not fitted for {c}; train it first (./run.sh all)")
-        weights = read_json(wfile, "fit the ensemble again (./run.sh ensemble)")
+            raise TpurankError(f"{wfile}: ensemble not fitted for {c}; train it first ({command('all')})")
+        weights = read_json(wfile, f"fit the ensemble again ({command('ensemble')})")
         found = weights.get("members") if isinstance(weights, dict) else None
         if not isinstance(found, list) or not found or not all(_is_member_name(m) for m in found):
             raise DataError(
                 wfile,
-                "no 'members' list of model names; fit the ensemble again (./run.sh ensemble)",
+                f"no 'members' list of model names; fit the ensemble again ({command('ensemble')})",
             )
         members.update(found)
     return sorted(members)

@@ -17,7 +17,7 @@ from typing import Any
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import Config, to_dict
 from tpurank.core.config_build import from_dict
-from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.core.paths import Paths, synthetic_scale
 
 SIDECARS = ("provenance.json", "model.json")  # the first a model folder holds is its record
@@ -174,7 +174,7 @@ def _collection_config(sides: list[Sidecar], members: list[str]) -> dict[str, An
             if mine != theirs:
                 raise TpurankError(
                     f"{s.path}: trained with [{section}] {mine} but {first.path} with {theirs}; infer "
-                    "would prepare the test graphs for one of them only: retrain them together (./run.sh all)"
+                    f"would prepare the test graphs for one of them only: retrain them together ({command('all')})"
                 )
     return merged
 
@@ -235,7 +235,7 @@ def trained_config(sidecars: list[Sidecar], members: list[str], current: Config)
         back.pop("collections")
         if back != per[c]:
             raise TpurankError(
-                f"the config of {c} the models recorded does not rebuild; retrain (./run.sh all)"
+                f"the config of {c} the models recorded does not rebuild; retrain ({command('all')})"
             )
     source = "the models' sidecars"
     if missing:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from tpurank.core.collections import kind_of
 from tpurank.core.config import Config
-from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.workers import lgbm_threads
@@ -165,7 +165,7 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
     present = require_tables(paths, cfg, collection, ["train", "valid"])
     if "train" not in present:
         raise TpurankError(
-            f"{paths.prepared}: no prepared train graphs of {collection}; run `tpurank prepare`"
+            f"{paths.prepared}: no prepared train graphs of {collection}; run {command('prepare')}"
         )
     train_df = tab_io.read_table(paths, collection, "train")
     valid = None

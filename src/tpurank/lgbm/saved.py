@@ -16,7 +16,7 @@ import pandas as pd
 
 from tpurank.core.atomic import write_json, write_model, write_text
 from tpurank.core.config import Config, to_dict
-from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.core.identity import file_digest
 from tpurank.core.paths import Paths
 from tpurank.core.provenance import write_sidecar
@@ -69,7 +69,7 @@ def check_model_file(model_file: Path, sidecar: Path, collection: str) -> None:
     Raises:
         TpurankError: naming the file and the mismatch.
     """
-    retrain = f"retrain it: `tpurank train --model lgbm --collections {collection}`"
+    retrain = f"retrain it: {command(f'train --model lgbm --collections {collection}')}"
     try:
         rec = json.loads(sidecar.read_text())
     except (OSError, ValueError):
@@ -92,7 +92,7 @@ def load(paths: Paths, collection: str) -> tuple[lgb.Booster, list[str]]:
     out = paths.model_dir(MODEL_NAME, collection)
     model_file = out / MODEL_FILE
     if not model_file.exists():
-        raise TpurankError(f"{model_file}: no lgbm model; run `python -m tpurank train --model lgbm` first")
+        raise TpurankError(f"{model_file}: no lgbm model; run {command('train --model lgbm')} first")
     check_model_file(model_file, out / PROVENANCE_FILE, collection)
     try:
         booster = lgb.Booster(model_file=str(model_file))

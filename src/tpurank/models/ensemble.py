@@ -24,7 +24,7 @@ import numpy as np
 
 from tpurank.core.atomic import write_json
 from tpurank.core.config import Config
-from tpurank.core.errors import TpurankError
+from tpurank.core.errors import TpurankError, command
 from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
 from tpurank.core.normalize import normalize
 from tpurank.core.paths import Paths
@@ -53,7 +53,7 @@ def load_member_predictions(paths: Paths, model: str, split: str) -> dict[str, n
     path = paths.prediction_file(model, split)
     if not path.exists():
         raise TpurankError(
-            f"{path}: no {split} predictions of {model}; run `tpurank predict --model {model} --split {split}`"
+            f"{path}: no {split} predictions of {model}; run {command(f'predict --model {model} --split {split}')}"
         )
     return load_predictions(path)
 
@@ -195,7 +195,7 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
     """Combine the members' predictions of `split` with the weights fitted for the collection."""
     wfile = paths.model_dir("ensemble", collection) / WEIGHTS_FILE
     if not wfile.exists():
-        raise TpurankError(f"{wfile}: ensemble not fitted; run `tpurank train --model ensemble`")
+        raise TpurankError(f"{wfile}: ensemble not fitted; run {command('train --model ensemble')}")
     record = read_weights(wfile)
     preds = [load_member_predictions(paths, m, split) for m in record["members"]]
     prefix = f"{collection}:"

@@ -17,7 +17,7 @@ import numpy as np
 from tpurank.core.collections import COLLECTIONS, check_collection
 from tpurank.core.config import Config
 from tpurank.core.declared import ENSEMBLE, member_predictions, model_sections, predict_io
-from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.core.metrics import summarize
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
@@ -72,13 +72,13 @@ def check_complete(got: dict, ids: list[str], name: str, collection: str, split:
     if not got:
         raise TpurankError(
             f"model {name} returned no {split} predictions ({len(ids)} files); "
-            "is the prepared cache built (`python -m tpurank prepare`) and the model trained?"
+            f"is the prepared cache built ({command('prepare')}) and the model trained?"
         )
     if missing:
         raise TpurankError(
             f"model {name} predicted {len(ids) - len(missing)} of {len(ids)} {split} graphs; no prediction for "
             f"{missing[0]}{f' and {len(missing) - 1} more' if len(missing) > 1 else ''}: not in the prepared "
-            "cache? (added after `prepare`, or failed it): rerun `tpurank prepare` and `features`"
+            f"cache? (added after `prepare`, or failed it): rerun {command('prepare')} and {command('features')}"
         )
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from tpurank.core.atomic import atomic_path
-from tpurank.core.errors import DataError
+from tpurank.core.errors import DataError, command
 
 
 def save_predictions(path: str | Path, preds: Mapping[str, np.ndarray]) -> None:
@@ -43,7 +43,7 @@ def load_predictions(path: str | Path) -> dict[str, np.ndarray]:
         with np.load(path, allow_pickle=False) as z:
             ids, offsets, costs = z["ids"], z["offsets"], z["costs"]
     except FileNotFoundError:
-        raise DataError(path, "no such predictions file (run `python -m tpurank predict`)") from None
+        raise DataError(path, f"no such predictions file (run {command('predict')})") from None
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
         raise DataError(path, f"unreadable predictions file ({e})") from None
     if len(offsets) != len(ids) + 1 or offsets[-1] != len(costs) or (np.diff(offsets) < 0).any():

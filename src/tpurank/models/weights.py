@@ -7,7 +7,7 @@ import json
 import math
 from pathlib import Path
 
-from tpurank.core.errors import TpurankError
+from tpurank.core.errors import TpurankError, command
 
 WEIGHTS_FILE = "weights.json"
 
@@ -19,7 +19,7 @@ def read_weights(wfile: Path) -> dict:
     Raises:
         TpurankError: naming the file and what is wrong with it.
     """
-    refit = "refit it: `tpurank train --model ensemble`"
+    refit = f"refit it: {command('train --model ensemble')}"
     try:
         rec = json.loads(wfile.read_text())
     except (OSError, ValueError) as e:

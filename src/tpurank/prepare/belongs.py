@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tpurank.core.errors import TpurankError
+from tpurank.core.errors import TpurankError, command
 from tpurank.data.dataset import discover
 from tpurank.prepare.build import input_identity
 from tpurank.prepare.cache import INDEX_FILE, read_build, read_index
@@ -26,7 +26,9 @@ def check_cache(prepared: Path, npz_root: Path, collection: str, split: str) -> 
     """
     index = read_index(prepared)
     if "input" not in index.columns or "key" not in index.columns:
-        raise TpurankError(f"{prepared / INDEX_FILE}: written by an older tpurank; rerun `tpurank prepare`")
+        raise TpurankError(
+            f"{prepared / INDEX_FILE}: written by an older tpurank; rerun {command('prepare')}"
+        )
     rows = index[(index["collection"] == collection) & (index["split"] == split)]
     if not npz_root.is_dir() or rows.empty:
         return  # nothing to compare: the completeness check names what is missing
@@ -36,11 +38,11 @@ def check_cache(prepared: Path, npz_root: Path, collection: str, split: str) -> 
         if gf is not None and input_identity(gf) != made_from:
             raise TpurankError(
                 f"{gf.path}: not the file the prepared cache was built from (its content changed); "
-                "rerun `tpurank prepare`"
+                f"rerun {command('prepare')}"
             )
         found = read_build(prepared / rel)
         if found is None or found.key != key:
             raise TpurankError(
                 f"{prepared / rel}: does not match {prepared / INDEX_FILE} (rebuilt with other settings "
-                "by an interrupted prepare?); rerun `tpurank prepare`"
+                f"by an interrupted prepare?); rerun {command('prepare')}"
             )

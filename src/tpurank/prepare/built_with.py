@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tpurank.core.config import Config, to_dict
-from tpurank.core.errors import TpurankError
+from tpurank.core.errors import TpurankError, command
 
 PROVENANCE_FILE = "provenance.json"  # beside the cache: what `prepare` built it with (prepare/stage.py)
 
@@ -49,6 +49,6 @@ def check_prepared(prepared: Path, cfg: Config, collections: list[str] | None) -
                 where = "" if had_base.get(key) != _prepare_settings(now, None)[key] else f" for {c}"
                 raise TpurankError(
                     f"{prepared} was built with prepare.{key}={json.dumps(had[c][key])} but "
-                    f"this run has {json.dumps(has[key])}{where}: rerun ./run.sh prepare with this "
-                    "setting (or ./run.sh all)"
+                    f"this run has {json.dumps(has[key])}{where}: rerun {command('prepare')} with this "
+                    f"setting (or {command('all')})"
                 )

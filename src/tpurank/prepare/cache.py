@@ -21,7 +21,7 @@ import pandas as pd
 
 from tpurank.core.atomic import atomic_path
 from tpurank.core.collections import collection_dir
-from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.prepare.node_features import model_features
 from tpurank.prepare.packed import PackedRows
 from tpurank.prepare.store import ConfigStore, read_arrays, read_meta, write_store
@@ -157,7 +157,8 @@ def load_prepared(path: str | Path) -> PreparedGraph:
     meta, arrays = read_arrays(path)
     if meta.get("format") != CACHE_FORMAT:
         raise DataError(
-            path, f"prepared cache format {meta.get('format')}, expected {CACHE_FORMAT}; rerun prepare"
+            path,
+            f"prepared cache format {meta.get('format')}, expected {CACHE_FORMAT}; rerun {command('prepare')}",
         )
     missing = [n for n in _ARRAY_FIELDS if n not in arrays]
     if missing:
@@ -198,7 +199,7 @@ def read_index(prepared_dir: str | Path) -> pd.DataFrame:
     """
     path = Path(prepared_dir) / INDEX_FILE
     if not path.exists():
-        raise TpurankError(f"{path}: no prepared index; run `python -m tpurank prepare` first")
+        raise TpurankError(f"{path}: no prepared index; run {command('prepare')} first")
     try:
         return pd.read_parquet(path)
     except Exception as e:  # pyarrow raises several types for a damaged file

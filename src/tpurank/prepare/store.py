@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from tpurank.core.env import CHUNK_CACHE_MB
-from tpurank.core.errors import DataError
+from tpurank.core.errors import DataError, command
 from tpurank.core.identity import zip_identity
 
 META_MEMBER = "meta.json"
@@ -144,7 +144,7 @@ def _open(path: Path) -> zipfile.ZipFile:
     try:
         return zipfile.ZipFile(path)
     except FileNotFoundError:
-        raise DataError(path, "no such prepared file (run `python -m tpurank prepare`)") from None
+        raise DataError(path, f"no such prepared file (run {command('prepare')})") from None
     except (OSError, zipfile.BadZipFile) as e:
         raise DataError(path, f"unreadable prepared file ({e})") from None
 

@@ -26,7 +26,7 @@ import pandas as pd
 from tpurank.core.atomic import write_text
 from tpurank.core.collections import COLLECTIONS, kind_of
 from tpurank.core.config import Config
-from tpurank.core.errors import TpurankError
+from tpurank.core.errors import TpurankError, command
 from tpurank.core.metrics import rank_from_order, summarize
 from tpurank.core.paths import Paths, synthetic_scale
 from tpurank.core.provenance import write_sidecar
@@ -300,7 +300,7 @@ def write_report(paths: Paths, cfg: Config, official_subsets: str | None) -> int
     models = find_models(paths)
     if not models:
         raise TpurankError(
-            f"{paths.submissions}: no valid_<model>.csv; run `python -m tpurank predict --model M --split valid`"
+            f"{paths.submissions}: no valid_<model>.csv; run {command('predict --model M --split valid')}"
         )
     rows, orders, skipped = score_models(paths, models, official_subsets)
     for m, why in skipped.items():

@@ -22,7 +22,7 @@ import numpy as np
 
 from tpurank.core.atomic import write_json
 from tpurank.core.collections import COLLECTIONS, kind_of
-from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.core.links import resolve
 from tpurank.core.metrics import graph_metrics, normalized_runtime, overall_score, summarize
 from tpurank.core.paths import Paths
@@ -140,7 +140,7 @@ def score_csv(
         problems = [f"{csv}: no row names a {split} graph"]
     if problems:
         more = (
-            f" (and {len(problems) - 1} more: run check-submission --split {split})"
+            f" (and {len(problems) - 1} more: run {command(f'check-submission --split {split}')})"
             if len(problems) > 1
             else ""
         )

@@ -13,7 +13,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from tpurank.core.errors import TpurankError
+from tpurank.core.errors import TpurankError, command
 from tpurank.data.download import COMPETITION, kaggle_api
 from tpurank.data.net import network_timeouts
 
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     csv = Path(args.file) if args.file else args.paths.submission
     if not csv.exists():
         raise TpurankError(
-            f"{csv}: no submission yet; run ./run.sh all or `python -m tpurank predict --split test`"
+            f"{csv}: no submission yet; run {command('all')} or {command('predict --split test')}"
         )
     api = kaggle_api()  # credentials first: the check below reads the whole test set
     problems = check_submission_file(csv, args.paths)

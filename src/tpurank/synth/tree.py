@@ -21,7 +21,7 @@ import numpy as np
 from tpurank.core.atomic import write_json, write_text
 from tpurank.core.collections import COLLECTIONS, SPLITS, check_collection
 from tpurank.core.config import Config
-from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.core.paths import NPZ_SUBDIR, SAMPLE_SUBMISSION, SYNTH_MARKER
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import write_sidecar
@@ -167,7 +167,7 @@ def _check_plan(root: Path, record: dict) -> None:
     if not path.exists():
         if (root / NPZ_SUBDIR).is_dir():
             raise TpurankError(
-                f"{root}: holds a dataset that `tpurank synth` did not write (no {PLAN_FILE}); "
+                f"{root}: holds a dataset that {command('synth')} did not write (no {PLAN_FILE}); "
                 "refusing to mix synthetic files into it: use another --out"
             )
         return

@@ -20,7 +20,7 @@ from tpurank.core.atomic import write_model
 from tpurank.core.collections import collection_dir
 from tpurank.core.config import Config
 from tpurank.core.declared import train_io
-from tpurank.core.errors import TpurankError
+from tpurank.core.errors import TpurankError, command
 from tpurank.core.paths import Paths
 from tpurank.core.staleness import SEED, Files, current
 from tpurank.gnn.recipe import ModelSpec
@@ -77,7 +77,7 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         TpurankError: when missing or unreadable (one line: torch's own message spans several).
     """
     if not path.exists():
-        raise TpurankError(f"{path}: no trained model; run `python -m tpurank train` for this model first")
+        raise TpurankError(f"{path}: no trained model; run {command('train')} for this model first")
     try:
         return _torch_load(path)
     except _Unreadable as e:
@@ -144,7 +144,7 @@ def load_model(spec: ModelSpec, path: Path, collection: str | None = None) -> Lo
     if collection is not None and ckpt.get("collection") != collection:
         raise TpurankError(
             f"{path}: a model of {ckpt.get('collection')!r}, not {collection!r} (copied from another folder?); "
-            f"retrain it: `tpurank train --model {spec.name} --collections {collection}`"
+            f"retrain it: {command(f'train --model {spec.name} --collections {collection}')}"
         )
     try:
         model = spec.build(ckpt["model_args"])
