@@ -4,6 +4,10 @@ The CSV has a header `config,runtime_ns` and one row per measured config: its in
 file and its runtime in nanoseconds. A file holding several graphs (a tile protobuf: one per
 kernel) needs a `graph` column too (`graph,config,runtime_ns`), naming the graph as `rank` prints
 it. Every problem stops the run in one line naming the CSV, before anything is written.
+
+A CSV saved by a spreadsheet reads as the plain file: a UTF-8 byte-order mark is dropped, CRLF line
+ends are the csv module's own, and a runtime may be written in any form Python reads as a float
+(`1500000`, `1.5e6`).
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ def read_measured(path: Path) -> Measurements:
         DataError: naming the CSV and its first problem.
     """
     try:
-        with open(path, newline="") as f:
+        with open(path, encoding="utf-8-sig", newline="") as f:  # a spreadsheet's byte-order mark
             rows = list(csv.reader(f))
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         raise DataError(path, f"unreadable measured runtimes ({e})") from None

@@ -86,13 +86,17 @@ def parse_rows(text: str, where: str) -> tuple[list[Row], list[str]]:
 def read_rows(path: str | Path) -> tuple[list[Row], list[str]]:
     """Parse a submission CSV into rows; structural problems (header, field count) as lines.
 
+    A CSV saved by a spreadsheet reads as the plain file: its UTF-8 byte-order mark is dropped
+    (utf-8-sig; pandas, which Kaggle reads with, drops it too) and its CRLF line ends are the csv
+    module's own record ends.
+
     Raises:
         TpurankError: when the file cannot be read at all.
     """
     path = Path(path)
     regular_file(path)  # a FIFO would block the reader forever
     try:
-        with open(path, encoding="utf-8", newline="") as f:  # newline="": a quoted \r stays a \r
+        with open(path, encoding="utf-8-sig", newline="") as f:  # newline="": a quoted \r stays a \r
             text = f.read()
     except FileNotFoundError:
         raise TpurankError(f"{path}: no such file") from None
