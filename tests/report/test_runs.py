@@ -143,6 +143,12 @@ def test_runs_label_what_each_figure_is_and_where_the_report_differs(two_runs, c
         {"official_subsets": "eval_indices", "official_subsets_coverage": none},
     )
     assert read_run(new)["report"] == ""
+    # a report of every config (validate --all-configs) differs where a graph has more than 1,000
+    _write(new / "reports" / "validation.json", {"official_subsets": None, "all_configs": True})
+    assert read_run(new)["report"] == (
+        "reports/validation.md scored every config of every graph (--all-configs; here a layout graph of "
+        "more than 1,000 is scored on 1,000)"
+    )
 
 
 @pytest.mark.parametrize(

@@ -62,6 +62,20 @@ def add_splits(p: argparse.ArgumentParser, all_by_default: bool = True) -> None:
     _names(p, "--splits", SPLITS, "S", all_by_default, "any of train valid test (default: all three)")
 
 
+def add_scored_configs(p: argparse.ArgumentParser) -> None:
+    """`--official-subsets DIR` or `--all-configs` (`score`, `validate`): which configs of a layout
+    graph its score counts, by default at most 1,000 (tpurank.data.subsets.scored_configs)."""
+    which = p.add_mutually_exclusive_group()
+    which.add_argument(
+        "--official-subsets", metavar="DIR", help="eval_indices folder: score layout graphs on those subsets"
+    )
+    which.add_argument(
+        "--all-configs",
+        action="store_true",
+        help="score every config of every graph (default: a layout graph on at most 1,000 of them)",
+    )
+
+
 def add_jobs(p: argparse.ArgumentParser, default: int | None, help: str) -> None:
     """`--jobs N`: worker processes (0 = one per core)."""
     p.add_argument("--jobs", type=jobs_arg, default=default, metavar="N", help=help)

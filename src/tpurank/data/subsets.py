@@ -115,3 +115,26 @@ def coverage_sentence(layout_graphs: int, on_subset: int) -> str:
         f"{on_subset} of {layout_graphs} layout graphs scored on their official subsets; the other "
         f"{layout_graphs - on_subset}, not in the subsets, and every tile graph on all their configs{SPREAD_NOTE}."
     )
+
+
+def capped_lines(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """One line per graph scored on fewer configs than it has, once however many models' rows name
+    it: a score over 1,000 of a graph's configs must not pass for one over all of them.
+
+    Args:
+        rows: per-graph score rows (`submission.score.score_parsed`: `id`, `configs` scored,
+            `total_configs`, `subset`).
+    """
+    lines: dict[str, str] = {}
+    for r in rows:
+        scored, total = int(r["configs"]), int(r["total_configs"])
+        if scored < total and r["id"] not in lines:
+            why = (
+                "the official validation subset"
+                if r["subset"]
+                else f"{scored} spread evenly over them, the size of an official validation subset"
+            )
+            lines[r["id"]] = (
+                f"{r['id']}: scored on {scored} of its {total} configs ({why}; --all-configs scores them all)"
+            )
+    return list(lines.values())

@@ -68,3 +68,21 @@ def unscored_subset(path: str | Path, subsets: Mapping[str, Mapping[str, np.ndar
                 "subsets (--eval-indices, or DATA/eval_indices) and predict again"
             )
     return None
+
+
+def unpredicted_configs(path: str | Path) -> str | None:
+    """The first graph with configs these valid predictions left unscored (NaN: a neural ranker
+    scores only the configs validation scores), as one line: its valid CSV lists them after the
+    others in index order, an order `--all-configs` must not score as the model's. None when every
+    config was scored or there is no prediction file."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    for graph_id, cost in load_predictions(path).items():
+        if (missing := int(np.isnan(cost).sum())) > 0:
+            return (
+                f"{path}: {graph_id}: {missing} of its {len(cost)} configs were not predicted (a neural "
+                "ranker predicts on the valid split only the configs validation scores); --all-configs "
+                "cannot score its order of them"
+            )
+    return None

@@ -114,7 +114,12 @@ def read_run(out: Path) -> dict[str, Any]:
 
 def report_note(report: dict[str, Any]) -> str:
     """Why the run's `reports/validation.md` shows other layout figures than the pivot ("" when it
-    shows the same): it scored layout graphs on the official subsets."""
+    shows the same): it scored layout graphs on the official subsets, or on all their configs."""
+    if report.get("all_configs") is True:
+        return (
+            "reports/validation.md scored every config of every graph (--all-configs; here a layout "
+            "graph of more than 1,000 is scored on 1,000)"
+        )
     if not report.get("official_subsets"):
         return ""
     cov = report.get("official_subsets_coverage")

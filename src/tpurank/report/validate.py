@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from tpurank.core.declared import validate_io
+from tpurank.core.options import add_scored_configs
 from tpurank.core.staleness import StageIO, option
 
 
@@ -22,13 +23,12 @@ class Options:
     STAGE: ClassVar[str] = "validate"
 
     official_subsets: str | None = None
+    all_configs: bool = False
     force: bool = option(False, result=False)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--official-subsets", metavar="DIR", help="eval_indices folder: score layout graphs on those subsets"
-    )
+    add_scored_configs(p)
 
 
 def declare(args: argparse.Namespace) -> StageIO:
@@ -39,4 +39,4 @@ def declare(args: argparse.Namespace) -> StageIO:
 def run(args: argparse.Namespace) -> int:
     from tpurank.report.validation import write_report  # its libraries load when the stage runs
 
-    return write_report(args.paths, args.cfg, args.official_subsets)
+    return write_report(args.paths, args.cfg, args.official_subsets, args.all_configs)

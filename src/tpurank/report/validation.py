@@ -31,8 +31,16 @@ from tpurank.core.metrics import rank_from_order, summarize
 from tpurank.core.paths import Paths, synthetic_scale
 from tpurank.core.provenance import write_sidecar
 from tpurank.data.dataset import discover
-from tpurank.data.subsets import coverage, coverage_sentence, load_subsets, scored_configs
-from tpurank.models.predictions import unscored_subset
+from tpurank.data.subsets import (
+    EVAL_MAX_CONFIGS,
+    SPREAD_NOTE,
+    capped_lines,
+    coverage,
+    coverage_sentence,
+    load_subsets,
+    scored_configs,
+)
+from tpurank.models.predictions import unpredicted_configs, unscored_subset
 from tpurank.models.registry import MODEL_NAMES
 from tpurank.models.weights import WEIGHTS_FILE, read_weights
 from tpurank.report import reference
@@ -58,9 +66,10 @@ def _fmt(v: float | None) -> str:
 
 
 def score_models(
-    paths: Paths, models: list[str], subsets_dir: str | None
+    paths: Paths, models: list[str], subsets_dir: str | None, all_configs: bool = False
 ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, list[int]]], dict[str, str]]:
-    """(per-graph rows per model, submitted orders per model, problem per skipped model)."""
+    """(per-graph rows per model, submitted orders per model, problem per skipped model);
+    `all_configs`: every config of every graph (a model that predicted only some is skipped)."""
     subsets = load_subsets(subsets_dir) if subsets_dir else None
     rows: dict[str, list[dict[str, Any]]] = {}
     orders: dict[str, dict[str, list[int]]] = {}
@@ -78,11 +87,13 @@ def score_models(
         if problems:
             skipped[m] = f"{len(problems)} problem(s), first: {problems[0]}"
             continue
-        unscored = unscored_subset(paths.prediction_file(m, "valid"), subsets) if subsets else None
+        predictions = paths.prediction_file(m, "valid")
+        unscored = unpredicted_configs(predictions) if all_configs else None
+        unscored = unscored or (unscored_subset(predictions, subsets) if subsets else None)
         if unscored:
             skipped[m] = unscored
             continue
-        rows[m] = score_parsed(parsed, paths, "valid", subsets)
+        rows[m] = score_parsed(parsed, paths, "valid", subsets, all_configs)
         orders[m] = parsed
     return rows, orders, skipped
 
@@ -128,6 +139,7 @@ def markdown(
     synthetic: str | None = None,
     rank_model: str = "",
     ensemble: list[str] | None = None,
+    all_configs: bool = False,
 ) -> str:
     """The report text.
 
@@ -142,13 +154,14 @@ def markdown(
         synthetic: the synthetic scale, None for real data.
         rank_model: the model of the rank figure.
         ensemble: the lines of `ensemble_section.report_lines` (its weights, both scores per collection).
+        all_configs: every config of every graph was scored (`--all-configs`).
     """
     lines = [
         *data_header(data_root, synthetic),
         "## Our scores: validation split",
         "",
         "Score: Kendall tau (layout), 2 - slowdown@5 (tile); overall = mean of the collections present. "
-        + scored_on(subsets),
+        + scored_on(subsets, all_configs),
         "",
         "| model | " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * (len(COLUMNS) + 1),
@@ -171,12 +184,17 @@ def markdown(
     return "\n".join([*lines, *([""] if lines[-1] else []), *plots_section(rank_model)])
 
 
-def scored_on(subsets: tuple[int, int] | None) -> str:
+def scored_on(subsets: tuple[int, int] | None, all_configs: bool = False) -> str:
     """Which configs the table scored, and how its figures relate to those `predict` saved (its
-    sidecars, which `tpurank runs` shows): the same without official subsets."""
+    sidecars, which `tpurank runs` shows): the same without official subsets or `--all-configs`."""
     runs = "`tpurank runs` (and `submissions/valid_<model>.json`)"
+    if all_configs:
+        return (
+            f"Every config of every graph scored (--all-configs); {runs} score a layout graph on at most "
+            f"{EVAL_MAX_CONFIGS:,} configs, so their figures differ where a graph has more."
+        )
     if subsets is None:
-        return f"All configs of every graph scored: the figures of {runs}."
+        return f"All configs of every graph scored{SPREAD_NOTE}: the figures of {runs}."
     sentence = coverage_sentence(*subsets)
     if subsets[1] == 0:
         return f"{sentence} The figures are those of {runs}."
@@ -248,7 +266,8 @@ def rank_examples(
     for r in picked[:RANK_PLOT_GRAPHS]:
         f = files[r["id"]]
         runtime, order = load_runtimes(f.path, f.collection), np.asarray(orders[r["id"]])
-        keep = scored_configs(f.collection, len(runtime))  # the configs the score counts
+        # the configs the score counted: all of them (`--all-configs`, a small graph), or the spread
+        keep = None if r.get("configs") == len(runtime) else scored_configs(f.collection, len(runtime))
         if keep is not None:
             order, runtime = restrict(order, runtime, keep, f.stem)
         title = f"{f.collection}\n{f.stem[:28]} tau={r['score']:.2f}"
@@ -294,15 +313,17 @@ def write_plots(
     return best
 
 
-def write_report(paths: Paths, cfg: Config, official_subsets: str | None) -> int:
-    """Score every `valid_<model>.csv` and write the report, its plots and its sidecar (see the module
-    docstring); 0 when written."""
+def scored_models(
+    paths: Paths, official_subsets: str | None, all_configs: bool
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, list[int]]], dict[str, str]]:
+    """`score_models` on every model with a valid CSV, each model skipped and each graph scored on
+    fewer configs than it has said in a line; an error when none could be scored."""
     models = find_models(paths)
     if not models:
         raise TpurankError(
             f"{paths.submissions}: no valid_<model>.csv; run {command('predict --model M --split valid')}"
         )
-    rows, orders, skipped = score_models(paths, models, official_subsets)
+    rows, orders, skipped = score_models(paths, models, official_subsets, all_configs)
     for m, why in skipped.items():
         print(f"validate: skipped {m}: {why}", file=sys.stderr)
     if not rows:
@@ -310,6 +331,15 @@ def write_report(paths: Paths, cfg: Config, official_subsets: str | None) -> int
             f"no valid_<model>.csv passed its check against the valid files under {paths.npz} (see the "
             "lines above); if they rank other data, pass --data-dir DIR or set $TPURANK_DATA"
         )
+    for line in capped_lines(r for rs in rows.values() for r in rs):
+        print(f"validate: {line}", file=sys.stderr)
+    return rows, orders, skipped
+
+
+def write_report(paths: Paths, cfg: Config, official_subsets: str | None, all_configs: bool = False) -> int:
+    """Score every `valid_<model>.csv` and write the report, its plots and its sidecar (see the module
+    docstring); 0 when written. `all_configs`: every config of every graph (`--all-configs`)."""
+    rows, orders, skipped = scored_models(paths, official_subsets, all_configs)
     summaries = {m: summarize(r) for m, r in rows.items()}
     table = {m: scores_json(s) for m, s in summaries.items()}
     synthetic = synthetic_scale(paths.data)
@@ -322,19 +352,18 @@ def write_report(paths: Paths, cfg: Config, official_subsets: str | None) -> int
     reports = paths.reports
     per_graph = pd.DataFrame([{"model": m, **r} for m, rs in rows.items() for r in rs])
     write_text(reports / "validation_graphs.csv", per_graph.to_csv(index=False))
-    write_text(
-        reports / "validation.md",
-        markdown(
-            score_rows(table, crossed),
-            summaries,
-            skipped,
-            subsets=subsets,
-            data_root=paths.data,
-            synthetic=synthetic,
-            rank_model=best,
-            ensemble=report_lines(paths) if "ensemble" in rows else [],
-        ),
+    text = markdown(
+        score_rows(table, crossed),
+        summaries,
+        skipped,
+        subsets=subsets,
+        data_root=paths.data,
+        synthetic=synthetic,
+        rank_model=best,
+        ensemble=report_lines(paths) if "ensemble" in rows else [],
+        all_configs=all_configs,
     )
+    write_text(reports / "validation.md", text)
     write_sidecar(
         reports / "validation.json",
         cfg,
@@ -343,6 +372,7 @@ def write_report(paths: Paths, cfg: Config, official_subsets: str | None) -> int
         ensemble_cross_fitted=crossed or None,
         skipped=skipped,
         official_subsets=official_subsets,
+        all_configs=all_configs,
         # (layout graphs scored, those on their official subset): `tpurank runs` tells its figures apart
         official_subsets_coverage=(
             {"layout_graphs": subsets[0], "on_subset": subsets[1]} if subsets is not None else None

@@ -6,6 +6,8 @@ listed layout graph is scored only on its official subset: the submitted permuta
 to the subset, as the paper's validation did. Layout graphs not listed there are scored on all
 their configs, or on 1,000 spread evenly over them where they have more (`data.subsets.scored_configs`:
 the official subsets' size; a note says how many graphs were scored on their official subset).
+Each graph scored on fewer configs than it has gets a line saying so; `--all-configs` scores every
+config of every graph instead (a layout graph's tau over all its configs).
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from tpurank.core.collections import COLLECTIONS, kind_of
 from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.core.links import resolve
 from tpurank.core.metrics import graph_metrics, normalized_runtime, overall_score, summarize
+from tpurank.core.options import add_scored_configs
 from tpurank.core.paths import Paths
 from tpurank.data.dataset import discover
 from tpurank.data.npz import read_header
-from tpurank.data.subsets import load_subsets, scored_configs
+from tpurank.data.subsets import SPREAD_NOTE, capped_lines, load_subsets, scored_configs
 from tpurank.submission.format import (
     ExpectedGraph,
     check_csv,
@@ -84,31 +87,33 @@ def score_parsed(
     paths: Paths,
     split: str,
     subsets: Mapping[str, Mapping[str, np.ndarray]] | None = None,
+    all_configs: bool = False,
 ) -> list[dict[str, Any]]:
-    """Per-graph metric rows (id, collection, stem, configs, subset, score, diagnostics).
+    """Per-graph metric rows (id, collection, stem, configs scored, total_configs, subset, score,
+    diagnostics).
 
     Args:
         parsed: graph ID -> submitted indices (validated).
         paths: resolved paths (runtimes come from the split's files).
         split: a split with runtimes (valid or train).
         subsets: optional official layout subsets (load_subsets).
+        all_configs: every config of every graph, neither a subset nor a spread (`--all-configs`).
     """
     files = {f.id: f for f in discover(paths.npz, splits=[split])}
     rows: list[dict[str, Any]] = []
     for graph_id, idx in parsed.items():
         f = files[graph_id]
         runtime = load_runtimes(f.path, f.collection)
+        total = len(runtime)
         order = np.asarray(idx, dtype=np.int64)
-        subset = (subsets or {}).get(f.collection, {}).get(f.stem)
+        subset = None if all_configs else (subsets or {}).get(f.collection, {}).get(f.stem)
         if subset is not None:
             order, runtime = restrict(order, runtime, subset, f"official subset of {f.stem}")
-        elif (spread := scored_configs(f.collection, len(runtime))) is not None:
+        elif not all_configs and (spread := scored_configs(f.collection, total)) is not None:
             order, runtime = restrict(order, runtime, spread, f"the configs scored of {f.stem}")
         row: dict[str, Any] = {"id": graph_id, "collection": f.collection, "stem": f.stem}
-        row.update(
-            configs=len(runtime), subset=subset is not None, **graph_metrics(f.collection, order, runtime)
-        )
-        rows.append(row)
+        row.update(configs=len(runtime), total_configs=total, subset=subset is not None)
+        rows.append(row | graph_metrics(f.collection, order, runtime))
     return rows
 
 
@@ -127,9 +132,14 @@ def expected_for_csv(paths: Paths, split: str, csv: str | Path) -> tuple[list[Ex
 
 
 def score_csv(
-    csv: str | Path, paths: Paths, split: str = "valid", subsets_dir: str | Path | None = None
+    csv: str | Path,
+    paths: Paths,
+    split: str = "valid",
+    subsets_dir: str | Path | None = None,
+    all_configs: bool = False,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, float]]]:
-    """Validate and score one CSV: (per-graph rows, per-collection summary).
+    """Validate and score one CSV: (per-graph rows, per-collection summary); `all_configs` as in
+    `score_parsed`.
 
     Raises:
         TpurankError: when the CSV has problems (the first is quoted; check-submission lists all).
@@ -146,7 +156,7 @@ def score_csv(
         )
         raise TpurankError(f"cannot score: {problems[0]}{more}")
     subsets = load_subsets(subsets_dir) if subsets_dir else None
-    rows = score_parsed(parsed, paths, split, subsets)
+    rows = score_parsed(parsed, paths, split, subsets, all_configs)
     return rows, summarize(rows)
 
 
@@ -181,9 +191,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--split", default="valid", choices=["valid", "train"], help="split with runtimes (default valid)"
     )
-    p.add_argument(
-        "--official-subsets", metavar="DIR", help="eval_indices folder: score layout graphs on those subsets"
-    )
+    add_scored_configs(p)
     p.add_argument("--json", metavar="OUT", help="also write {collection: score, ..., overall: score}")
 
 
@@ -193,7 +201,11 @@ def run(args: argparse.Namespace) -> int:
     _, left_out = expected_for_csv(args.paths, args.split, args.submission)
     if left_out:
         print(f"note: the CSV has no rows for {', '.join(left_out)}: not scored", file=sys.stderr)
-    rows, summary = score_csv(args.submission, args.paths, args.split, args.official_subsets)
+    rows, summary = score_csv(
+        args.submission, args.paths, args.split, args.official_subsets, args.all_configs
+    )
+    for line in capped_lines(rows):
+        print(f"note: {line}", file=sys.stderr)
     expected, _ = expected_for_csv(args.paths, args.split, args.submission)
     reference = f"the {args.split} files under {args.paths.npz}"
     if note := order_note(read_rows(args.submission)[0], expected, str(args.submission), reference):
@@ -209,7 +221,8 @@ def run(args: argparse.Namespace) -> int:
         full = sum(1 for r in rows if kind_of(r["collection"]) == "layout" and not r["subset"])
         if full:
             print(
-                f"note: {full} layout graph(s) not in the official subsets were scored on all configs",
+                f"note: {full} layout graph(s) not in the official subsets were scored on all configs"
+                f"{SPREAD_NOTE}",
                 file=sys.stderr,
             )
     if args.json:
