@@ -23,9 +23,12 @@ and the uncalibrated model, and the measurements each needed to come within 0.5%
     .venv/bin/python bench/bench_tune.py --only layout --models gnn --rounds 0 \
         --variants boost:g=20:lr=5e-4                                         # GNN fine-tuning
 
-A variant `METHOD[:w=WEIGHT][:r=ROUNDS][:e=kept|lgbm][:g=STEPS][:lr=LR][:gs=SECONDS]` is a
-`Calibration`; `g` fine-tunes the GNN (`FineTune(steps, seconds, lr)`), which calibrates the `gnn`
-model and, with `e=kept`, the ensemble's GNN member.
+A variant `METHOD[:w=WEIGHT][:r=ROUNDS][:e=kept|lgbm][:g=STEPS][:lr=LR][:gs=SECONDS][:sel=0|1][:m=MARGIN]
+[:f=FOLDS][:loc=0|1]` is a `Calibration`; `g` fine-tunes the GNN (`FineTune(steps, seconds, lr)`), which
+calibrates the `gnn` model and, with `e=kept` or `sel=1`, the ensemble's GNN member; `sel=0` uses the
+calibrated models whole, `sel=1` (the default) trusts them as far as held-out folds of the measured
+configs say (`m`: the margin, `f`: the folds, `loc=0`: trusted far from the measured configs
+too; tpurank.rank.select). Variants share each fit they have in common (`memoize`).
 
 Quality figures are valid on a loaded machine; the calibration seconds it prints are not (the cost
 target is bench/bench_tune_cost.py's). Saves bench/results/tune.json (or --out). Exits 0 with the
@@ -57,8 +60,8 @@ import tune_programs  # noqa: E402
 import tune_tables  # noqa: E402
 
 from tpurank.core.metrics import kendall_tau, order_from_costs, slowdown_at_k  # noqa: E402
-from tpurank.rank.calibrate import Calibration  # noqa: E402
-from tpurank.rank.finetune import FineTune  # noqa: E402
+from tpurank.rank.calibrate import Calibration, LgbmInputs  # noqa: E402
+from tpurank.rank.finetune import FineTune, GnnInputs  # noqa: E402
 from tpurank.rank.program import Program  # noqa: E402
 from tpurank.tune.replay import replay  # noqa: E402
 from tpurank.tune.tuner import Tuner, Tuning  # noqa: E402
@@ -74,15 +77,46 @@ def parse_variant(text: str) -> Calibration:
     steps, with lr and gs (seconds) its `FineTune`)."""
     method, *parts = text.split(":")
     keys = {"w": "weight", "r": "rounds", "e": "ensemble", "g": "steps", "lr": "lr", "gs": "seconds"}
+    keys |= {"sel": "select", "m": "margin", "f": "folds", "loc": "local"}
     values = {keys[k]: v for k, _, v in (p.partition("=") for p in parts)}
     kinds = {"weight": lambda v: None if v == "auto" else float(v), "rounds": int, "ensemble": str}
-    kinds |= {"steps": int, "lr": float, "seconds": float}
+    kinds |= {"steps": int, "lr": float, "seconds": float, "select": lambda v: v == "1"}
+    kinds |= {"margin": float, "folds": int, "local": lambda v: v == "1"}
     kwargs = {k: kinds[k](v) for k, v in values.items()}
     tune = {k: kwargs.pop(k) for k in ("steps", "lr", "seconds") if k in kwargs}
     gnn = FineTune(**tune) if "steps" in tune else None
     if tune and gnn is None:
         raise SystemExit(f"{text}: lr and gs set the GNN's fine-tuning: name its steps too (g=STEPS)")
     return Calibration(method=method, gnn=gnn, gnn_tile=gnn is not None, **kwargs)
+
+
+def memoize() -> None:
+    """Every LightGBM calibration and GNN fine-tuning computed once per inputs: variants that differ
+    only in how far they trust a calibration (select, margin, local) share the same fits, and the
+    ensemble shares its members'. Results are the same as without: each fit is seeded."""
+    cache: dict[tuple, np.ndarray | None] = {}
+
+    def wrap(cls: type, key_of) -> None:  # noqa: ANN001
+        plain = cls.calibrated
+
+        def calibrated(self, positions, runtime, *args, **kw):  # noqa: ANN001, ANN202
+            key = (id(self), positions.tobytes(), np.asarray(runtime).tobytes(), *key_of(*args, **kw))
+            if key not in cache:
+                cache[key] = plain(self, positions, runtime, *args, **kw)
+            return cache[key]
+
+        cls.calibrated = calibrated
+
+    def lgbm_key(how: Calibration, scored: np.ndarray | None = None) -> tuple:
+        return how.method, how.weight, how.rounds, how.seed, None if scored is None else scored.tobytes()
+
+    def gnn_key(
+        how: FineTune, seed: int, scored: np.ndarray | None = None, members: int | None = None
+    ) -> tuple:
+        return how, seed, None if scored is None else scored.tobytes(), members
+
+    wrap(LgbmInputs, lgbm_key)
+    wrap(GnnInputs, gnn_key)
 
 
 def truth_of(program: Program) -> np.ndarray:
@@ -253,6 +287,7 @@ def main() -> int:
     a.work.mkdir(parents=True, exist_ok=True)
     if a.threads:
         torch.set_num_threads(a.threads)
+    memoize()
     t0 = time.perf_counter()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
     res: dict = {"command": " ".join(["bench/bench_tune.py", *sys.argv[1:]]), "commit": commit.stdout.strip()}

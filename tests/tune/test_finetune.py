@@ -98,14 +98,14 @@ def test_the_ensemble_keeps_its_weights_over_the_calibrated_members_when_the_gnn
 ) -> None:
     f = _valid(small)
     positions, runtime = _measured(f, 12)
-    how = Calibration(gnn=TUNE)
+    how = Calibration(gnn=TUNE, select=False)
     with Tuner.load(small.out) as tuner:
         program = tuner.programs(f, collection=LAYOUT)[0]
         kept = program.costs_with(positions, runtime, how)
         lgbm = program.lgbm.calibrated(positions, runtime, how)
         gnn = program.gnn.calibrated(positions, runtime, TUNE, how.seed)
-        alone = program.costs_with(positions, runtime, Calibration(gnn=TUNE, ensemble="lgbm"))
-        untuned = program.costs_with(positions, runtime, Calibration(gnn=None))
+        alone = program.costs_with(positions, runtime, Calibration(gnn=TUNE, ensemble="lgbm", select=False))
+        untuned = program.costs_with(positions, runtime, Calibration(gnn=None, select=False))
     w = program.weights
     members = [{"lgbm": lgbm, "gnn": gnn}.get(m, program.costs[m]) for m in w["members"]]
     np.testing.assert_allclose(kept, combine(members, np.asarray(w["weights"]), w["normalize"]), rtol=1e-6)
@@ -131,7 +131,8 @@ def test_rank_fine_tunes_the_gnn_and_scores_only_the_configs_it_did_not_learn_fr
     f = _valid(small)
     positions, runtime = _measured(f, 10, seed=2)
     m = _write_csv(tmp_path / "m.csv", positions, runtime)
-    assert main(_rank(small, f, tmp_path / "r.json", "--measured", str(m), "--gnn-steps", "3")) == 0
+    whole = ["--measured", str(m), "--no-select"]
+    assert main(_rank(small, f, tmp_path / "r.json", *whole, "--gnn-steps", "3")) == 0
     capsys.readouterr()
     g = json.loads((tmp_path / "r.json").read_text())[0]
     n = g["configs"]
@@ -142,7 +143,7 @@ def test_rank_fine_tunes_the_gnn_and_scores_only_the_configs_it_did_not_learn_fr
     expected = graph_metrics(LAYOUT, np.arange(len(rest)), truth[rest])
     assert g["scores"]["score"] == pytest.approx(expected["score"])
     # --gnn-steps 0: the GNN ranks as trained, and says so in one line
-    assert main(_rank(small, f, tmp_path / "plain.json", "--measured", str(m), "--gnn-steps", "0")) == 0
+    assert main(_rank(small, f, tmp_path / "plain.json", *whole, "--gnn-steps", "0")) == 0
     assert "the GNN is not fine-tuned (--gnn-steps 0): ranked as trained" in capsys.readouterr().err
     plain = json.loads((tmp_path / "plain.json").read_text())[0]
     assert [r["config"] for r in plain["ranking"]] != [r["config"] for r in g["ranking"]]
@@ -201,7 +202,8 @@ def test_a_tile_kernel_fine_tunes_on_its_normalized_runtimes(small: Paths) -> No
         positions = np.flatnonzero(c.runtime > 0)[:8]
         runtime = c.runtime[positions].astype(np.float64)
         tuned = [
-            program.costs_with(positions, runtime, Calibration(gnn=TUNE, gnn_tile=True)) for _ in range(2)
+            program.costs_with(positions, runtime, Calibration(gnn=TUNE, gnn_tile=True, select=False))
+            for _ in range(2)
         ]
         by_default = program.costs_with(positions, runtime, Calibration(gnn=TUNE))
         note = program.ranking(

@@ -89,7 +89,7 @@ def test_calibration_learns_and_its_score_leaves_the_measured_configs_out(
     f = _valid(small)
     measured = _measured(f, 12)
     m = _write_csv(tmp_path / "m.csv", measured)
-    assert main(_rank(small, [f], tmp_path / "r.json", "--measured", str(m))) == 0
+    assert main(_rank(small, [f], tmp_path / "r.json", "--measured", str(m), "--no-select")) == 0
     printed = capsys.readouterr().out
     g = json.loads((tmp_path / "r.json").read_text())[0]
     n = g["configs"]
@@ -321,11 +321,13 @@ def test_the_ensemble_ranks_by_the_calibrated_lightgbm_or_its_kept_weights(small
     positions = np.array(sorted(measured))  # an npz's configs: its positions are its indices
     lgbm = program.lgbm.calibrated(positions, runtime[positions].astype(float), Calibration())
     assert lgbm is not None and not np.array_equal(lgbm, program.costs["lgbm"])
-    untuned = Calibration(gnn=None)  # the GNN as trained (tests/tune/test_finetune.py fine-tunes it)
+    untuned = Calibration(
+        gnn=None, select=False
+    )  # the GNN as trained (tests/tune/test_finetune.py fine-tunes it)
     alone = program.costs_with(positions, runtime[positions].astype(float), untuned)
     np.testing.assert_array_equal(alone, lgbm)
     kept = program.costs_with(
-        positions, runtime[positions].astype(float), Calibration(ensemble="kept", gnn=None)
+        positions, runtime[positions].astype(float), Calibration(ensemble="kept", gnn=None, select=False)
     )
     w = program.weights
     members = [lgbm if m == "lgbm" else program.costs[m] for m in w["members"]]

@@ -53,6 +53,14 @@ class Calibration:
         gnn_tile: fine-tune the GNN of tile kernels too. Off by default: fine-tuning was measured on
             real layout programs only (docs/rank.md), so a tile kernel's ensemble ranks by the
             calibrated LightGBM alone, as measured on the real tile kernels.
+        select: choose each model's share of calibration, and the ensemble's weights, from the
+            measured configs by held-out folds (tpurank.rank.select); False: use the calibrated
+            models whole, with `ensemble`'s weights.
+        folds: the held-out folds of `select` (>= 2).
+        margin: how far (in null standard deviations of Kendall tau over the measured configs) a
+            calibrated blend must beat the trained order on held-out configs to be used (>= 0).
+        local: with `select`, trust the calibrated blend near the measured configs in the trained
+            model's order only, and rank as trained far from them (tpurank.rank.select.coverage).
     """
 
     method: str = "boost"
@@ -62,6 +70,10 @@ class Calibration:
     ensemble: str = "auto"
     gnn: FineTune | None = FineTune()
     gnn_tile: bool = False  # real tile kernels: measured with LightGBM's calibration only
+    select: bool = True  # a calibration is used only as far as held-out measured configs trust it
+    folds: int = 3  # held-out folds of the measured configs: each fold one more calibration to pay
+    margin: float = 0.5  # a calibrated blend must beat the trained order by this many null SDs of tau
+    local: bool = True  # trust a calibration near the measured configs only (select.coverage)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -76,6 +88,10 @@ class Calibration:
             raise TpurankError(f"calibration gnn must be a FineTune or None, got {self.gnn!r}")
         if self.rounds < 1:
             raise TpurankError(f"calibration rounds must be >= 1, got {self.rounds}")
+        if self.folds < 2:
+            raise TpurankError(f"calibration folds must be >= 2, got {self.folds}")
+        if not (self.margin >= 0 and np.isfinite(self.margin)):
+            raise TpurankError(f"calibration margin must be a number >= 0, got {self.margin}")
 
     def for_kind(self, kind: str) -> Calibration:
         """The calibration of a program of `kind` ("layout" or "tile"): without the GNN's fine-tuning
@@ -121,11 +137,15 @@ class LgbmInputs:
     inverse: np.ndarray
     training: TrainingRows | None = None
 
-    def _costs(self, booster: lgb.Booster) -> np.ndarray:
-        scores = booster.predict(self.x, num_threads=self.params.get("num_threads", 1))
-        return (-scores)[self.inverse].astype(np.float32)
+    def _costs(self, booster: lgb.Booster, scored: np.ndarray | None) -> np.ndarray:
+        rows = self.inverse if scored is None else self.inverse[scored]
+        unique, back = np.unique(rows, return_inverse=True)
+        scores = booster.predict(self.x[unique], num_threads=self.params.get("num_threads", 1))
+        return (-scores)[back].astype(np.float32)
 
-    def calibrated(self, positions: np.ndarray, runtime: np.ndarray, how: Calibration) -> np.ndarray | None:
+    def calibrated(
+        self, positions: np.ndarray, runtime: np.ndarray, how: Calibration, scored: np.ndarray | None = None
+    ) -> np.ndarray | None:
         """Each config's cost from the model that learned from the measured configs (None: fewer
         than two of them, or all equally fast: no order to learn).
 
@@ -133,6 +153,7 @@ class LgbmInputs:
             positions: the measured configs (positions in the program's config order).
             runtime: their measured runtimes (tile: divided by their normalizers), > 0.
             how: the method and its settings.
+            scored: the positions whose costs are returned (None: every config).
 
         Raises:
             TpurankError: refit without training rows.
@@ -153,7 +174,7 @@ class LgbmInputs:
                 model = lgb.train(params, data, max(1, self.booster.current_iteration()))
         except lgb.basic.LightGBMError as e:
             raise TpurankError(f"LightGBM calibration failed ({e})") from None
-        return self._costs(model)
+        return self._costs(model, scored)
 
     def _dataset(self, xq: np.ndarray, yq: np.ndarray, weight: float) -> lgb.Dataset:
         """The training rows' queries (when shipped), then the measured query with its weight."""

@@ -49,7 +49,8 @@ def add_model_choice(p: argparse.ArgumentParser) -> None:
 
 
 def add_gnn_tuning(p: argparse.ArgumentParser) -> None:
-    """`--gnn-steps` and `--gnn-seconds`: how the GNN learns from measurements (rank and tune)."""
+    """`--gnn-steps`, `--gnn-seconds` and `--no-select`: how the models learn from measurements (rank
+    and tune)."""
     p.add_argument(
         "--gnn-steps",
         type=int,
@@ -65,6 +66,11 @@ def add_gnn_tuning(p: argparse.ArgumentParser) -> None:
         metavar="S",
         help=f"the fine-tuning's time limit, all seed members together (default {FineTune.seconds:g})",
     )
+    p.add_argument(
+        "--no-select",
+        action="store_true",
+        help="use the calibrated models whole, without the held-out check of how far to trust them",
+    )
 
 
 def calibration(args: argparse.Namespace, seed: int = 0) -> Calibration:
@@ -78,11 +84,12 @@ def calibration(args: argparse.Namespace, seed: int = 0) -> Calibration:
         raise TpurankError(f"--gnn-steps must be >= 0 (0: no fine-tuning), got {steps}")
     if args.gnn_seconds is not None and not steps:
         raise TpurankError("--gnn-seconds limits the GNN's fine-tuning, which --gnn-steps 0 turns off")
+    select = not args.no_select
     if not steps:
-        return Calibration(seed=seed, gnn=None)
+        return Calibration(seed=seed, gnn=None, select=select)
     seconds = FineTune.seconds if args.gnn_seconds is None else args.gnn_seconds
     tile = args.gnn_steps is not None  # asked for by name: tile kernels' GNN fine-tuned too
-    return Calibration(seed=seed, gnn=FineTune(steps=steps, seconds=seconds), gnn_tile=tile)
+    return Calibration(seed=seed, gnn=FineTune(steps=steps, seconds=seconds), gnn_tile=tile, select=select)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -108,7 +108,13 @@ class GnnInputs:
         return self._graph
 
     def calibrated(
-        self, positions: np.ndarray, runtime: np.ndarray, how: FineTune, seed: int
+        self,
+        positions: np.ndarray,
+        runtime: np.ndarray,
+        how: FineTune,
+        seed: int,
+        scored: np.ndarray | None = None,
+        members: int | None = None,
     ) -> np.ndarray | None:
         """Each config's cost (the graph's order) from the members fine-tuned on the measured configs
         (None: fewer than two of them of different runtimes, no order to learn).
@@ -118,23 +124,33 @@ class GnnInputs:
             runtime: their runtimes (tile: divided by their normalizers), > 0.
             how: steps, time limit and learning rate.
             seed: seeds the configs each step samples (member k: `seed + k`).
+            scored: the positions whose costs are returned (None: every config).
+            members: fine-tune only the first this many seed members (None: all).
         """
         if len(np.unique(runtime)) < MIN_MEASURED:  # nothing to learn: no model or graph read
             return None
         costs, start = [], time.perf_counter()
-        for k, file in enumerate(self.files):
+        files = self.files[:members]
+        for k, file in enumerate(files):
             left = how.seconds - (time.perf_counter() - start)
-            share = max(left, 0.0) / (len(self.files) - k)  # what the earlier members left, shared
-            member = self._member(file, positions, runtime, how, seed + k, share)
+            share = max(left, 0.0) / (len(files) - k)  # what the earlier members left, shared
+            member = self._member(file, positions, runtime, how, seed + k, share, scored)
             if member is None:
                 return None
             costs.append(member)
-        if self.normalize is None:
+        if self.normalize is None or len(costs) == 1:
             return costs[0].astype(np.float32)
         return average_costs(costs, self.normalize).astype(np.float32)
 
     def _member(
-        self, file: Path, positions: np.ndarray, runtime: np.ndarray, how: FineTune, seed: int, seconds: float
+        self,
+        file: Path,
+        positions: np.ndarray,
+        runtime: np.ndarray,
+        how: FineTune,
+        seed: int,
+        seconds: float,
+        scored: np.ndarray | None,
     ) -> np.ndarray | None:
         """One member fine-tuned on a copy of its weights, then every config of the graph scored; the
         caller's torch generator is left as it was (building the model draws from it)."""
@@ -151,11 +167,11 @@ class GnnInputs:
             model.to(device)
             fit(model, target, trained, how, seconds, seed, device, precision)
         model.eval()
-        rows = np.arange(g.num_unique)
+        rows, back = np.unique(g.inverse if scored is None else g.inverse[scored], return_inverse=True)
         cost = score_rows(
             model, g, rows, self.chunk, device, precision=precision, segment_nodes=trained.segment_nodes
         )
-        return cost[g.inverse]
+        return cost[back]
 
 
 def measured_target(g: GraphData, positions: np.ndarray, runtime: np.ndarray) -> GraphData | None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import Config
 from tpurank.core.config_files import load_config
-from tpurank.core.errors import TpurankError
+from tpurank.core.errors import TpurankError, command
 from tpurank.core.paths import Paths
 from tpurank.kaggle.infer import find_manifest, unpack
 from tpurank.kaggle.models_dataset import CONFIG, MANIFEST, read_manifest
@@ -157,7 +157,7 @@ def _from_out_folder(source: Path, paths: Paths, prepared: Path | None) -> Confi
     if rule is None:
         raise TpurankError(
             f"{rules[0]}: missing (the node-feature rule the models were trained with); name the work folder "
-            "training used (--work-dir), or pass a models dataset (./run.sh build-models-dataset)"
+            f"training used (--work-dir), or pass a models dataset ({command('build-models-dataset')})"
         )
     link = paths.models
     if link.is_symlink() or link.exists():
@@ -194,7 +194,7 @@ def trained_models(paths: Paths, source: Path) -> dict[str, Trained]:
             fitted = None  # weights over a member no longer there: the members rank alone
         out[c] = Trained(members, fitted, {m: valid_score(paths, m, c) for m in members})
     if not out:
-        raise TpurankError(f"{source}: no trained models (train them: ./run.sh all)")
+        raise TpurankError(f"{source}: no trained models (train them: {command('all')})")
     return out
 
 

@@ -16,15 +16,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tpurank.core.collections import kind_of
+from tpurank.core.normalize import normalize
 from tpurank.models.ensemble import combine
+from tpurank.rank import select
 from tpurank.rank.calibrate import Calibration, LgbmInputs
 from tpurank.rank.candidates import Candidates
 from tpurank.rank.finetune import GnnInputs
 from tpurank.rank.models import ENSEMBLE
 from tpurank.rank.ranking import Ranking
+from tpurank.rank.select import Learner
 
 LGBM = "lgbm"
 GNN = "gnn"
+FOLD_MEMBERS = 1  # a held-out fold only tells whether fine-tuning helps: one seed member, not all
 
 
 @dataclass
@@ -87,8 +91,9 @@ class Program:
         positions = np.fromiter(measured.keys(), dtype=np.int64, count=len(measured))
         runtime = np.fromiter(measured.values(), dtype=np.float64, count=len(measured))
         used[positions] = runtime
-        ranking = Ranking.of(c, self.collection, self.model, self.costs_with(positions, runtime, how), used)
-        ranking.notes = tuple(self.notes) + self._gnn_note(how or Calibration())
+        costs, chosen = self.calibrate(positions, runtime, how)
+        ranking = Ranking.of(c, self.collection, self.model, costs, used)
+        ranking.notes = (*self.notes, *self._gnn_note(how or Calibration()), *([chosen] if chosen else []))
         return ranking
 
     def _gnn_note(self, how: Calibration) -> tuple[str, ...]:
@@ -104,7 +109,14 @@ class Program:
     def costs_with(
         self, positions: np.ndarray, runtime: np.ndarray, how: Calibration | None = None
     ) -> np.ndarray:
-        """Each config's cost once the model has learned from the measured configs.
+        """Each config's cost once the model has learned from the measured configs (`calibrate`)."""
+        return self.calibrate(positions, runtime, how)[0]
+
+    def calibrate(
+        self, positions: np.ndarray, runtime: np.ndarray, how: Calibration | None = None
+    ) -> tuple[np.ndarray, str | None]:
+        """Each config's cost once the model has learned from the measured configs, and the one line
+        saying what the measured configs chose (`Calibration.select`; None: nothing was chosen).
 
         Args:
             positions: the measured configs (positions in the graph).
@@ -112,13 +124,45 @@ class Program:
             how: the calibration (default: `Calibration()`).
         """
         how = (how or Calibration()).for_kind(kind_of(self.collection))
-        if not len(positions):
-            return self.costs[self.model]
+        learners = self._learners(how)
+        if not len(positions) or not learners:
+            return self.costs[self.model], None
         label = runtime
         if self.candidates.normalizer is not None:  # tile: ranked as the competition scores it
             label = runtime / np.maximum(self.candidates.normalizer[positions], 1)
-        calibrated = self._calibrated(positions, label, how)
-        if not calibrated:  # nothing to learn from (fewer than two distinct runtimes), or no model learns
+        if how.select:
+            return self._selected(learners, positions, label, how)
+        calibrated = {
+            m: c for m, (learn, _) in learners.items() if (c := learn(positions, label, None)) is not None
+        }
+        return self._whole(calibrated, how), None
+
+    def _learners(self, how: Calibration) -> dict[str, tuple[Learner, Learner]]:
+        """Member -> how it learns from measured configs, for itself and inside a held-out fold (the
+        GNN's folds fine-tune its first seed member alone): LightGBM, and the GNN where `how.gnn` asks
+        and its costs are used (alone, or in the ensemble)."""
+        out: dict[str, tuple[Learner, Learner]] = {}
+        if self.lgbm is not None and self.model in (LGBM, ENSEMBLE):
+            lgbm = self.lgbm
+
+            def learn_lgbm(p: np.ndarray, r: np.ndarray, s: np.ndarray | None) -> np.ndarray | None:
+                return lgbm.calibrated(p, r, how, s)
+
+            out[LGBM] = (learn_lgbm, learn_lgbm)
+        in_ensemble = self.model == ENSEMBLE and (how.select or how.weights == "kept" or self.lgbm is None)
+        if self.gnn is not None and how.gnn is not None and (self.model == GNN or in_ensemble):
+            gnn, tune = self.gnn, how.gnn
+
+            def learn_gnn(p: np.ndarray, r: np.ndarray, s: np.ndarray | None, n: int | None = None):
+                return gnn.calibrated(p, r, tune, how.seed, s, members=n)
+
+            out[GNN] = (learn_gnn, lambda p, r, s: learn_gnn(p, r, s, FOLD_MEMBERS))
+        return out
+
+    def _whole(self, calibrated: dict[str, np.ndarray], how: Calibration) -> np.ndarray:
+        """The calibrated models used whole (`Calibration.select` off): the model's own, or the
+        ensemble by `how.weights`."""
+        if not calibrated:  # nothing to learn from (fewer than two distinct runtimes)
             return self.costs[self.model]
         if self.model != ENSEMBLE:
             return calibrated[self.model]
@@ -129,22 +173,64 @@ class Program:
         weights = np.asarray(self.weights["weights"], dtype=np.float64)
         return combine(members, weights, self.weights["normalize"]).astype(np.float32)
 
-    def _calibrated(
-        self, positions: np.ndarray, label: np.ndarray, how: Calibration
-    ) -> dict[str, np.ndarray]:
-        """Member -> its costs once calibrated, for the members that learn here: LightGBM, and the
-        GNN where `how.gnn` asks and its costs are used (alone, or in the ensemble's kept weights)."""
-        out = {}
-        if self.lgbm is not None and self.model in (LGBM, ENSEMBLE):
-            costs = self.lgbm.calibrated(positions, label, how)
-            if costs is not None:
-                out[LGBM] = costs
-        used = self.model == GNN or (self.model == ENSEMBLE and (how.weights == "kept" or self.lgbm is None))
-        if self.gnn is not None and how.gnn is not None and used:
-            costs = self.gnn.calibrated(positions, label, how.gnn, how.seed)
-            if costs is not None:
-                out[GNN] = costs
-        return out
+    def _selected(
+        self,
+        learners: dict[str, tuple[Learner, Learner]],
+        positions: np.ndarray,
+        label: np.ndarray,
+        how: Calibration,
+    ) -> tuple[np.ndarray, str]:
+        """Each learning model's share of calibration chosen on held-out folds of the measured
+        configs, then (the ensemble) its weights (tpurank.rank.select)."""
+        distinct = len(np.unique(label))
+        if distinct < select.MIN_MEASURED:
+            return self.costs[self.model], (
+                f"{self.name}: {len(label)} measured configs ({distinct} distinct runtimes) cannot tell whether "
+                f"calibrating helps ({select.MIN_MEASURED} distinct are needed): ranked as trained"
+            )
+        fold = select.fold_of(len(positions), how.folds, how.seed)
+        choices, final = {}, {}
+        for m, (learn, in_fold) in learners.items():
+            oof = select.out_of_fold(in_fold, positions, label, fold)
+            choice = select.choose_share(self.costs[m][positions], oof, label, how.margin)
+            calibrated = learn(positions, label, None) if choice.share > 0 else None
+            choices[m] = choice
+            near = select.coverage(self.costs[m], positions) if how.local else None
+            final[m] = (
+                self.costs[m]
+                if calibrated is None
+                else select.blend(self.costs[m], calibrated, choice.share, near)
+            )
+        parts = [c.text(m) for m, c in choices.items()]
+        costs = final.get(self.model)
+        if self.model == ENSEMBLE:
+            costs, what = self._selected_weights(choices, final, positions, label, how)
+            parts.append(f"the ensemble {what}")
+        head = f"{self.name}: calibration chosen on {len(label)} measured configs by {int(fold.max()) + 1} held-out folds"
+        return costs if costs is not None else self.costs[self.model], f"{head}: {'; '.join(parts)}"
+
+    def _selected_weights(
+        self,
+        choices: dict[str, select.Choice],
+        final: dict[str, np.ndarray],
+        positions: np.ndarray,
+        label: np.ndarray,
+        how: Calibration,
+    ) -> tuple[np.ndarray, str]:
+        """The ensemble's costs over its members as chosen, with the weights the held-out folds
+        trust (its trained weights unless one member alone beats them), and what they are."""
+        assert self.weights is not None
+        members = list(self.weights["members"])
+        oof = {
+            m: choices[m].oof if m in choices else normalize(self.costs[m][positions], "rank")
+            for m in members
+        }
+        trained = np.asarray(self.weights["weights"], dtype=np.float64)
+        weights, what, tau = select.choose_weights(members, oof, trained, label, how.margin)
+        if all(m not in choices or choices[m].share == 0 for m in members) and weights is trained:
+            return self.costs[ENSEMBLE], f"{what} (held-out tau {tau:.2f}): ranked as trained"
+        costs = combine([final.get(m, self.costs[m]) for m in members], weights, self.weights["normalize"])
+        return costs.astype(np.float32), f"{what} (held-out tau {tau:.2f})"
 
 
 def not_calibrated_note(program: Program) -> str:

@@ -77,10 +77,12 @@ class Tuning:
 
         Args:
             n: how many to propose (>= 1).
-            explore: the share of the `n` drawn at random among the others not yet measured
-                (seeded: the same draw for the same seed and measurements). The best-ranked
-                configs of a layout program sit within a fraction of a percent of each other, so a
-                model calibrated on them alone learns noise; a few random ones show it the spread.
+            explore: the share of the `n` spread over the predicted order of the others not yet
+                measured, one drawn at random from each of as many equal slices of it (`spread`;
+                seeded: the same draw for the same seed and measurements). The best-ranked configs
+                of a layout program sit within a fraction of a percent of each other, so a model
+                calibrated on them alone learns noise, and only near them (select.coverage); a few
+                from across the order show it the spread.
         """
         if n < 1:
             raise TpurankError(f"propose: n must be >= 1, got {n}")
@@ -99,7 +101,7 @@ class Tuning:
             return best
         rng = np.random.default_rng([self.how.seed, len(self.measured), len(self.failed)])
         rest = left[n - drawn :]
-        return best + [rest[i] for i in sorted(rng.choice(len(rest), size=drawn, replace=False))]
+        return best + [rest[i] for i in spread(len(rest), drawn, rng)]
 
     def observe(self, configs: Sequence[int], runtimes: Sequence[float]) -> None:
         """Record measured runtimes; the next `propose` learns from them.
@@ -142,6 +144,19 @@ class Tuning:
         """The user's config index -> runtime of every measured config, in the order observed."""
         file_index = self.program.candidates.file_index
         return {int(file_index[p]): v for p, v in self.measured.items()}
+
+
+def spread(n: int, k: int, rng: np.random.Generator) -> list[int]:
+    """`k` of `n` places in a predicted order, one drawn at random from each of `k` equal slices of
+    it (in order): a draw that covers the whole order, as a uniform draw does on average only.
+
+    Args:
+        n: the places (>= k).
+        k: how many to draw.
+        rng: the seeded generator.
+    """
+    edges = np.linspace(0, n, k + 1).round().astype(np.int64)
+    return [int(rng.integers(lo, hi)) for lo, hi in zip(edges[:-1], edges[1:], strict=True) if hi > lo]
 
 
 class Tuner:

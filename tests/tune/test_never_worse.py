@@ -1,0 +1,80 @@
+"""Calibration never ranks the configs it did not learn from worse than the model as trained, beyond
+noise, whatever it is given: all runtimes equal, one config, the top of the model's own order (what
+an autotuner measures), or a uniform draw; and it says in one line what it chose."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from helpers import TWO_COLLECTIONS, two_collection_all
+from scipy.stats import kendalltau
+
+from tpurank.core.collections import collection_dir
+from tpurank.core.metrics import order_from_costs
+from tpurank.rank.finetune import FineTune
+from tpurank.rank.program import Program
+from tpurank.rank.select import null_sd
+from tpurank.tune import Calibration, Tuner
+
+LAYOUT = next(c for c in TWO_COLLECTIONS if c.startswith("layout:"))
+HOW = Calibration(gnn=FineTune(steps=5, lr=1e-3))
+CASES = ["all equal", "one config", "top 10 of its own order", "12 drawn at random"]
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Program]]:
+    """The small tree's first valid layout graph (every config measured), ranked by each model."""
+    small = two_collection_all(tmp_path_factory)
+    f = sorted((small.npz / collection_dir(LAYOUT) / "valid").glob("*.npz"))[0]
+    with Tuner.load(small.out) as tuner:
+        yield {m: tuner.programs(f, collection=LAYOUT, model=m)[0] for m in ("lgbm", "gnn", "ensemble")}
+
+
+def _measured(program: Program, case: str) -> tuple[np.ndarray, np.ndarray]:
+    truth = program.candidates.runtime.astype(np.float64)
+    if case == "top 10 of its own order":
+        positions = order_from_costs(program.costs[program.model])[:10]
+    elif case == "one config":
+        positions = np.array([0])
+    else:
+        positions = np.random.default_rng(0).choice(
+            len(truth), 10 if case == "all equal" else 12, replace=False
+        )
+    runtime = np.full(len(positions), 1000.0) if case == "all equal" else truth[positions]
+    return positions, runtime
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("model", ["lgbm", "gnn", "ensemble"])
+def test_calibration_ranks_the_rest_no_worse_than_as_trained(
+    programs: dict[str, Program], model: str, case: str
+) -> None:
+    program = programs[model]
+    positions, runtime = _measured(program, case)
+    costs, line = program.calibrate(positions, runtime, HOW)
+    trained = program.costs[model]
+    left = np.ones(len(trained), dtype=bool)
+    left[positions] = False
+    truth = program.candidates.runtime[left]
+    tau, tau_trained = (kendalltau(c[left], truth).statistic for c in (costs, trained))
+    assert tau >= tau_trained - 0.5 * null_sd(int(left.sum())), (line, tau, tau_trained)
+    if case in ("all equal", "one config"):  # nothing to tell: as trained, said so
+        np.testing.assert_array_equal(costs, trained)
+        assert line.endswith("distinct are needed): ranked as trained")
+    else:
+        assert line.startswith(
+            f"{program.name}: calibration chosen on {len(positions)} measured configs by 3"
+        )
+        assert ("lgbm " in line) == (model != "gnn") and ("gnn " in line) == (model != "lgbm")
+
+
+def test_the_choice_is_printed_in_one_line_and_repeats_for_a_seed(programs: dict[str, Program]) -> None:
+    program = programs["ensemble"]
+    positions, runtime = _measured(program, "12 drawn at random")
+    measured = dict(zip(positions.tolist(), runtime, strict=True))
+    first, again = (program.ranking(measured, HOW) for _ in range(2))
+    np.testing.assert_array_equal(first.order, again.order)
+    (line,) = [n for n in first.notes if "calibration chosen" in n]
+    assert "the ensemble " in line and "held-out tau" in line and "\n" not in line

@@ -1,0 +1,113 @@
+"""How far a calibration is trusted (tpurank.rank.select): the blend share and the ensemble's weights
+chosen on held-out folds of the measured configs, with a margin over the trained order that noise
+does not cross."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau
+
+from tpurank.core.errors import TpurankError
+from tpurank.rank import select
+from tpurank.rank.calibrate import Calibration
+
+
+def test_the_null_sd_is_the_spread_of_tau_over_random_orders() -> None:
+    rng = np.random.default_rng(0)
+    for n in (5, 10, 30):
+        runtime = np.arange(n, dtype=float)
+        taus = [kendalltau(rng.permutation(n), runtime).statistic for _ in range(3000)]
+        assert select.null_sd(n) == pytest.approx(np.std(taus), rel=0.06)
+    assert select.null_sd(1) == np.inf
+
+
+def test_folds_are_balanced_seeded_and_never_more_than_the_configs() -> None:
+    fold = select.fold_of(10, 3, seed=4)
+    assert sorted(np.bincount(fold)) == [3, 3, 4]
+    np.testing.assert_array_equal(fold, select.fold_of(10, 3, seed=4))
+    assert not np.array_equal(fold, select.fold_of(10, 3, seed=5))
+    assert sorted(np.bincount(select.fold_of(2, 3, seed=0))) == [1, 1]
+
+
+def _case(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runtimes, a trained order that agrees with them a little, and random noise."""
+    rng = np.random.default_rng(seed)
+    runtime = rng.permutation(n).astype(float) + 1
+    trained = runtime + rng.normal(0, n / 2, n)
+    return runtime, trained, rng.permutation(n).astype(float)
+
+
+def test_a_calibration_that_orders_held_out_configs_better_is_used_whole() -> None:
+    runtime, trained, _ = _case(30, 0)
+    choice = select.choose_share(trained, select.normalize(runtime, "rank"), runtime, margin=0.5)
+    assert choice.share == 1.0 and choice.tau == pytest.approx(1.0)
+    assert choice.trained == pytest.approx(kendalltau(trained, runtime).statistic)
+    assert "1 calibrated (held-out tau 1.00, as trained" in choice.text("lgbm")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_noise_never_beats_the_trained_order_by_the_margin(seed: int) -> None:
+    runtime, trained, noise = _case(20, seed)
+    choice = select.choose_share(trained, select.normalize(noise, "rank"), runtime, margin=0.5)
+    best_gain = (
+        max(
+            kendalltau(
+                (1 - s) * select.normalize(trained, "rank") + s * select.normalize(noise, "rank"), runtime
+            )[0]
+            for s in select.SHARES
+        )
+        - kendalltau(trained, runtime)[0]
+    )
+    assert (choice.share == 0.0) == (best_gain <= 0.5 * select.null_sd(20))
+    if choice.share == 0.0:
+        assert choice.text("gnn").startswith("gnn as trained (held-out tau")
+        np.testing.assert_allclose(choice.oof, select.normalize(trained, "rank"))
+
+
+def test_a_fold_that_learned_nothing_keeps_the_trained_rank() -> None:
+    runtime, trained, _ = _case(12, 1)
+    oof = np.full(12, np.nan)
+    choice = select.choose_share(trained, oof, runtime, margin=0.0)
+    assert choice.share == 0.0 and choice.tau == pytest.approx(choice.trained)
+
+
+def test_out_of_fold_ranks_come_from_models_that_never_saw_the_fold() -> None:
+    positions = np.arange(10, 20)
+    runtime = np.arange(10, dtype=float)[::-1] + 1
+    seen: list[set[int]] = []
+
+    def learn(p: np.ndarray, r: np.ndarray, scored: np.ndarray) -> np.ndarray:
+        seen.append(set(p.tolist()))
+        return -scored.astype(float)  # ranks by position, reversed: the runtimes' own order
+
+    fold = select.fold_of(10, 3, seed=0)
+    oof = select.out_of_fold(learn, positions, runtime, fold)
+    assert len(seen) == 3
+    for f, trained_on in zip(np.unique(fold), seen, strict=True):
+        assert not trained_on & set(positions[fold == f].tolist())
+    assert kendalltau(oof, runtime).statistic == pytest.approx(1.0)
+
+
+def test_the_blend_is_trained_calibrated_or_their_ranks_mixed() -> None:
+    trained, calibrated = np.array([1.0, 2, 3, 4]), np.array([40.0, 30, 20, 10])
+    assert select.blend(trained, calibrated, 0.0) is trained
+    assert select.blend(trained, calibrated, 1.0) is calibrated
+    np.testing.assert_allclose(select.blend(trained, calibrated, 0.25), [0.25, 5 / 12, 7 / 12, 0.75])
+
+
+def test_the_ensemble_keeps_its_weights_unless_a_member_alone_beats_them() -> None:
+    runtime, trained, noise = _case(40, 3)
+    good, bad = select.normalize(runtime, "rank"), select.normalize(noise, "rank")
+    w = np.array([0.5, 0.5])
+    weights, what, tau = select.choose_weights(["lgbm", "gnn"], {"lgbm": good, "gnn": bad}, w, runtime, 0.5)
+    assert (list(weights), what, tau) == ([1.0, 0.0], "lgbm alone", pytest.approx(1.0))
+    near = select.normalize(runtime + np.random.default_rng(0).normal(0, 0.5, 40), "rank")
+    weights, what, _ = select.choose_weights(["lgbm", "gnn"], {"lgbm": good, "gnn": near}, w, runtime, 0.5)
+    assert weights is w and what == "its trained weights"
+
+
+@pytest.mark.parametrize(("field", "value"), [("folds", 1), ("margin", -0.1), ("margin", float("nan"))])
+def test_bad_selection_settings_are_refused(field: str, value: float) -> None:
+    with pytest.raises(TpurankError, match=f"calibration {field} must be"):
+        Calibration(**{field: value})
