@@ -29,6 +29,7 @@ import threading
 import time
 from pathlib import Path
 
+import provenance
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -221,6 +222,7 @@ def main() -> int:
     result["submission"] = sub.exists()
     result["peak_rss_gb"] = max((r["peak_rss_gb"] for r in result["steps"]), default=0.0)
     result["peak_pss_gb"] = max((r["peak_pss_gb"] for r in result["steps"]), default=0.0)
+    result["provenance"] = provenance.stamp()
     print(markdown(result))
     print(
         f"exit {result['exit']}, {result['seconds'] / 60:.1f} min, peak RSS {result['peak_rss_gb']:.2f} GB "

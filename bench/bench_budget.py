@@ -46,6 +46,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import provenance  # noqa: E402
 import real_rows as rr  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -209,6 +210,8 @@ def run_one(row: str, commit: str, collection: str, seed: int, a: argparse.Names
         "train_wall_s": round(trained, 1),
         "train_peak_rss_gb": round(peak, 2),
     }
+    stamp = provenance.stamp()  # the bench's own commit; the record's is the row's code
+    rec["provenance"] = {**stamp, "commit": commit, "bench_commit": stamp["commit"]}
     if m == "gnn":
         model = json.loads((out / "models" / "gnn" / collection.replace(":", "-") / "model.json").read_text())
         keep = ("steps_run", "evals_run", "seconds", "stopped_by", "best_valid_score")

@@ -43,6 +43,7 @@ PYTHON = sys.executable
 RESULTS = ROOT / "bench" / "results"
 
 sys.path.insert(0, str(ROOT / "bench"))
+import provenance  # noqa: E402
 import real_rows as rr  # noqa: E402
 
 # model -> its real-sample rows: bench_real.py at the code the docs quote (the GNN at width 64); no
@@ -352,6 +353,7 @@ def main() -> int:
         results["ablation"] = ablate(a.ablate)
 
     out = RESULTS / f"gnn_{slug}.json"
+    results["provenance"] = provenance.stamp()
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(report(results, rr.folders(a.real_dir)))
     print(f"wrote {out}")

@@ -33,6 +33,8 @@ from torch.utils.flop_counter import FlopCounterMode
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+import provenance  # noqa: E402
+
 from tpurank.core.collections import COLLECTIONS, kind_of  # noqa: E402
 from tpurank.core.config_files import load_config  # noqa: E402
 from tpurank.core.errors import TpurankError  # noqa: E402
@@ -174,6 +176,7 @@ def main() -> int:
             "rows": rows,
             "profile": args.profile,
             "split": split,
+            "provenance": provenance.stamp(),
         }
         args.json.write_text(json.dumps(out, indent=1))
     return 0

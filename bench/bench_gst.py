@@ -42,6 +42,7 @@ RESULTS = ROOT / "bench" / "results" / "gst.json"
 LAYOUT = ["layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random"]
 
 sys.path.insert(0, str(ROOT / "bench"))
+import provenance  # noqa: E402
 import real_rows as rr  # noqa: E402
 
 # variant -> its real-sample rows: `bench_real.py --only layout --models gnn --quick` (seeds 0 1), saved
@@ -55,7 +56,7 @@ REAL: dict[str, list[rr.Real]] = {
 
 def _save(key: str, value: object) -> None:
     data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    data[key] = value
+    data[key] = {**value, "provenance": provenance.stamp()} if isinstance(value, dict) else value
     RESULTS.write_text(json.dumps(data, indent=1) + "\n")
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import provenance  # noqa: E402
 import real_rows as rr  # noqa: E402
 from bench_gnn import DEMO_ROOT, PYTHON, ROOT, WORK, demo_config, device_name, ensure_demo_prepared  # noqa: E402
 
@@ -167,6 +168,7 @@ def main() -> int:
         results["rows"][variant] = row
         out = ROOT / "bench" / "results" / f"recipe_{slug}.json"
         results["seconds"] = round(time.perf_counter() - t_all, 1)
+        results["provenance"] = provenance.stamp()
         out.write_text(json.dumps(results, indent=2) + "\n")  # after every variant: partial results survive
     print(markdown(results, a.collections, rr.RealRows(REAL, rr.folders(a.real_dir))))
     print(f"wrote {out} ({results['seconds']:.0f} s)")

@@ -26,6 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
+import provenance  # noqa: E402
 import real_data as rd  # noqa: E402
 from bench_real import run_models  # noqa: E402
 
@@ -113,6 +114,7 @@ def main() -> int:
             f"(seed average {row['subset']['seed_average']:.4f}); {sum(seconds):.0f} s",
             flush=True,
         )
+        res["provenance"] = provenance.stamp()
         a.out.write_text(json.dumps(res, indent=2) + "\n")
     print(f"saved {a.out}; beside the demo rows: bench/bench_recipe.py --table")
     return 0

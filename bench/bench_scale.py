@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import provenance  # noqa: E402
 from scale_measure import GB, decompress_all, folder_bytes, run_measured  # noqa: E402
 from scale_modes import demo_cap_only, features_lgbm_default, gnn_slice, gnn_slice_only, prepare_only  # noqa: E402
 from scale_report import report  # noqa: E402
@@ -246,6 +247,7 @@ def whole_run(a: argparse.Namespace, collections: list[str]) -> int:
     run_steps(a, collections, results, common)
     measure_outputs(a, collections, results, paths, common)
     report(results, collections)
+    results["provenance"] = provenance.stamp()
     a.out.write_text(json.dumps(results, indent=2, default=float) + "\n")
     print(f"\nsaved {a.out}")
     return 0

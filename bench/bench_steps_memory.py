@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+import provenance
 import psutil
 from bench_all import PYTHON, ROOT, SAMPLE_S, tree_memory
 
@@ -102,7 +103,7 @@ def main() -> int:
     for text in args.stages.split(";"):
         stage = [*text.split(), *common]
         row = in_process(stage, not args.no_release) if args.one_process else alone(stage)
-        results.append({"stage": text.strip(), **row})
+        results.append({"stage": text.strip(), **row, "provenance": provenance.stamp()})
         print(json.dumps(results[-1]), flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))

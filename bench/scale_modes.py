@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pandas as pd
+import provenance
 from scale_measure import GB, ROOT, decompress_all, folder_bytes, run_measured
 from scale_report import MAX_CACHE_RATIO, MAX_FEATURES_LGBM_MIN, MAX_GNN_RSS, MAX_PREPARE_VS_DECOMPRESS
 
@@ -74,7 +75,8 @@ def gnn_slice_only(a: argparse.Namespace, collections: list[str]) -> int:
             f"[{'PASS' if ok else 'FAIL'}] GNN training, default config, {c} <= 4 GB peak RSS: "
             f"{g['peak_rss'] / GB:.2f} GB"
         )
-    a.out.write_text(json.dumps({"collections": collections, "gnn_slice": sliced}, indent=2) + "\n")
+    result = {"collections": collections, "gnn_slice": sliced, "provenance": provenance.stamp()}
+    a.out.write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
 
@@ -136,7 +138,8 @@ def demo_cap_only(a: argparse.Namespace) -> int:
         f"[{'PASS' if ok else 'FAIL'}] the default cap ({caps[0]}) loses at most 0.01 tau on every layout collection"
     )
     out = ROOT / "bench" / "results" / "scale_demo_cap.json"
-    out.write_text(json.dumps({"scores": scores, "default_cap": caps[0], "pass": ok}, indent=2) + "\n")
+    result = {"scores": scores, "default_cap": caps[0], "pass": ok, "provenance": provenance.stamp()}
+    out.write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
 
@@ -191,6 +194,7 @@ def features_lgbm_default(a: argparse.Namespace, collections: list[str]) -> int:
         "seconds_per_layout_row": rate,
         "pass": ok,
     }
+    result["provenance"] = provenance.stamp()
     (ROOT / "bench" / "results" / "scale_lgbm_default.json").write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
@@ -236,5 +240,6 @@ def prepare_only(a: argparse.Namespace, collections: list[str]) -> int:
         "cache_bytes": cache,
         "npz_bytes": npz,
     }
+    result["provenance"] = provenance.stamp()
     (ROOT / "bench" / "results" / "scale_prepare.json").write_text(json.dumps(result, indent=2) + "\n")
     return 0
