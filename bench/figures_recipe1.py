@@ -1,0 +1,196 @@
+"""Figures of README's Recipe 1 at full scale and of `all` on the demo under a budget: the runs of
+bench/bench_all.py (`all` measured from outside: wall time, peak memory and disk per step)."""
+
+from __future__ import annotations
+
+import re
+
+from figure_kit import GB, Figure, Source, figure, gb, minutes, results, table
+
+H2 = "recipe1_full_2h.json"  # `--budget 2h`, every step in one process
+H90 = "recipe1_full_90m_declared.json"  # `--budget 90m`, each step and GNN collection in its own process
+H90_BEFORE = "recipe1_full_90m_per_collection.json"  # the same, at the code before one decider
+H90_ONE_GNN = "recipe1_full_90m_isolated.json"  # each step in its own process, the GNN in one
+H90_FIRST = "recipe1_full_90m.json"  # the first run that held its budget, every step in one process
+BUSY_5M = "budget5m_busy_side_by_side.json"  # the demo, `--budget 5m`, one core kept busy
+
+# the rows of a step table: a label and the steps it groups (their walls joined by " / ")
+ROWS = [
+    ("prepare (the parent and 2 workers)", ["prepare"]),
+    ("features", ["features"]),
+    ("train lgbm", ["train lgbm"]),
+    ("train gnn (5 collections x 3 seeds)", ["train gnn"]),
+    (
+        "predict random / heuristic / lgbm valid",
+        ["predict random valid", "predict heuristic valid", "predict lgbm valid"],
+    ),
+    ("predict gnn valid", ["predict gnn valid"]),
+    (
+        "train ensemble, predict ensemble valid, validate",
+        ["train ensemble", "predict ensemble valid", "validate"],
+    ),
+    ("predict lgbm test", ["predict lgbm test"]),
+    ("predict gnn test", ["predict gnn test"]),
+    ("predict ensemble test", ["predict ensemble test"]),
+]
+
+
+def step(run: dict, name: str) -> dict:
+    return next(s for s in run["steps"] if s["step"] == name)
+
+
+def under(run: dict) -> str:
+    """`7m42s` from the summary's `total 1h22m: 7m42s under the budget of 1h30m`."""
+    return re.search(r": (\S+) under the budget", run["summary"][-1])[1]
+
+
+def overall(run: dict, model: str) -> str:
+    """A model's valid overall score, the last column of the summary table `all` printed."""
+    line = next(x for x in run["stdout_tail"] if x.split()[:1] == [model])
+    return line.split()[-1]
+
+
+def checked_rows(run: dict) -> str:
+    """`894 rows` when `all`'s closing check found every expected row valid and no problem."""
+    for line in run["stderr_tail"]:
+        if (m := re.search(r"(\d+) expected rows, (\d+) valid, 0 problem", line)) and m[1] == m[2]:
+            return f"{m[1]} rows"
+    raise ValueError("the submission was not checked clean")
+
+
+def peak(run: dict, exclude: str | None = None) -> tuple[float, str]:
+    """The highest summed RSS of any step (or of every step but one) and that step's name."""
+    s = max((s for s in run["steps"] if s["step"] != exclude), key=lambda s: s["peak_rss_gb"])
+    return s["peak_rss_gb"], s["step"]
+
+
+def written(run: dict) -> str:
+    return f"{(run['disk_bytes']['out'] + run['disk_bytes']['work']) / GB:.1f} GB"
+
+
+@figure("readme_recipe1")
+def readme_recipe1() -> Figure:
+    a, b = results(H2), results(H90)
+    assert a["exit"] == b["exit"] == 0 and a["submission"] and b["submission"]
+    (pa, sa), (pb, sb) = peak(a), peak(b)
+    text = (
+        f"synthetic, {a['disk_bytes']['data'] / GB:.1f} GB of npz, {a['provenance']['cores']} cores: "
+        f"`--budget 2h` {minutes(a['seconds'])} (every step in one process; peak memory {gb(pa)} in {sa}), "
+        f"`--budget 90m` {minutes(b['seconds'])} (each step in a process of its own; peak {gb(pb)} in {sb}); "
+        f"peak memory is RSS summed over every process; each run checked, {written(b)} written"
+    )
+    return Figure(text, (Source(H2), Source(H90)))
+
+
+@figure("recipe1_where_it_stands")
+def where_it_stands() -> Figure:
+    a, b = results(H2), results(H90)
+    (pb, _), (rest, _) = peak(b), peak(b, exclude="train gnn")
+    text = (
+        f"`--budget 2h` ended in {minutes(a['seconds'])} and `--budget 90m` in {minutes(b['seconds'])}, "
+        f"each with a checked submission and {gb(b['disk_bytes']['work'], GB)} in the work folder. With each "
+        f"step, and each GNN collection, in a process of its own, the 90-minute run's memory peaked at "
+        f"**{gb(pb)}** RSS summed over the whole process tree ({gb(step(b, 'train gnn')['peak_pss_gb'])} PSS), "
+        f"in the GNN's training, and at {gb(rest)} in every other step"
+    )
+    return Figure(text, (Source(H2), Source(H90)))
+
+
+def steps_table(run: dict) -> str:
+    rows = []
+    for label, names in ROWS:
+        s = [step(run, n) for n in names]
+        walls = [f"{x['seconds'] / 60:.1f}" for x in s]
+        wall = f"{walls[0]} min each" if len(s) > 1 and len(set(walls)) == 1 else " / ".join(walls) + " min"
+        rows.append([label, wall, gb(max(x["peak_rss_gb"] for x in s)), gb(max(x["peak_pss_gb"] for x in s))])
+    return table(["step", "wall", "peak RSS (tree)", "peak PSS (tree)"], rows)
+
+
+@figure("recipe1_90m_headline")
+def headline_90m() -> Figure:
+    b = results(H90)
+    text = (
+        f"**{minutes(b['seconds'])}, {under(b)} under its budget, exit {b['exit']}, a checked submission "
+        f"({checked_rows(b)}) on {b['disk_bytes']['data'] / GB:.2f} GB of npz; no step above {gb(peak(b)[0])}:**"
+    )
+    return Figure(text, (Source(H90),))
+
+
+@figure("recipe1_90m_steps")
+def steps_90m() -> Figure:
+    return Figure(steps_table(results(H90)), (Source(H90),))
+
+
+def disk_and_scores(run: dict) -> str:
+    return (
+        f"Disk: {gb(run['disk_bytes']['work'], GB)} in the work folder, "
+        f"{run['disk_bytes']['out'] / 1e6:.0f} MB in the out folder. Valid overall (synthetic, in-sample for "
+        f"the ensemble): lgbm {overall(run, 'lgbm')}, gnn {overall(run, 'gnn')}, ensemble {overall(run, 'ensemble')}."
+    )
+
+
+@figure("recipe1_90m_disk_scores")
+def disk_scores_90m() -> Figure:
+    b = results(H90)
+    text = disk_and_scores(b) + f" `all`'s own process held {gb(step(b, 'data and plan')['peak_rss_gb'])}."
+    return Figure(text, (Source(H90),))
+
+
+@figure("recipe1_90m_before")
+def before_90m() -> Figure:
+    b, old = results(H90), results(H90_BEFORE)
+    diff = max(abs(step(b, s["step"])["peak_rss_gb"] - s["peak_rss_gb"]) for s in old["steps"])
+    same = overall(b, "lgbm") == overall(old, "lgbm")
+    scores = "the same LightGBM scores" if same else f"LightGBM {overall(old, 'lgbm')} overall"
+    text = f"ended in {minutes(old['seconds'])} with the same peaks within {diff:.2f} GB and {scores}"
+    return Figure(text, (Source(H90_BEFORE), Source(H90)))
+
+
+@figure("recipe1_90m_one_gnn_process")
+def one_gnn_process() -> Figure:
+    r = results(H90_ONE_GNN)
+    g = step(r, "train gnn")
+    text = (
+        f"({minutes(r['seconds'])}, {under(r)} under): its GNN step peaked at {gb(g['peak_rss_gb'])} RSS / "
+        f"{gb(g['peak_pss_gb'])} PSS"
+    )
+    return Figure(text, (Source(H90_ONE_GNN),))
+
+
+@figure("recipe1_2h_headline")
+def headline_2h() -> Figure:
+    a = results(H2)
+    text = (
+        f"**{minutes(a['seconds'])}, {under(a)} under its budget, exit {a['exit']}, a checked submission "
+        f"({checked_rows(a)}) on {a['disk_bytes']['data'] / GB:.2f} GB of npz.**"
+    )
+    return Figure(text, (Source(H2),))
+
+
+@figure("recipe1_2h_steps")
+def steps_2h() -> Figure:
+    return Figure(steps_table(results(H2)), (Source(H2),))
+
+
+@figure("recipe1_2h_disk_scores")
+def disk_scores_2h() -> Figure:
+    first = results(H90_FIRST)
+    text = (
+        disk_and_scores(results(H2)) + " An earlier run of the same command with `--budget 90m` ended in "
+        f"{minutes(first['seconds'])}, {under(first)} under its budget."
+    )
+    return Figure(text, (Source(H2), Source(H90_FIRST)))
+
+
+@figure("budget5m_busy")
+def budget5m_busy() -> Figure:
+    """`all --budget 5m` on the demo after a first run, one core kept busy by another program."""
+    r = results(BUSY_5M)
+    total = re.search(r"total (\S+): (\S+) under the budget of (\S+)", r["summary"][-1])
+    edges = ("data and plan", "submission and summary")  # `all`'s own work before and after the steps
+    ran = [s["step"] for s in r["steps"] if not s["skipped"] and s["step"] not in edges]
+    text = (
+        f"`all --budget 5m` with {r['busy_cores']} core kept busy by another program: {total[1]}, "
+        f"{total[2]} under the budget; ran again: {', '.join(ran)}"
+    )
+    return Figure(text, (Source(BUSY_5M),))
