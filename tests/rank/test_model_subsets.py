@@ -105,4 +105,4 @@ def test_the_fitted_ensemble_is_the_default_and_a_member_ranks_by_name(three: Pa
 def test_no_trained_model_at_all_is_one_line(three: Paths, tmp_path: Path, capsys) -> None:
     paths = _keep(three, (), tmp_path / "tree")
     assert main(["rank", str(_test_file(paths)), "--models", str(paths.out)]) == 1
-    assert one_error(capsys, "rank").endswith(f"{paths.out}: no trained models (train them: ./run.sh all)")
+    assert one_error(capsys, "rank").endswith(f"{paths.out}: no trained models (train them: `tpurank all`)")
