@@ -19,6 +19,7 @@ from tpurank.core.config_files import config_layers, from_layers, load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.run import plan as planning
+from tpurank.run import shares
 from tpurank.run.plan import MARGIN, apply_plan, make_plan
 from tpurank.run.steps import StepName
 
@@ -200,7 +201,7 @@ def test_a_spent_budget_trains_each_model_its_least_share_and_says_how_far_over(
     ],
 )
 def test_fewer_seeds_rather_than_shares_below_the_floor(total: float, seeds: dict, want_seeds: dict) -> None:
-    minutes, got = planning.split_minutes(total, {"a": 1.0, "b": 1.0}, seeds, floor=1.0)
+    minutes, got = shares.split_minutes(total, {"a": 1.0, "b": 1.0}, seeds, floor=1.0)
     assert got == want_seeds and all(m >= 1.0 for m in minutes.values())
     if sum(got.values()) <= total:  # it fits: the shares add up to the total
         assert sum(minutes[c] * got[c] for c in got) == pytest.approx(total, abs=0.02)

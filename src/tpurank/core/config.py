@@ -281,6 +281,17 @@ class BudgetConfig:
     min_share_min: float = value(
         1.0, above=0, doc="the least minutes `all --budget` gives one seed of a neural model per collection"
     )
+    # the demo preset sets one: the first run is bounded by its own budget, not the profile's hours
+    default_min: float = value(
+        0.0, min=0, doc="the whole run's minutes when `all` is given no --budget (0 = the profile's default)"
+    )
+    # need: the real data's split (tpurank.run.plan); steps: every collection the same share of its
+    # step cap, each ending on its steps where the budget allows (the demo: caps it reaches)
+    split: str = value(
+        "need",
+        choices=("need", "steps"),
+        doc="neural time over collections: by the 1st place's need, or by each one's expected time to max_steps",
+    )
 
 
 @dataclass

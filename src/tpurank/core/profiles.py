@@ -196,6 +196,14 @@ def with_cpu_warning(
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?:in)?)?(?:(\d+(?:\.\d+)?)s)?")
 
 
+def default_budget_s(cfg: Config) -> float:
+    """The whole run's budget in seconds when `all` is given no `--budget`: the config's
+    `budget.default_min` where set (the demo preset's), else the profile's default."""
+    if cfg.budget.default_min > 0:
+        return cfg.budget.default_min * 60
+    return parse_duration(DEFAULT_BUDGET[cfg.profile])
+
+
 def parse_duration(text: str) -> float:
     """Seconds in `2h`, `90m`, `1h30m` or `45s`. A bare number is refused: `2` could be meant as
     hours or minutes, and a budget read the wrong way is a run of the wrong length.

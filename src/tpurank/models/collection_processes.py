@@ -8,8 +8,8 @@ collections sooner than one process whose two threads train them one after anoth
 docs/scale.md, "The first run"). Each collection's training is the same call either way, with its
 own seed: where steps end it (the demo's `gnn.max_steps`), only the thread count differs, which
 changes a float's last bits. Where a time share ends it (`all --budget`), each collection still
-stops at its share, with a core of its own instead of all of them; the budget's plan counts the
-collections one after another, so side by side the step ends sooner than planned, never later.
+stops at its share, with a core of its own instead of all of them; the budget's plan splits the
+time the processes have together, in the order they start (tpurank.run.shares).
 
 Big data: one collection at a time, each in a fresh process that takes every core (its tensors
 share the threads well). What a collection's training leaves on the heap (freed, but not returned
@@ -56,7 +56,9 @@ class Processes:
         return self.at_once > 1
 
 
-def training_processes(model: str, paths: Paths, collections: list[str]) -> Processes | None:
+def training_processes(
+    model: str, paths: Paths, collections: list[str], cuda: Callable[[], bool] | None = None
+) -> Processes | None:
     """How `model`'s collections train, or None for the stage's own process (LightGBM, a single
     collection, torchrun's ranks, a GPU on small data, a single usable core on small data).
 
@@ -67,6 +69,8 @@ def training_processes(model: str, paths: Paths, collections: list[str]) -> Proc
         model: the model to train.
         paths: its paths (the data's size is read).
         collections: the collections to train.
+        cuda: whether a usable CUDA GPU trains it (default: asks torch, imported only here, where a
+            GNN trains on small data; the budget's plan asks without torch: tpurank.run.shares).
     """
     ranks = int(os.environ.get("WORLD_SIZE", "1"))  # torchrun's ranks share the steps instead
     if model not in NEURAL or len(collections) < 2 or ranks > 1:
@@ -76,9 +80,21 @@ def training_processes(model: str, paths: Paths, collections: list[str]) -> Proc
     cores = usable_cores(sample_s=0)
     if cores < 2:
         return None
-    from tpurank.gnn.device import usable_cuda  # torch: imported only where a GNN trains on small data
+    return None if (cuda or _usable_cuda)() else Processes(at_once=min(cores, len(collections)), threads=1)
 
-    return None if usable_cuda(0)[0] else Processes(at_once=min(cores, len(collections)), threads=1)
+
+def _usable_cuda() -> bool:
+    from tpurank.gnn.device import usable_cuda  # torch
+
+    return usable_cuda(0)[0]
+
+
+def training_order(paths: Paths, collections: list[str], processes: Processes) -> list[str]:
+    """The order the collections start in: side by side the biggest first (the longest trainings
+    do not start last), else as given."""
+    if not processes.side_by_side:
+        return list(collections)
+    return sorted(collections, key=lambda c: npz_bytes(paths.data, [c]), reverse=True)
 
 
 def _worker_start(parent_pid: int, threads: int | None, side_by_side: bool) -> None:
@@ -111,9 +127,8 @@ def train_in_processes(
         configs: collection -> its config (`Config.for_collection`).
         processes: how (`training_processes`).
     """
-    order = list(configs)
+    order = training_order(paths, list(configs), processes)
     if processes.side_by_side:
-        order.sort(key=lambda c: npz_bytes(paths.data, [c]), reverse=True)
         how = f"{processes.at_once} at a time ({processes.threads} thread each)"
     else:
         how = "one after another, each in a process of its own"

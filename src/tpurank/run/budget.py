@@ -20,7 +20,7 @@ from tpurank.core.config import Config
 from tpurank.core.config_files import Layer
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
-from tpurank.core.profiles import DEFAULT_BUDGET, format_duration, parse_duration
+from tpurank.core.profiles import DEFAULT_BUDGET, default_budget_s, format_duration
 from tpurank.run.plan import (
     Plan,
     apply_plan,
@@ -33,8 +33,9 @@ from tpurank.run.plan import (
     step_estimates_s,
 )
 from tpurank.run.records import RECORDS
+from tpurank.run.shares import processes
 from tpurank.run.stages import StageRun, stage_namespace
-from tpurank.run.steps import Step, StepName
+from tpurank.run.steps import Step
 
 
 def expect_steps(
@@ -77,11 +78,11 @@ def _stage_run(step: Step, paths: Paths, cfg: Config) -> StageRun | None:
 
 
 def estimate_training(steps: list[Step], plan: Plan) -> None:
-    """The neural training steps' expected seconds: their model's shares of the plan."""
+    """The neural training steps' expected seconds: the wall time the plan expects of their model's
+    trainings (each its share, or less where its steps end it sooner), never the unspent budget."""
     for s in steps:
         if s.name.neural_training:
-            shares = sum(x.minutes * 60 * x.seeds for x in plan.shares if x.model == s.name.model)
-            s.estimate = s.planned = shares + s.overhead
+            s.estimate = s.planned = plan.training_wall_s(s.name.model, likely=True) + s.overhead
 
 
 @dataclass
@@ -93,7 +94,8 @@ class RunBudget:
         plan: the current plan.
         base: the run's config without any plan.
         layers: the config's layers (a user's own time budget wins over the plan's).
-        remake: (seconds spent, seconds the other stages still need) -> a new plan.
+        remake: (seconds spent, seconds the other stages still need, how much slower than
+            expected the machine ran) -> a new plan.
         save: keeps a plan for reruns (budget.save_plan).
         saved: the plan a run with the same budget, config and data trained with, if any.
         final: the plan is the one to train with (the second look taken).
@@ -103,7 +105,7 @@ class RunBudget:
     plan: Plan
     base: Config
     layers: list[Layer]
-    remake: Callable[[float, float], Plan]
+    remake: Callable[[float, float, float], Plan]
     save: Callable[[Plan], None]
     saved: Plan | None = None
     final: bool = False
@@ -126,7 +128,7 @@ class RunBudget:
         done = [s for s in steps[: k - 1] if not s.skipped and s.planned > 0]
         off = max(1.0, sum(s.seconds for s in done) / max(1e-9, sum(s.planned for s in done)))
         later = sum(s.overhead if s.name.neural_training else s.planned for s in steps[k - 1 :])
-        self.plan = self.remake(elapsed, later * off)
+        self.plan = self.remake(elapsed, later * off, off)
         self.save(self.plan)
         print(
             f"[all] the plan again, {format_duration(elapsed)} spent:\n{self.plan.describe()}",
@@ -139,10 +141,12 @@ class RunBudget:
                 file=sys.stderr,
             )
         for s in steps[k - 1 :]:
-            trained = [
-                x.minutes * 60 * x.seeds for x in self.plan.shares if StepName("train", x.model) == s.name
-            ]
-            s.estimate = sum(trained) if s.name.neural_training else s.planned * off
+            trains = s.name.neural_training
+            s.estimate = (
+                self.plan.training_wall_s(s.name.model, likely=True) + s.overhead
+                if trains
+                else s.planned * off
+            )
         return self.config()
 
 
@@ -163,52 +167,73 @@ def first_budget(
     models: list[str],
     steps: list[Step],
 ) -> RunBudget:
-    """The run's budget (`--budget`, else the profile's) and its first plan, printed: the plan saved
-    by the last run for the same budget, config and data, else one from the steps' estimates.
+    """The run's budget (`--budget`, else the config's `budget.default_min`, else the profile's) and
+    its first plan, printed: the plan saved by the last run for the same budget, config and data,
+    else one from the steps' estimates. A default of the config's (the demo's) that cannot pay a
+    model added with `--models` grows to the smallest budget that fits, in one line.
 
     Raises:
-        TpurankError: before any work, when the budget cannot pay the steps it cannot shorten and
-            each neural model's least share: the message names the smallest budget that fits.
+        TpurankError: before any work, when `--budget` or the profile's default cannot pay the steps
+            it cannot shorten and each neural model's least share: the message names the smallest
+            budget that fits.
     """
-    named = budget_s is not None
-    budget_s = budget_s or parse_duration(DEFAULT_BUDGET[args.cfg.profile])
-    key = plan_key(budget_s, args.cfg, paths, subset, models)
+    cfg, named = args.cfg, budget_s is not None
+    budget_s = budget_s or default_budget_s(cfg)
     where = paths.reports / PLAN_FILE
-    saved = None if args.force else saved_plan(where, key)
-    fixed = expect_steps(steps, paths, args.cfg, subset, force=args.force)
-    if saved is None and budget_s < (least := minimum_budget_s(args.cfg, subset, models, fixed)):
-        which = (
-            f"--budget {format_duration(budget_s)}"
-            if named
-            else (f"the {args.cfg.profile} profile's default budget {DEFAULT_BUDGET[args.cfg.profile]}")
+    saved = None if args.force else saved_plan(where, plan_key(budget_s, cfg, paths, subset, models))
+    fixed = expect_steps(steps, paths, cfg, subset, force=args.force)
+    least = minimum_budget_s(cfg, subset, models, fixed, processes(paths.data, subset)[0])
+    if saved is None and budget_s < least:
+        if named or cfg.budget.default_min == 0:
+            raise TpurankError(refusal(cfg, budget_s, named, fixed, least))
+        print(
+            f"[all] the default budget {format_duration(budget_s)} (budget.default_min) cannot pay "
+            f"{' and '.join(models)}: the run takes the smallest that fits, {format_duration(round_up(least))}",
+            file=sys.stderr,
         )
-        raise TpurankError(
-            f"{which} cannot be kept: the steps it cannot shorten need about {format_duration(fixed)} and "
-            f"each neural model at least {args.cfg.budget.min_share_min:g} min per collection; the smallest "
-            f"budget that fits is {format_duration(round_up(least))} (--budget)"
-        )
-    first = saved or make_plan(budget_s, args.cfg, paths.data, subset, models, fixed_left_s=fixed)
+        budget_s = round_up(least)
+        saved = None if args.force else saved_plan(where, plan_key(budget_s, cfg, paths, subset, models))
+    first = saved or make_plan(budget_s, cfg, paths.data, subset, models, fixed_left_s=fixed)
     estimate_training(steps, first)
     how = "the plan of the last run with this budget" if saved else "a first plan from estimates"
     print(f"[all] {how} (made again before training unless nothing before it changed):", file=sys.stderr)
     print(first.describe(), file=sys.stderr)
+    key = plan_key(budget_s, cfg, paths, subset, models)
     return RunBudget(
         seconds=budget_s,
         plan=first,
-        base=args.cfg,
+        base=cfg,
         layers=args.layers,
-        remake=lambda spent, left: make_plan(budget_s, args.cfg, paths.data, subset, models, spent, left),
+        remake=lambda spent, left, slow: make_plan(
+            budget_s, cfg, paths.data, subset, models, spent, left, slowdown=slow
+        ),
         save=lambda p: save_plan(where, key, p),
         saved=saved,
     )
 
 
+def refusal(cfg: Config, budget_s: float, named: bool, fixed: float, least: float) -> str:
+    """Why a budget cannot be kept, in one line naming the smallest that fits."""
+    which = (
+        f"--budget {format_duration(budget_s)}"
+        if named
+        else f"the {cfg.profile} profile's default budget {DEFAULT_BUDGET[cfg.profile]}"
+    )
+    return (
+        f"{which} cannot be kept: the steps it cannot shorten need about {format_duration(fixed)} and "
+        f"each neural model at least {cfg.budget.min_share_min:g} min per collection; the smallest "
+        f"budget that fits is {format_duration(round_up(least))} (--budget)"
+    )
+
+
 def progress_line(k: int, steps: list[Step], step: Step, elapsed: float, budget_s: float) -> str:
-    """`[all] step k/N name: elapsed, about X left, the budget's time left`."""
+    """`[all] step k/N name: elapsed, about X to go (the plan's estimate), the budget`: what is left
+    is the steps' expected seconds (a training's share, or less where its steps end it sooner),
+    never the budget's remainder."""
     left = sum(s.estimate for s in steps[k - 1 :])
     return (
         f"[all] step {k}/{len(steps)} {step.name}: {format_duration(elapsed)} elapsed, about "
-        f"{format_duration(left)} to go, {format_duration(budget_s - elapsed)} of the budget left"
+        f"{format_duration(left)} to go by the plan (budget {format_duration(budget_s)})"
     )
 
 

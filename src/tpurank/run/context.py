@@ -27,7 +27,7 @@ from tpurank.core.config_files import config_layers, from_layers
 from tpurank.core.declared import NEURAL_MODELS
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import NPZ_SUBDIR, Paths, preset_file, synthetic_scale
-from tpurank.core.profiles import DEFAULT_BUDGET, parse_duration, resolve_profile, with_cpu_warning
+from tpurank.core.profiles import default_budget_s, parse_duration, resolve_profile, with_cpu_warning
 
 # core/config.py's defaults are sized for the real data; on small synthetic data every stage trains
 # less (this preset, above the profile and under the user's --config and --set), so the demo `all`
@@ -83,16 +83,16 @@ def resolve_config(args: argparse.Namespace, data_root: Path) -> None:
     model = getattr(args, "model", None) or "gnn"  # `all` trains the GNN
     if model in NEURAL_MODELS:  # a GPU profile on a CPU: its projected training time, in its line
         collections = getattr(args, "collections", None)
-        profile = with_cpu_warning(profile, args.cfg, collections, model, run_budget_s(args, profile.name))
+        profile = with_cpu_warning(profile, args.cfg, collections, model, run_budget_s(args))
     args.profile_info = profile
 
 
-def run_budget_s(args: argparse.Namespace, profile: str) -> float | None:
-    """The whole run's budget in seconds when the command has one (`all --budget`, else the profile's
-    default), None for a stage without (`train`: the config's time budgets apply)."""
+def run_budget_s(args: argparse.Namespace) -> float | None:
+    """The whole run's budget in seconds when the command has one (`all --budget`, else its default:
+    `core.profiles.default_budget_s`), None for a stage without (`train`: the config's time budgets apply)."""
     if not hasattr(args, "budget"):
         return None
     try:
-        return parse_duration(args.budget or DEFAULT_BUDGET[profile])
+        return parse_duration(args.budget) if args.budget else default_budget_s(args.cfg)
     except TpurankError:  # a bad --budget: `all` says so in its own line
         return None

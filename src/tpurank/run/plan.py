@@ -8,7 +8,9 @@ the plan sets aside an estimate of everything else, keeps a safety margin, and s
 - Over collections by need: the 1st place's relative step counts (each collection's default
   `gnn.max_steps`) times the configs a step sees times the nodes a pruned train graph keeps (read
   from a few files' array headers): what a step costs. Tile graphs are small, so tile gets little.
-- Over seeds: equal shares of their collection's time.
+  With `budget.split = "steps"` (the demo) by each collection's expected time to its step cap.
+- Over seeds: equal shares of their collection's time; over the processes `train` runs side by
+  side on small data (tpurank.run.shares).
 - The official baseline, when trained, gets a fifth of the neural training time.
 
 `all` prints a first plan at the start, from estimates. Just before the first neural training it
@@ -41,10 +43,12 @@ from tpurank.core.profiles import format_duration, gpu
 from tpurank.core.staleness import Files, current
 from tpurank.data.dataset import npz_bytes
 from tpurank.data.npz import member_shapes
+from tpurank.run.shares import expected_s, processes, span_s, split_span
 from tpurank.run.steps import StepName
 
 MARGIN = 0.08  # of the budget, kept free: validations after the last step, noise in the estimates
 BASELINE_SHARE = 0.2  # of the neural training time, when the official baseline is trained too
+SHARE_UNIT = 0.01  # minutes: shares are rounded to it (tpurank.run.shares.split_minutes)
 # the least a seed trains is the config's budget.min_share_min (a few steps are no model): a budget that
 # cannot pay it trains fewer seeds, or is refused before any work (`minimum_budget_s`)
 SIZE_FILES = 16  # train files read per collection for its typical graph size (headers only)
@@ -72,45 +76,71 @@ DEFAULT_STEPS += tuple(StepName("predict", m, "test") for m in ("lgbm", "gnn", E
 
 @dataclass(frozen=True)
 class Share:
-    """One model's training time for one collection: `minutes` per seed, `seeds` seeds."""
+    """One model's training time for one collection: `minutes` per seed, `seeds` seeds;
+    `expected_min`, one seed's expected minutes to its step cap (0: not known)."""
 
     model: str
     collection: str
     seeds: int
     minutes: float
+    expected_min: float = 0.0
+
+    @property
+    def likely_min(self) -> float:
+        """The minutes a seed is expected to train: its share, or its steps where they end it sooner."""
+        return min(self.minutes, self.expected_min) if self.expected_min > 0 else self.minutes
 
 
 @dataclass(frozen=True)
 class Plan:
-    """The split of a budget (seconds) into the fixed stages' estimate, the margin and the shares.
-    `over_s`: how far the least shares reach past the budget (0 when they fit)."""
+    """The split of a budget (seconds) into the fixed stages' estimate, the margin and the shares
+    (in the order they train). `over_s`: how far the least shares reach past the budget (0 when they
+    fit); `at_once`: collections a neural model trains side by side (tpurank.run.shares)."""
 
     budget_s: float
     fixed_s: float
     shares: list[Share]
     lgbm_rounds: int | None
     over_s: float = 0.0
+    at_once: int = 1
+
+    def training_wall_s(self, model: str | None = None, likely: bool = False) -> float:
+        """Wall seconds of the neural training (of `model` alone, when given): each model's shares,
+        or the time each is expected to take (`likely`: the plan's estimate), as `train` runs them."""
+        models = dict.fromkeys(s.model for s in self.shares if model in (None, s.model))
+        return sum(
+            span_s(
+                [60 * s.seeds * (s.likely_min if likely else s.minutes) for s in self.shares if s.model == m],
+                self.at_once,
+            )
+            for m in models
+        )
 
     @property
     def training_s(self) -> float:
-        return sum(s.minutes * 60 * s.seeds for s in self.shares)
+        return self.training_wall_s()
 
     def describe(self) -> str:
-        """The plan as `all` prints it at the start."""
+        """The plan as `all` prints it at the start: each share, and where a training's steps are
+        expected to end it sooner, when; then the training time expected."""
+        side = f" ({self.at_once} collections at a time)" if self.at_once > 1 else ""
         lines = [
             f"[all] budget {format_duration(self.budget_s)}: about {format_duration(self.fixed_s)} for "
             f"data, features, LightGBM and predictions, {format_duration(self.training_s)} of neural "
-            f"training, {format_duration(self.budget_s * MARGIN)} kept free"
+            f"training{side}, {format_duration(self.budget_s * MARGIN)} kept free"
         ]
         if self.lgbm_rounds is not None:
             lines.append(f"[all]   lgbm: up to {self.lgbm_rounds} rounds per collection (early stopping)")
         for s in self.shares:
+            ends = s.likely_min < s.minutes
+            steps = f" (its steps: about {format_duration(s.likely_min * 60)})" if ends else ""
             lines.append(
-                f"[all]   {s.model:<8} {s.collection:<20} {s.seeds} x {format_duration(s.minutes * 60)}"
+                f"[all]   {s.model:<8} {s.collection:<20} {s.seeds} x {format_duration(s.minutes * 60)}{steps}"
             )
         if self.shares:
             lines.append(
-                "[all]   (each share is a limit: a training that reaches its gnn.max_steps ends sooner)"
+                "[all]   (each share is a limit: a training that reaches its gnn.max_steps ends sooner; "
+                f"the training expected to take about {format_duration(self.training_wall_s(likely=True))})"
             )
         return "\n".join(lines)
 
@@ -151,30 +181,6 @@ def need(cfg: Config, collection: str, nodes: float) -> float:
     steps = DEFAULT_COLLECTIONS.get(collection, {}).get("gnn", {}).get("max_steps", 1)
     configs = cfg.for_collection(collection).gnn.configs_per_graph
     return steps * configs * nodes
-
-
-def split_minutes(
-    total: float, weights: dict[str, float], seeds: dict[str, int], floor: float
-) -> tuple[dict[str, float], dict[str, int]]:
-    """(minutes per seed, seeds) of each collection: `total` minutes in proportion to `weights`, no
-    seed below `floor` minutes. When `total` cannot pay every floor, the collections with the most
-    seeds train fewer (down to one); when even one seed each cannot, each seed gets the floor and the
-    split goes past `total` (the caller says so). A floored share is paid for by the others."""
-    seeds = dict(seeds)
-    while total < floor * sum(seeds.values()) and max(seeds.values(), default=1) > 1:
-        most = max(seeds, key=lambda c: (seeds[c], -list(seeds).index(c)))
-        seeds[most] -= 1
-    floored: set[str] = set()
-    while True:
-        free = total - sum(floor * seeds[c] for c in floored)
-        rest = {c: w for c, w in weights.items() if c not in floored}
-        norm = sum(rest.values()) or 1.0
-        out = {c: max(0.0, free) * w / norm / seeds[c] for c, w in rest.items()}
-        low = {c for c, m in out.items() if m < floor}
-        if not low:
-            minutes = {**{c: floor for c in floored}, **out}
-            return {c: round(m, 2) for c, m in minutes.items()}, seeds
-        floored |= low
 
 
 def model_shares(models: list[str]) -> dict[str, float]:
@@ -227,11 +233,14 @@ def fixed_estimate_s(cfg: Config, data_root: Path, collections: list[str]) -> fl
     return steps + seeds_scoring_s("gnn", cfg, data_root, collections)
 
 
-def minimum_budget_s(cfg: Config, collections: list[str], models: list[str], fixed_s: float) -> float:
+def minimum_budget_s(
+    cfg: Config, collections: list[str], models: list[str], fixed_s: float, at_once: int = 1
+) -> float:
     """The smallest budget that fits: the stages it cannot shorten, one seed of each neural model at
-    its least share (budget.min_share_min) on every collection, and the margin."""
-    floor_s = cfg.budget.min_share_min * 60 * len(collections)
-    training = max((floor_s / share for share in model_shares(models).values()), default=0.0)
+    its least share (budget.min_share_min) on every collection, `at_once` side by side
+    (`processes`), and the margin."""
+    floors = [cfg.budget.min_share_min * 60] * len(collections)
+    training = max((span_s(floors, at_once) / part for part in model_shares(models).values()), default=0.0)
     return (fixed_s + training) / (1 - MARGIN)
 
 
@@ -243,6 +252,7 @@ def make_plan(
     models: list[str],
     spent_s: float = 0.0,
     fixed_left_s: float | None = None,
+    slowdown: float = 1.0,
 ) -> Plan:
     """Split `budget_s` seconds of a whole `all` run (see the module docstring).
 
@@ -255,19 +265,31 @@ def make_plan(
         spent_s: seconds the run has already spent (`replan`: just before the training starts).
         fixed_left_s: seconds the stages other than neural training still need (default: the
             estimate from the data's size).
+        slowdown: how much slower than expected this machine ran the steps so far (the second
+            look): the trainings' expected times grow with it.
     """
     fixed_left = fixed_estimate_s(cfg, data_root, collections) if fixed_left_s is None else fixed_left_s
     left = max(0.0, budget_s * (1 - MARGIN) - spent_s - fixed_left)
+    at_once, order = processes(data_root, collections)
     shares: list[Share] = []
     if neural := model_shares(models):
-        weights = {c: need(cfg, c, graph_size(data_root, c)) for c in collections}
-        floor = cfg.budget.min_share_min
+        nodes = {c: graph_size(data_root, c) for c in collections}
+        speed = slowdown * neural_predict_scale(cfg.profile)  # a GPU trains faster too
         for m, part in neural.items():
+            expected = {c: expected_s(m, cfg, c, nodes[c]) * speed for c in collections}
             seeds = {c: cfg.for_collection(c).gnn.seeds if m == "gnn" else 1 for c in collections}
-            minutes, seeds = split_minutes(left * part / 60, weights, seeds, floor)
-            shares += [Share(m, c, seeds[c], minutes[c]) for c in collections]
+            if cfg.budget.split == "steps":
+                weights = {c: expected[c] * seeds[c] for c in collections}
+            else:
+                weights = {c: need(cfg, c, nodes[c]) for c in collections}
+            # no seed below the least share, but where its steps are expected to end it sooner (at
+            # least SHARE_UNIT: a share of 0 minutes would be no time limit)
+            least = cfg.budget.min_share_min
+            floor = {c: max(SHARE_UNIT, min(least, expected[c] / 60 or least)) for c in collections}
+            minutes, seeds = split_span(left * part / 60, weights, seeds, floor, order, at_once)
+            shares += [Share(m, c, seeds[c], minutes[c], round(expected[c] / 60, 4)) for c in order]
     lgbm = cfg.lgbm.num_boost_round if "lgbm" in models else None
-    plan = Plan(budget_s, spent_s + fixed_left, shares, lgbm)
+    plan = Plan(budget_s, spent_s + fixed_left, shares, lgbm, at_once=at_once)
     over = plan.fixed_s + plan.training_s - budget_s  # the margin spent too: the run ends past its budget
     return dataclasses.replace(plan, over_s=round(over, 1) if over > 5.0 else 0.0)  # rounding is no overrun
 
@@ -329,11 +351,16 @@ def _checked_plan(p: object) -> Plan:
         minutes = float(_number(x["minutes"], "minutes"))
         if seeds < 1 or minutes <= 0:
             raise ValueError(f"a share of {seeds} seeds x {minutes} minutes")
-        shares.append(Share(x["model"], x["collection"], seeds, minutes))
+        expected = float(_number(x.get("expected_min", 0.0), "expected_min"))
+        shares.append(Share(x["model"], x["collection"], seeds, minutes, expected))
     rounds = p["lgbm_rounds"]
     rounds = None if rounds is None else int(_number(rounds, "lgbm_rounds", whole=True))
     budget, fixed = float(_number(p["budget_s"], "budget_s")), float(_number(p["fixed_s"], "fixed_s"))
-    return Plan(budget, fixed, shares, rounds, float(_number(p.get("over_s", 0.0), "over_s")))
+    over = float(_number(p.get("over_s", 0.0), "over_s"))
+    at_once = int(_number(p.get("at_once", 1), "at_once", whole=True))
+    if at_once < 1:
+        raise ValueError(f"at_once must be at least 1, got {at_once}")
+    return Plan(budget, fixed, shares, rounds, over, at_once)
 
 
 def _read_plans(path: Path) -> dict:
