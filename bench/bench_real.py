@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import provenance  # noqa: E402
 import real_data as rd  # noqa: E402
 from real_table import FOLD_FITTED, table  # noqa: E402
 from real_table import fmt as fmt  # noqa: E402  re-exported: tests/project/test_bench_real.py
@@ -334,6 +335,7 @@ def main() -> int:
     res["seconds"] = round(time.perf_counter() - t0, 1)
     res["threads"] = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "TORCH_NUM_THREADS")}
     res["table"] = table(res, a.models)
+    res["provenance"] = provenance.stamp()
     print(f"\n{res['table']}\n\nmean ± std [min, max] over seeds {a.seeds}; {res['seconds'] / 60:.1f} min")
     a.out.write_text(json.dumps(res, indent=2) + "\n")
     print(f"saved {a.out}")

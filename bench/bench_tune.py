@@ -24,11 +24,11 @@ and the uncalibrated model, and the measurements each needed to come within 0.5%
         --variants boost:g=20:lr=5e-4                                         # GNN fine-tuning
 
 A variant `METHOD[:w=WEIGHT][:r=ROUNDS][:e=kept|lgbm][:g=STEPS][:lr=LR][:gs=SECONDS][:sel=0|1][:m=MARGIN]
-[:f=FOLDS][:loc=0|1]` is a `Calibration`; `g` fine-tunes the GNN (`FineTune(steps, seconds, lr)`), which
+[:f=FOLDS][:reach=R]` is a `Calibration`; `g` fine-tunes the GNN (`FineTune(steps, seconds, lr)`), which
 calibrates the `gnn` model and, with `e=kept` or `sel=1`, the ensemble's GNN member; `sel=0` uses the
 calibrated models whole, `sel=1` (the default) trusts them as far as held-out folds of the measured
-configs say (`m`: the margin, `f`: the folds, `loc=0`: trusted far from the measured configs
-too; tpurank.rank.select). Variants share each fit they have in common (`memoize`).
+configs say (`m`: the margin, `f`: the folds, `reach`: how far from the measured configs a
+calibration is trusted, `inf` everywhere; tpurank.rank.select). Variants share each fit they have in common (`memoize`).
 
 Quality figures are valid on a loaded machine; the calibration seconds it prints are not (the cost
 target is bench/bench_tune_cost.py's). Saves bench/results/tune.json (or --out). Exits 0 with the
@@ -55,6 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import provenance  # noqa: E402
 import real_data as rd  # noqa: E402
 import tune_programs  # noqa: E402
 import tune_tables  # noqa: E402
@@ -77,11 +78,11 @@ def parse_variant(text: str) -> Calibration:
     steps, with lr and gs (seconds) its `FineTune`)."""
     method, *parts = text.split(":")
     keys = {"w": "weight", "r": "rounds", "e": "ensemble", "g": "steps", "lr": "lr", "gs": "seconds"}
-    keys |= {"sel": "select", "m": "margin", "f": "folds", "loc": "local"}
+    keys |= {"sel": "select", "m": "margin", "f": "folds", "reach": "reach"}
     values = {keys[k]: v for k, _, v in (p.partition("=") for p in parts)}
     kinds = {"weight": lambda v: None if v == "auto" else float(v), "rounds": int, "ensemble": str}
     kinds |= {"steps": int, "lr": float, "seconds": float, "select": lambda v: v == "1"}
-    kinds |= {"margin": float, "folds": int, "local": lambda v: v == "1"}
+    kinds |= {"margin": float, "folds": int, "reach": float}
     kwargs = {k: kinds[k](v) for k, v in values.items()}
     tune = {k: kwargs.pop(k) for k in ("steps", "lr", "seconds") if k in kwargs}
     gnn = FineTune(**tune) if "steps" in tune else None
@@ -92,7 +93,7 @@ def parse_variant(text: str) -> Calibration:
 
 def memoize() -> None:
     """Every LightGBM calibration and GNN fine-tuning computed once per inputs: variants that differ
-    only in how far they trust a calibration (select, margin, local) share the same fits, and the
+    only in how far they trust a calibration (select, margin, reach) share the same fits, and the
     ensemble shares its members'. Results are the same as without: each fit is seeded."""
     cache: dict[tuple, np.ndarray | None] = {}
 
@@ -209,6 +210,8 @@ def run_kind(kind: str, a: argparse.Namespace) -> list[dict]:
     collection = rd.LAYOUT if kind == "layout" else rd.TILE
     out = []
     for name, file, models, prepared in programs:
+        if a.programs and not any(name.startswith(p) for p in a.programs):
+            continue
         t = time.perf_counter()
         with Tuner.load(models, prepared=prepared) as tuner:
             program = tuner.programs(file, kind, collection if kind == "layout" else None)[0]
@@ -263,6 +266,7 @@ def arguments() -> argparse.Namespace:
         help="share of the shipped training rows calibration sees",
     )
     add("--set", action="append", default=[], metavar="KEY=VALUE", help="config override for training")
+    add("--programs", nargs="+", metavar="NAME", help="only the programs whose names start so (default: all)")
     add("--work", type=Path, default=Path("/tmp/bench-tune"), help="models and caches (rebuilt)")
     add("--reuse", action="store_true", help="keep --work's trained models (same settings only)")
     add("--out", type=Path, default=RESULTS)
@@ -294,7 +298,7 @@ def main() -> int:
     res |= {k: getattr(a, k) for k in ("ks", "draws", "variants", "gnn_steps", "tile_folds")} | {
         "sets": a.set
     }
-    res |= {k: getattr(a, k) for k in ("training_share", "explore", "forward_only", "models")}
+    res |= {k: getattr(a, k) for k in ("training_share", "explore", "forward_only", "models", "programs")}
     res |= {"profile": "cpu", "load": os.getloadavg()[0]}
     for kind in ("layout", "tile"):
         if a.only in (None, kind):
@@ -303,6 +307,7 @@ def main() -> int:
     res["seconds"] = round(time.perf_counter() - t0, 1)
     res["report"] = tune_tables.report(res)
     print(f"\n{res['report']}\n\n{res['seconds'] / 60:.1f} min")
+    res["provenance"] = provenance.stamp()
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(res, indent=1) + "\n")
     print(f"saved {a.out}")

@@ -9,8 +9,10 @@ to their bound (`--training-rows`, default tpurank.lgbm.training_rows.MAX_ROWS, 
 from the real ones): the worst a model of any training set ships. The program is the real
 `unet_3d.4x4.bf16` (1965 configs) unless `--program`; `--k` of its configs are measured.
 
-Each command runs in a fresh process, side by side: `rank` without and with `--measured`. The
-seconds mean something only on an idle machine.
+Each command runs in a fresh process, side by side: `rank` without `--measured`, with it (the
+calibration checked on held-out folds of the measured configs, the default) and with
+`--measured --no-select` (the calibrated models used whole, without the check). The seconds mean
+something only on an idle machine.
 
     .venv/bin/python bench/bench_tune_cost.py                      # trains into /tmp/bench-tune-cost
     .venv/bin/python bench/bench_tune_cost.py --models OUT --work-dir WORK --program prog.pb --k 100
@@ -31,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import provenance  # noqa: E402
 import real_data as rd  # noqa: E402
 
 from tpurank.core.paths import NPZ_SUBDIR  # noqa: E402
@@ -91,6 +94,23 @@ def measured_csv(program: Path, k: int, path: Path, seed: int = 0) -> int:
     return len(c.file_index)
 
 
+def time_runs(argv: list[str], work: Path, log: Path) -> dict[str, dict[str, float]]:
+    """`rank` without `--measured`, with it, and with it and `--no-select`, each a fresh process:
+    seconds and peak RSS."""
+    measured = ["--measured", str(work / "measured.csv")]
+    runs = (
+        ("rank", []),
+        ("rank --measured", measured),
+        ("rank --measured --no-select", [*measured, "--no-select"]),
+    )
+    res = {}
+    for name, extra in runs:
+        seconds, gb = rd.measured_stage([*argv, *extra, "--out", str(work / "ranking.csv")], log)
+        res[name] = {"seconds": round(seconds, 2), "peak_rss_gb": round(gb, 3)}
+        print(f"{name}: {seconds:.1f} s, peak RSS {gb:.2f} GB", flush=True)
+    return res
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", type=Path, help="a cpu-profile out folder (default: trained into --work)")
@@ -131,10 +151,7 @@ def main() -> int:
         "training_rows": padded,
         "load": os.getloadavg()[0],
     }
-    for name, extra in (("rank", []), ("rank --measured", ["--measured", str(a.work / "measured.csv")])):
-        seconds, gb = rd.measured_stage([*argv, *extra, "--out", str(a.work / "ranking.csv")], log)
-        res[name] = {"seconds": round(seconds, 2), "peak_rss_gb": round(gb, 3)}
-        print(f"{name}: {seconds:.1f} s, peak RSS {gb:.2f} GB", flush=True)
+    res |= time_runs(argv, a.work, log)
     cal = res["rank --measured"]
     met = cal["seconds"] <= TARGET_S and cal["peak_rss_gb"] <= TARGET_GB
     print(
@@ -143,6 +160,7 @@ def main() -> int:
         f"(load average {res['load']:.1f}: seconds hold on an idle machine only)"
     )
     if a.out:
+        res["provenance"] = provenance.stamp()
         a.out.write_text(json.dumps(res, indent=1) + "\n")
     return 0
 

@@ -31,10 +31,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import figures_budget  # noqa: E402, F401  (each figures_* module registers its renderers)
 import figures_evidence  # noqa: E402, F401
+import figures_headline  # noqa: E402, F401
 import figures_models  # noqa: E402, F401
 import figures_real  # noqa: E402, F401
 import figures_recipe1  # noqa: E402, F401
 import figures_scale  # noqa: E402, F401
+import figures_tune  # noqa: E402, F401
 from figure_kit import RENDERERS, ROOT, Figure  # noqa: E402
 
 REGION = re.compile(r"<!-- figures: (?P<name>[\w.-]+) -->(?P<body>.*?)<!-- /figures -->", re.S)

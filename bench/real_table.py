@@ -43,10 +43,10 @@ def table(res: dict, models: list[str]) -> str:
         cols.append(("tile score, kernel CV", res["tile"]["per_seed"]))
     lines = ["| model | " + " | ".join(c for c, _ in cols) + " |", "|---|" + "---|" * len(cols)]
     names = {
-        "ensemble": "ensemble (equal weights)",
+        "ensemble": "**ensemble** (equal weights)",
         FOLD_FITTED: "ensemble (weights fitted on the other folds)",
     }
-    for m in [*models, "ensemble", FOLD_FITTED]:
+    for m in ["ensemble", FOLD_FITTED, *models]:  # the ensemble first: the ranker tpurank ships
         name = names.get(m, m)
         cells = [fmt(summary(v[m]) if m in v else None) for _, v in cols]
         if any(c != "-" for c in cells):

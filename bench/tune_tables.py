@@ -13,13 +13,25 @@ def _mean(values: list[float]) -> float:
     return float(np.mean(v)) if v else float("nan")
 
 
-def calibration_table(records: list[dict], ks: list[int], metric: str = "tau") -> str:
+def calibration_table(
+    records: list[dict], ks: list[int], metric: str = "tau", label=str, seconds: bool = True
+) -> str:
     """Per model and variant, the mean over programs and draws of `metric` on the configs not
-    measured, per k; the uncalibrated model on the same configs beside it."""
+    measured, per k; the uncalibrated model on the same configs beside it.
+
+    Args:
+        records: the programs' records (bench_tune.py's `layout` or `tile`).
+        ks: the measured counts, in order.
+        metric: the score.
+        label: a variant's name in the table (default: its text).
+        seconds: add the mean seconds per calibration (meaningful on an idle machine only).
+    """
     rows = [r | {"program": rec["program"]} for rec in records for r in rec["calibration"]]
     ks = [k for k in ks if any(r["k"] == k for r in rows)]
-    head = f"| model, calibration | {' | '.join(f'k = {k}' for k in ks)} | seconds per calibration |"
-    lines = [head, "|---|" + "---|" * (len(ks) + 1)]
+    head = f"| model, calibration | {' | '.join(f'k = {k}' for k in ks)} |" + (
+        " seconds per calibration |" if seconds else ""
+    )
+    lines = [head, "|---|" + "---|" * (len(ks) + seconds)]
     for model in dict.fromkeys(r["model"] for r in rows):
         for v in dict.fromkeys(r["variant"] for r in rows if r["model"] == model):
             cells = []
@@ -29,7 +41,8 @@ def calibration_table(records: list[dict], ks: list[int], metric: str = "tau") -
                     got = [r[metric] for r in rows if r["model"] == model and r["k"] == 0]
                 cells.append(f"{_mean(got):.4f}" if got else "-")
             secs = [r["s"] for r in rows if r["model"] == model and r["variant"] == v and r["k"]]
-            lines.append(f"| {model}, {v} | {' | '.join(cells)} | {_mean(secs):.2f} |")
+            tail = f" {_mean(secs):.2f} |" if seconds else ""
+            lines.append(f"| {model}, {label(v)} | {' | '.join(cells)} |{tail}")
     return "\n".join(lines)
 
 
@@ -57,10 +70,10 @@ def _cell(got: list[float]) -> str:
     return ", ".join(f"{g:.3f}" for g in got) + f" (mean {_mean(got):.3f})"
 
 
-def gain_table(records: list[dict], ks: list[int]) -> str:
+def gain_table(records: list[dict], ks: list[int], label=str) -> str:
     """Per model and calibration, its tau minus the uncalibrated model's on the same configs (the
     same program and draw): the mean over programs and draws, their standard deviation, and how
-    many of them gained."""
+    many of them gained (`label`: a variant's name in the table)."""
     rows = [r | {"program": rec["program"]} for rec in records for r in rec["calibration"]]
     base = {
         (r["program"], r["k"], r["draw"], r["model"]): r["tau"]
@@ -83,7 +96,7 @@ def gain_table(records: list[dict], ks: list[int]) -> str:
                 if d
                 else "-"
             )
-        lines.append(f"| {model}, {v} | {' | '.join(cells)} |")
+        lines.append(f"| {model}, {label(v)} | {' | '.join(cells)} |")
     return "\n".join(lines)
 
 

@@ -1,6 +1,7 @@
 """Calibration never ranks the configs it did not learn from worse than the model as trained, beyond
-noise, whatever it is given: all runtimes equal, one config, the top of the model's own order (what
-an autotuner measures), or a uniform draw; and it says in one line what it chose."""
+noise (one standard deviation of Kendall tau over the configs left, ranked at random), whatever it
+is given: all runtimes equal, one config, the top of the model's own order (what an autotuner
+measures), or a uniform draw; and it says in one line what it chose."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def test_calibration_ranks_the_rest_no_worse_than_as_trained(
     left[positions] = False
     truth = program.candidates.runtime[left]
     tau, tau_trained = (kendalltau(c[left], truth).statistic for c in (costs, trained))
-    assert tau >= tau_trained - 0.5 * null_sd(int(left.sum())), (line, tau, tau_trained)
+    assert tau >= tau_trained - null_sd(int(left.sum())), (line, tau, tau_trained)
     if case in ("all equal", "one config"):  # nothing to tell: as trained, said so
         np.testing.assert_array_equal(costs, trained)
         assert line.endswith("distinct are needed): ranked as trained")

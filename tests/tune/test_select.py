@@ -47,29 +47,36 @@ def test_a_calibration_that_orders_held_out_configs_better_is_used_whole() -> No
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_noise_never_beats_the_trained_order_by_the_margin(seed: int) -> None:
+def test_a_noisy_calibration_gives_way_to_the_trained_order_only_beyond_the_margin(seed: int) -> None:
     runtime, trained, noise = _case(20, seed)
-    choice = select.choose_share(trained, select.normalize(noise, "rank"), runtime, margin=0.5)
-    best_gain = (
-        max(
-            kendalltau(
-                (1 - s) * select.normalize(trained, "rank") + s * select.normalize(noise, "rank"), runtime
-            )[0]
-            for s in select.SHARES
-        )
-        - kendalltau(trained, runtime)[0]
+    rank_t, rank_n = select.normalize(trained, "rank"), select.normalize(noise, "rank")
+    taus = {s: kendalltau((1 - s) * rank_t + s * rank_n, runtime)[0] for s in select.SHARES}
+    best = max(select.SHARES, key=lambda s: (taus[s], s))
+    choice = select.choose_share(trained, rank_n, runtime, margin=0.5)
+    if taus[best] - taus[1.0] > 0.5 * select.null_sd(20):
+        assert (choice.share, choice.tau) == (best, pytest.approx(taus[best]))
+    else:
+        assert choice.share == 1.0
+    assert choice.trained == pytest.approx(taus[0.0])
+
+
+def test_a_clearly_worse_calibration_gives_way_to_the_trained_order() -> None:
+    runtime = np.arange(30, dtype=float) + 1
+    choice = select.choose_share(runtime, select.normalize(runtime[::-1], "rank"), runtime, margin=0.5)
+    assert choice.share == 0.25 and choice.tau == pytest.approx(1.0)  # as good as trained: the larger
+    assert choice.text("gnn") == "gnn 0.25 calibrated (held-out tau 1.00, as trained 1.00)"
+    np.testing.assert_allclose(choice.oof, select.normalize(runtime, "rank"))
+    flat = select.choose_share(runtime, np.zeros(30), runtime, 0.5)  # it tells no config apart
+    assert (
+        flat.share == 0.75
+        and flat.text("lgbm") == "lgbm 0.75 calibrated (held-out tau 1.00, as trained 1.00)"
     )
-    assert (choice.share == 0.0) == (best_gain <= 0.5 * select.null_sd(20))
-    if choice.share == 0.0:
-        assert choice.text("gnn").startswith("gnn as trained (held-out tau")
-        np.testing.assert_allclose(choice.oof, select.normalize(trained, "rank"))
 
 
-def test_a_fold_that_learned_nothing_keeps_the_trained_rank() -> None:
+def test_a_fold_that_learned_nothing_changes_nothing_held_out() -> None:
     runtime, trained, _ = _case(12, 1)
-    oof = np.full(12, np.nan)
-    choice = select.choose_share(trained, oof, runtime, margin=0.0)
-    assert choice.share == 0.0 and choice.tau == pytest.approx(choice.trained)
+    choice = select.choose_share(trained, np.full(12, np.nan), runtime, margin=0.0)
+    assert choice.share == 1.0 and choice.tau == pytest.approx(choice.trained)
 
 
 def test_out_of_fold_ranks_come_from_models_that_never_saw_the_fold() -> None:
@@ -94,6 +101,17 @@ def test_the_blend_is_trained_calibrated_or_their_ranks_mixed() -> None:
     assert select.blend(trained, calibrated, 0.0) is trained
     assert select.blend(trained, calibrated, 1.0) is calibrated
     np.testing.assert_allclose(select.blend(trained, calibrated, 0.25), [0.25, 5 / 12, 7 / 12, 0.75])
+    near = np.array([1.0, 1.0, 0.0, 0.5])  # the calibration trusted at the first two configs only
+    np.testing.assert_allclose(select.blend(trained, calibrated, 1.0, near), [1, 2 / 3, 2 / 3, 0.5])
+
+
+def test_coverage_is_one_over_the_measured_span_and_falls_to_none_beyond() -> None:
+    trained = np.arange(101, dtype=float)  # ranks 0, 0.01, ..., 1
+    near = select.coverage(trained, np.array([0, 2, 4]), reach=4.0)  # mean gap 0.02: trusted to 0.12
+    assert (near[:5] == 1).all() and near[8] == pytest.approx(0.5) and near[12:] == pytest.approx(0, abs=1e-9)
+    spread = select.coverage(trained, np.array([0, 50, 100]), reach=4.0)  # a wide draw spans it all
+    np.testing.assert_array_equal(spread, np.ones(101))
+    np.testing.assert_array_equal(select.coverage(trained, np.array([0]), reach=np.inf), np.ones(101))
 
 
 def test_the_ensemble_keeps_its_weights_unless_a_member_alone_beats_them() -> None:
@@ -107,7 +125,9 @@ def test_the_ensemble_keeps_its_weights_unless_a_member_alone_beats_them() -> No
     assert weights is w and what == "its trained weights"
 
 
-@pytest.mark.parametrize(("field", "value"), [("folds", 1), ("margin", -0.1), ("margin", float("nan"))])
+@pytest.mark.parametrize(
+    ("field", "value"), [("folds", 1), ("margin", -0.1), ("margin", float("nan")), ("reach", 0.0)]
+)
 def test_bad_selection_settings_are_refused(field: str, value: float) -> None:
     with pytest.raises(TpurankError, match=f"calibration {field} must be"):
         Calibration(**{field: value})

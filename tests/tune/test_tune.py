@@ -334,3 +334,22 @@ def test_the_ensemble_ranks_by_the_calibrated_lightgbm_or_its_kept_weights(small
     np.testing.assert_allclose(kept, combine(members, np.asarray(w["weights"]), w["normalize"]), rtol=1e-6)
     one = program.costs_with(positions[:1], runtime[positions[:1]].astype(float))
     np.testing.assert_array_equal(one, program.costs["ensemble"])  # one config: nothing to learn
+
+
+def test_every_config_measured_and_more_rounds_than_configs_say_so_in_one_line(
+    small: Paths, tmp_path: Path, capsys
+) -> None:
+    f = _valid(small)
+    runtime = np.load(f)["config_runtime"]
+    every = _write_csv(tmp_path / "m.csv", [(i, int(r)) for i, r in enumerate(runtime)])
+    assert main(_rank(small, [f], tmp_path / "r.json", "--measured", str(every))) == 0
+    best = int(np.argmin(runtime))
+    err = capsys.readouterr().err
+    assert f"every config is measured: nothing left to rank; the fastest is config {best}" in err
+    argv = ["tune", str(f), "--models", str(small.out), "--collection", LAYOUT, "--model", "lgbm"]
+    assert main([*argv, "--rounds", "20", "--per-round", "5", "--out", str(tmp_path / "t.json")]) == 0
+    err = capsys.readouterr().err
+    line = f"20 rounds of 5 ask for more measurements than its {len(runtime)} configs with a runtime"
+    assert line in err and "the loop ends when all are measured" in err
+    rounds = json.loads((tmp_path / "t.json").read_text())[0]["rounds"]
+    assert rounds[-1]["measured"] == len(runtime) and len(rounds) == -(-len(runtime) // 5)

@@ -58,9 +58,11 @@ class Calibration:
             models whole, with `ensemble`'s weights.
         folds: the held-out folds of `select` (>= 2).
         margin: how far (in null standard deviations of Kendall tau over the measured configs) a
-            calibrated blend must beat the trained order on held-out configs to be used (>= 0).
-        local: with `select`, trust the calibrated blend near the measured configs in the trained
-            model's order only, and rank as trained far from them (tpurank.rank.select.coverage).
+            blend with a smaller share of the calibration must beat the calibration whole on the
+            held-out configs to be used instead (>= 0).
+        reach: with `select`, how far from the measured configs (in the trained model's order, in
+            mean gaps between them) the calibration is trusted; as trained beyond (> 0; inf: all
+            the way; tpurank.rank.select.coverage).
     """
 
     method: str = "boost"
@@ -72,8 +74,8 @@ class Calibration:
     gnn_tile: bool = False  # real tile kernels: measured with LightGBM's calibration only
     select: bool = True  # a calibration is used only as far as held-out measured configs trust it
     folds: int = 3  # held-out folds of the measured configs: each fold one more calibration to pay
-    margin: float = 0.5  # a calibrated blend must beat the trained order by this many null SDs of tau
-    local: bool = True  # trust a calibration near the measured configs only (select.coverage)
+    margin: float = 1.0  # a smaller share must beat the calibration whole by this many null SDs of tau
+    reach: float = 4.0  # trust a calibration this many mean gaps from the measured configs (select.coverage)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -92,6 +94,8 @@ class Calibration:
             raise TpurankError(f"calibration folds must be >= 2, got {self.folds}")
         if not (self.margin >= 0 and np.isfinite(self.margin)):
             raise TpurankError(f"calibration margin must be a number >= 0, got {self.margin}")
+        if not self.reach > 0:
+            raise TpurankError(f"calibration reach must be > 0, got {self.reach}")
 
     def for_kind(self, kind: str) -> Calibration:
         """The calibration of a program of `kind` ("layout" or "tile"): without the GNN's fine-tuning

@@ -94,6 +94,11 @@ class Program:
         costs, chosen = self.calibrate(positions, runtime, how)
         ranking = Ranking.of(c, self.collection, self.model, costs, used)
         ranking.notes = (*self.notes, *self._gnn_note(how or Calibration()), *([chosen] if chosen else []))
+        if len(measured) == len(c.file_index):
+            best = int(c.file_index[positions[np.argmin(runtime)]])
+            ranking.notes += (
+                f"{self.name}: every config is measured: nothing left to rank; the fastest is config {best}",
+            )
         return ranking
 
     def _gnn_note(self, how: Calibration) -> tuple[str, ...]:
@@ -188,26 +193,38 @@ class Program:
                 f"{self.name}: {len(label)} measured configs ({distinct} distinct runtimes) cannot tell whether "
                 f"calibrating helps ({select.MIN_MEASURED} distinct are needed): ranked as trained"
             )
+        checked = len(positions) >= select.MIN_CHECKED
+        margin = how.margin if checked else np.inf  # unchecked: the calibration whole, the trained weights
         fold = select.fold_of(len(positions), how.folds, how.seed)
         choices, final = {}, {}
         for m, (learn, in_fold) in learners.items():
-            oof = select.out_of_fold(in_fold, positions, label, fold)
-            choice = select.choose_share(self.costs[m][positions], oof, label, how.margin)
+            oof = (
+                select.out_of_fold(in_fold, positions, label, fold)
+                if checked
+                else np.full(len(label), np.nan)
+            )
+            choice = select.choose_share(self.costs[m][positions], oof, label, margin)
             calibrated = learn(positions, label, None) if choice.share > 0 else None
             choices[m] = choice
-            near = select.coverage(self.costs[m], positions) if how.local else None
+            near = select.coverage(self.costs[m], positions, how.reach)
             final[m] = (
                 self.costs[m]
                 if calibrated is None
                 else select.blend(self.costs[m], calibrated, choice.share, near)
             )
         parts = [c.text(m) for m, c in choices.items()]
-        costs = final.get(self.model)
         if self.model == ENSEMBLE:
-            costs, what = self._selected_weights(choices, final, positions, label, how)
+            costs, what = self._selected_weights(choices, final, positions, label, margin)
             parts.append(f"the ensemble {what}")
+        else:
+            costs = final[self.model]
+        if not checked:
+            return costs, (
+                f"{self.name}: {len(label)} measured configs are too few to check the calibration on held-out "
+                f"folds ({select.MIN_CHECKED} are needed): calibrated whole over the stretch of the order they span"
+            )
         head = f"{self.name}: calibration chosen on {len(label)} measured configs by {int(fold.max()) + 1} held-out folds"
-        return costs if costs is not None else self.costs[self.model], f"{head}: {'; '.join(parts)}"
+        return costs, f"{head}: {'; '.join(parts)}"
 
     def _selected_weights(
         self,
@@ -215,10 +232,10 @@ class Program:
         final: dict[str, np.ndarray],
         positions: np.ndarray,
         label: np.ndarray,
-        how: Calibration,
+        margin: float,
     ) -> tuple[np.ndarray, str]:
         """The ensemble's costs over its members as chosen, with the weights the held-out folds
-        trust (its trained weights unless one member alone beats them), and what they are."""
+        trust (its trained weights unless one member alone beats them by `margin`), and what they are."""
         assert self.weights is not None
         members = list(self.weights["members"])
         oof = {
@@ -226,7 +243,7 @@ class Program:
             for m in members
         }
         trained = np.asarray(self.weights["weights"], dtype=np.float64)
-        weights, what, tau = select.choose_weights(members, oof, trained, label, how.margin)
+        weights, what, tau = select.choose_weights(members, oof, trained, label, margin)
         if all(m not in choices or choices[m].share == 0 for m in members) and weights is trained:
             return self.costs[ENSEMBLE], f"{what} (held-out tau {tau:.2f}): ranked as trained"
         costs = combine([final.get(m, self.costs[m]) for m in members], weights, self.weights["normalize"])

@@ -2,15 +2,16 @@
 
 A model calibrated on a few measured configs can rank the others worse than as trained: the
 measurements are noisy, and an autotuner measures what the model ranks best, near-equal configs
-whose order is mostly noise. So nothing calibrated is used before the measured configs say it helps.
+whose order is mostly noise. So the measured configs themselves check a calibration first.
 They are split into folds; each fold's configs are ranked by a model calibrated on the other folds
-(out of fold: it never saw them), and the trained model ranks them too (it never saw any). The
-calibrated ranking's share in a blend with the trained one (`SHARES`; 0 = as trained) is the one
-whose out-of-fold order agrees best with the measured runtimes (Kendall tau), and a share above 0
-must beat the trained order by `margin` standard deviations of tau (`null_sd`): a gain smaller
-than that is noise. The held-out folds see only the measured configs, so the blend is trusted only
-near them in the trained model's order (`coverage`), as trained far from them. The ensemble's
-weights are chosen like the share among its trained weights and each member alone.
+(out of fold: it never saw them), and the trained model ranks them too (it never saw any). On real
+programs a calibration whole ranks the rest better on average (docs/rank.md), so it is used whole
+unless a blend with the trained ranking (`SHARES`; 0 = as trained) orders the held-out configs
+better by `margin` standard deviations of Kendall tau (`null_sd`): a smaller difference is noise.
+The held-out folds see only the measured configs, so the calibration is trusted only over the
+stretch of the trained model's order they span (`coverage`), as trained far beyond it: an autotuner measures the model's
+own best, and learning from them alone must not bend the order of the rest. The ensemble keeps its
+trained weights unless one member alone orders the held-out configs better by the same margin.
 
 docs/rank.md gives the measurements on real programs that chose the settings.
 """
@@ -27,8 +28,11 @@ from tpurank.core.normalize import normalize
 from tpurank.models.ensemble import combine
 
 SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)  # the calibrated ranking's share in the blend with the trained one
-MIN_MEASURED = 4  # distinct runtimes: with fewer, one held-out fold holds no order to check
-BANDWIDTH = 2.0  # coverage: a calibration is trusted up to two mean gaps from the measured configs
+MIN_MEASURED = 4  # distinct runtimes: fewer hold too little order to learn from (none measured below 5)
+MIN_CHECKED = (
+    10  # measured configs: with fewer, models calibrated on two folds of them learn too little to judge by
+)
+REACH = 4.0  # coverage: a calibration is trusted up to four mean gaps beyond the measured configs' span
 # a model learns from the measured configs: (positions, runtimes, positions scored) -> their costs,
 # None where it learns nothing (fewer than two distinct runtimes)
 Learner = Callable[[np.ndarray, np.ndarray, np.ndarray], "np.ndarray | None"]
@@ -87,8 +91,8 @@ def out_of_fold(learn: Learner, positions: np.ndarray, runtime: np.ndarray, fold
 
 
 def choose_share(trained: np.ndarray, oof: np.ndarray, runtime: np.ndarray, margin: float) -> Choice:
-    """The blend share whose out-of-fold order agrees best with the runtimes, above 0 only when it
-    beats the trained order by `margin` null standard deviations.
+    """The calibrated ranking whole (share 1), unless a smaller share orders the held-out configs
+    better by `margin` null standard deviations: then the share that orders them best.
 
     Args:
         trained: the trained model's costs of the measured configs.
@@ -100,32 +104,36 @@ def choose_share(trained: np.ndarray, oof: np.ndarray, runtime: np.ndarray, marg
     oof = np.where(np.isnan(oof), rank_t, oof)
     blends = {s: (1 - s) * rank_t + s * oof for s in SHARES}
     taus = {s: held_out_tau(b, runtime) for s, b in blends.items()}
-    best = max(SHARES, key=lambda s: (taus[s], -s))  # ties: the smaller share
-    if taus[best] - taus[0.0] <= margin * null_sd(len(runtime)):
-        best = 0.0
+    best = max(SHARES, key=lambda s: (taus[s], s))  # ties: the larger share
+    if taus[best] - taus[1.0] <= margin * null_sd(len(runtime)):
+        best = 1.0
     return Choice(best, taus[best], taus[0.0], normalize(blends[best], "rank"))
 
 
-def coverage(trained: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """How near each config is to the measured ones in the trained model's order: 1 at a measured
-    config, falling to 0 at `BANDWIDTH` times the mean gap between them.
+def coverage(trained: np.ndarray, positions: np.ndarray, reach: float = REACH) -> np.ndarray:
+    """How far the calibration is trusted at each config: 1 within the stretch of the trained
+    model's order that the measured configs span, falling to 0 at `reach` times their mean gap
+    beyond it (inf: 1 everywhere).
 
-    Calibration learns the order of the configs it was shown. Near them (in the order the model
-    gives) it knows something; far from them it extrapolates, and an autotuner shows it only the
-    model's own best, so far from them is most of the program. A uniform draw covers the whole
-    order; the top 10 of 2,000 cover its first half percent.
+    Calibration learns the order of the configs it was shown. Among them (in the order the model
+    gives) it knows something; beyond them it extrapolates, and an autotuner shows it only the
+    model's own best. A uniform draw spans the whole order, so it is trusted everywhere; the top 10
+    of 2,000 span its first half percent.
 
     Args:
         trained: the trained model's costs of every config.
         positions: the measured configs.
+        reach: how far beyond their span the calibration is trusted, in mean gaps between them.
     """
+    if math.isinf(reach):
+        return np.ones(len(trained))
     r = normalize(trained, "rank")
-    m = np.sort(r[positions])
-    gap = (m[-1] - m[0]) / (len(m) - 1) if len(m) > 1 else 0.0
-    width = max(BANDWIDTH * gap, 1 / max(1, len(r) - 1))
-    i = np.searchsorted(m, r)
-    near = np.minimum(np.abs(r - m[np.maximum(i - 1, 0)]), np.abs(r - m[np.minimum(i, len(m) - 1)]))
-    return np.clip(1 - near / width, 0, 1)
+    m = r[positions]
+    low, high = float(m.min()), float(m.max())
+    gap = (high - low) / (len(m) - 1) if len(m) > 1 else 0.0
+    width = max(reach * gap, 1 / max(1, len(r) - 1))
+    beyond = np.maximum(0.0, np.maximum(low - r, r - high))
+    return np.clip(1 - beyond / width, 0, 1)
 
 
 def blend(

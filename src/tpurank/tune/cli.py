@@ -103,6 +103,12 @@ def run(args: argparse.Namespace) -> int:
                 continue
             for note in program.notes:
                 print(f"tpurank tune: {note}", file=sys.stderr)
+            if args.rounds * args.per_round > known.sum():
+                print(
+                    f"tpurank tune: {program.name}: {args.rounds} rounds of {args.per_round} ask for more "
+                    f"measurements than its {int(known.sum())} configs with a runtime: the loop ends when all are measured",
+                    file=sys.stderr,
+                )
             tuning = Tuning(program, how, program.candidates.file_index[known])
             r = replay_one(tuning, args.rounds, args.per_round, args.explore)
             replays.append(r)
