@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 from helpers import fake_clock
 
-from tpurank.core.collections import COLLECTIONS
+from tpurank.core.collections import COLLECTIONS, collection_dir
 from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
@@ -26,8 +26,11 @@ from tpurank.run.shares import span_s, split_minutes, split_span
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "configs" / "demo.toml"
+# the demo's typical train graphs: nodes as the header estimate sees them, and as pruning keeps them
 NODES = {"tile:xla": 14.0, "layout:xla:default": 295.0, "layout:xla:random": 295.0}
-NODES |= {"layout:nlp:default": 381.0, "layout:nlp:random": 381.0}  # the demo's typical train graphs
+NODES |= {"layout:nlp:default": 381.0, "layout:nlp:random": 381.0}
+KEPT = {"tile:xla": 14.0, "layout:xla:default": 278.0, "layout:xla:random": 278.0}
+KEPT |= {"layout:nlp:default": 257.0, "layout:nlp:random": 257.0}
 
 
 def demo_config(*sets: str):
@@ -47,6 +50,7 @@ def demo_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         folder.mkdir(parents=True)
         (folder / "g.npz").write_bytes(b"x" * 1000)
     monkeypatch.setattr(planning, "graph_size", lambda root, c: NODES[c])
+    monkeypatch.setattr(planning, "typical_kept", lambda root, c, hops: KEPT[c])
     two = lambda root, collections: (2, list(collections))  # noqa: E731
     monkeypatch.setattr(planning, "processes", two)
     monkeypatch.setattr(run_budget, "processes", two)
@@ -194,3 +198,20 @@ def test_the_plan_counts_the_processes_train_will_run(
     assert side_by_side("gnn", tiny_root, ["tile:xla"], gpu=False) == (1, ["tile:xla"])
     monkeypatch.setattr(collection_processes, "usable_cores", lambda sample_s=0: 1)
     assert side_by_side("baseline", tiny_root, every, gpu=False) == (1, every)
+
+
+def test_the_nodes_a_step_costs_are_those_prepare_keeps(tiny_paths: Paths) -> None:
+    """The cost model counts each layout graph's pruned nodes from its edges, as `prepare` keeps them
+    (the prepared index's `nodes_kept`); a tile graph whole."""
+    import pandas as pd
+
+    from tpurank.run.shares import kept_nodes
+
+    index = pd.read_parquet(tiny_paths.prepared / "index.parquet")
+    rows = index[index["split"] == "train"].groupby("collection").head(3)
+    assert set(rows["collection"]) == set(COLLECTIONS)
+    for row in rows.itertuples():
+        f = tiny_paths.npz / collection_dir(row.collection) / "train" / f"{row.stem}.npz"
+        assert kept_nodes([f], 1) == row.nodes_kept, row.stem
+        assert kept_nodes([f], -1) == row.nodes
+    assert kept_nodes([tiny_paths.data / "missing.npz"], 1) == 0.0  # nothing read: no estimate

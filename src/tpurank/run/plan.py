@@ -33,7 +33,7 @@ from pathlib import Path
 
 from tpurank.core.atomic import write_json
 from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS
-from tpurank.core.collections import COLLECTIONS, collection_dir
+from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import Config, to_dict
 from tpurank.core.config_files import Layer
 from tpurank.core.declared import ENSEMBLE, NEURAL_MODELS, run_io
@@ -43,7 +43,7 @@ from tpurank.core.profiles import format_duration, gpu
 from tpurank.core.staleness import Files, current
 from tpurank.data.dataset import npz_bytes
 from tpurank.data.npz import member_shapes
-from tpurank.run.shares import expected_s, processes, span_s, split_span
+from tpurank.run.shares import expected_s, processes, sample_files, span_s, split_span, typical_kept
 from tpurank.run.steps import StepName
 
 MARGIN = 0.08  # of the budget, kept free: validations after the last step, noise in the estimates
@@ -51,7 +51,6 @@ BASELINE_SHARE = 0.2  # of the neural training time, when the official baseline 
 SHARE_UNIT = 0.01  # minutes: shares are rounded to it (tpurank.run.shares.split_minutes)
 # the least a seed trains is the config's budget.min_share_min (a few steps are no model): a budget that
 # cannot pay it trains fewer seeds, or is refused before any work (`minimum_budget_s`)
-SIZE_FILES = 16  # train files read per collection for its typical graph size (headers only)
 NEIGHBOURHOOD = 4  # nodes kept per configurable node by the 1-hop pruning, roughly
 # seconds per GB of npz of each step but neural training, on 2 cores, as measured in Recipe 1 at full
 # scale (`all --budget 90m` on the 11.56 GB synthetic tree, the cpu profile's 3 GNN seeds; docs/scale.md,
@@ -151,15 +150,12 @@ def data_bytes(data_root: Path, collection: str) -> float:
 
 
 def graph_size(data_root: Path, collection: str) -> float:
-    """The typical nodes a training step sees per graph and config: the mean over up to SIZE_FILES
-    train files (the files there are, without train files) of the nodes pruning keeps, read from the
-    arrays' headers. Layout keeps the configurable nodes and their neighbours, about
+    """The typical nodes a training step sees per graph and config, for the split by need: the mean
+    over a few train files (`shares.sample_files`) of the nodes pruning keeps, read from the arrays'
+    headers. Layout keeps the configurable nodes and their neighbours, about
     NEIGHBOURHOOD times as many, never more than the graph."""
-    folder = data_root / "npz_all" / "npz" / collection_dir(collection)
-    files = sorted(folder.glob("train/*.npz")) or sorted(folder.glob("*/*.npz"))
-    picked = files[:: max(1, len(files) // SIZE_FILES)][:SIZE_FILES]
     sizes = []
-    for f in picked:
+    for f in sample_files(data_root, collection):
         try:
             shapes = {k: v[0] for k, v in member_shapes(f).items()}
             nodes = shapes["node_opcode"][0]
@@ -274,9 +270,10 @@ def make_plan(
     shares: list[Share] = []
     if neural := model_shares(models):
         nodes = {c: graph_size(data_root, c) for c in collections}
+        kept = {c: typical_kept(data_root, c, cfg.for_collection(c).prepare.hops) for c in collections}
         speed = slowdown * neural_predict_scale(cfg.profile)  # a GPU trains faster too
         for m, part in neural.items():
-            expected = {c: expected_s(m, cfg, c, nodes[c]) * speed for c in collections}
+            expected = {c: expected_s(m, cfg, c, kept[c]) * speed for c in collections}
             seeds = {c: cfg.for_collection(c).gnn.seeds if m == "gnn" else 1 for c in collections}
             if cfg.budget.split == "steps":
                 weights = {c: expected[c] * seeds[c] for c in collections}

@@ -19,28 +19,68 @@ counts that, never the unspent share.
 from __future__ import annotations
 
 import heapq
+import math
+import zipfile
 from pathlib import Path
 
-from tpurank.core.collections import kind_of
+import numpy as np
+
+from tpurank.core.collections import collection_dir, kind_of
 from tpurank.core.config import Config
 from tpurank.core.paths import Paths
 from tpurank.core.profiles import gpu
 from tpurank.models.collection_processes import training_order, training_processes
 
 # Seconds one optimizer step takes per unit of work on one thread, validations included: a unit is one
-# config of one graph at one node, at width 32 through 3 layers. Measured on the demo's plain layout
-# collections, trained side by side on 2 cores (bench/LOG.md, 2026-11-27): xla:random 42.9 s for 240
-# steps of 4 graphs x 32 configs x ~295 nodes (4.7e-6), nlp:random 38.7 s at ~381 nodes (3.3e-6);
-# the slower of the two, so a share scaled from it rarely falls short of its steps.
-STEP_S_PER_UNIT = 4.8e-6
+# config of one graph at one node pruning keeps (`kept_nodes`), at width 32 through 3 layers. Measured
+# on the demo's plain layout collections, trained side by side on 2 cores (bench/LOG.md, 2026-11-27,
+# quiet): xla:random 42.9 s for 240 steps of 4 graphs x 32 configs x ~278 kept nodes (5.02e-6),
+# nlp:random 38.7 s at ~257 (4.90e-6); a little above both, so a share scaled from it rarely falls
+# short of its steps.
+STEP_S_PER_UNIT = 5.1e-6
 # attention across configs at the configurable nodes (gnn.layer_attention): xla:default 67.3 s and
-# nlp:default 67.1 s against their random twins' 42.9 and 38.7 s (1.57x, 1.73x)
-ATTENTION_COST = 1.6
+# nlp:default 67.1 s in the same run (1.54x and 1.67x the plain rate)
+ATTENTION_COST = 1.67
 # a tile kernel's step: the demo's tile:xla trained 600 steps of 4 graphs x 64 configs x ~14 nodes at
-# width 64 in 4.8 s, about a quarter of the layout rate per unit (its graphs are a few nodes: no
-# configurable nodes to carry per config)
-TILE_COST = 0.25
+# width 64 in 4.8 s, about a fifth of the layout rate per unit (no configurable nodes carry a config)
+TILE_COST = 0.22
+SIZE_FILES = 16  # train files read per collection for its typical graph
 ROUNDS = 40  # rescalings of the split until its span fits (floors make the span not scale exactly)
+
+
+def sample_files(data_root: Path, collection: str) -> list[Path]:
+    """Up to SIZE_FILES train files of the collection, spread over its sorted list (the files
+    there are, without train files): what the plan reads a typical graph from."""
+    folder = data_root / "npz_all" / "npz" / collection_dir(collection)
+    files = sorted(folder.glob("train/*.npz")) or sorted(folder.glob("*/*.npz"))
+    return files[:: max(1, len(files) // SIZE_FILES)][:SIZE_FILES]
+
+
+def kept_nodes(files: list[Path], hops: int) -> float:
+    """The mean nodes pruning keeps of `files` (0 when none reads): a layout graph's configurable
+    nodes and their `hops`-hop neighbourhood, from its edges (as `prepare` prunes); a tile graph, or
+    any with `hops` -1, whole. What a training step's cost grows with (`expected_s`)."""
+    sizes = []
+    for f in files:
+        try:
+            with np.load(f, allow_pickle=False) as z:
+                edges, kept = z["edge_index"], z.get("node_config_ids")
+                total = len(z["node_opcode"])
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # `check` reports bad files
+            continue
+        if kept is None or hops < 0 or not len(edges):
+            sizes.append(float(total))
+            continue
+        for _ in range(hops):
+            touching = np.isin(edges[:, 0], kept) | np.isin(edges[:, 1], kept)
+            kept = np.union1d(kept, edges[touching].ravel())
+        sizes.append(float(min(total, len(kept))))
+    return sum(sizes) / len(sizes) if sizes else 0.0
+
+
+def typical_kept(data_root: Path, collection: str, hops: int) -> float:
+    """`kept_nodes` of the collection's `sample_files`."""
+    return kept_nodes(sample_files(data_root, collection), hops)
 
 
 def expected_s(model: str, cfg: Config, collection: str, nodes: float) -> float:
@@ -101,8 +141,8 @@ def split_minutes(
         norm = sum(rest.values()) or 1.0
         out = {c: max(0.0, free) * w / norm / seeds[c] for c, w in rest.items()}
         low = {c for c, m in out.items() if m < least[c]}
-        if not low:
-            minutes = {**{c: least[c] for c in floored}, **out}
+        if not low:  # to 0.01 minutes, a floor rounded up: it is the least a seed gets
+            minutes = {**{c: math.ceil(least[c] * 100 - 1e-9) / 100 for c in floored}, **out}
             return {c: round(m, 2) for c, m in minutes.items()}, seeds
         floored |= low
 
