@@ -2,16 +2,18 @@
 
 A model calibrated on a few measured configs can rank the others worse than as trained: the
 measurements are noisy, and an autotuner measures what the model ranks best, near-equal configs
-whose order is mostly noise. So the measured configs themselves check a calibration first.
-They are split into folds; each fold's configs are ranked by a model calibrated on the other folds
-(out of fold: it never saw them), and the trained model ranks them too (it never saw any). On real
-programs a calibration whole ranks the rest better on average (docs/rank.md), so it is used whole
-unless a blend with the trained ranking (`SHARES`; 0 = as trained) orders the held-out configs
-better by `margin` standard deviations of Kendall tau (`null_sd`): a smaller difference is noise.
-The held-out folds see only the measured configs, so the calibration is trusted only over the
-stretch of the trained model's order they span (`coverage`), as trained far beyond it: an autotuner measures the model's
-own best, and learning from them alone must not bend the order of the rest. The ensemble keeps its
-trained weights unless one member alone orders the held-out configs better by the same margin.
+whose order is mostly noise. On real programs a calibration used whole ranks the rest better on
+average (docs/rank.md), so it is used, within two bounds the measured configs themselves set:
+
+- over the stretch of the trained model's order they span (`coverage`), fading to the trained order
+  beyond it: an autotuner measures the model's own best, and learning from them alone must not
+  bend the order of the rest;
+- from `MIN_CHECKED` measured configs, checked on held-out folds: each fold's configs are ranked
+  by a model calibrated on the other folds (out of fold: it never saw them) and by the trained
+  model (it never saw any); a blend with less of the calibration (`SHARES`; 0 = as trained)
+  replaces it only when it orders the held-out configs better by `margin` standard deviations of
+  Kendall tau (`null_sd`): a smaller difference is noise. The ensemble keeps its trained weights
+  unless one member alone orders them better by the same margin.
 
 docs/rank.md gives the measurements on real programs that chose the settings.
 """
