@@ -215,3 +215,19 @@ def test_the_nodes_a_step_costs_are_those_prepare_keeps(tiny_paths: Paths) -> No
         assert kept_nodes([f], 1) == row.nodes_kept, row.stem
         assert kept_nodes([f], -1) == row.nodes
     assert kept_nodes([tiny_paths.data / "missing.npz"], 1) == 0.0  # nothing read: no estimate
+
+
+def test_a_neural_model_predicts_on_the_cores_usable_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo's GNN predictions, which the budget cannot shorten, take the cores another program
+    leaves (as LightGBM does), and give the thread count back after."""
+    torch = pytest.importorskip("torch")
+    from tpurank.models import predict_split
+
+    before = torch.get_num_threads()
+    want = 1 if before > 1 else 2
+    monkeypatch.setattr(predict_split, "usable_cores", lambda: want)
+    with predict_split.neural_threads("gnn"):
+        assert torch.get_num_threads() == want
+    assert torch.get_num_threads() == before
+    with predict_split.neural_threads("lgbm"):
+        assert torch.get_num_threads() == before

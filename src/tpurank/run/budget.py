@@ -33,7 +33,7 @@ from tpurank.run.plan import (
     step_estimates_s,
 )
 from tpurank.run.records import RECORDS
-from tpurank.run.shares import processes
+from tpurank.run.shares import TRAIN_START_S, processes
 from tpurank.run.stages import StageRun, stage_namespace
 from tpurank.run.steps import Step
 
@@ -63,7 +63,7 @@ def expect_steps(
         s.planned = s.estimate
     for s in steps:
         if s.name.neural_training:
-            s.overhead = seeds_scoring_s(s.name.model, cfg, paths.data, collections)
+            s.overhead = seeds_scoring_s(s.name.model, cfg, paths.data, collections) + TRAIN_START_S
     return sum(s.estimate for s in fixed) + sum(s.overhead for s in steps)
 
 

@@ -44,6 +44,9 @@ ATTENTION_COST = 1.67
 # a tile kernel's step: the demo's tile:xla trained 600 steps of 4 graphs x 64 configs x ~14 nodes at
 # width 64 in 4.8 s, about a fifth of the layout rate per unit (no configurable nodes carry a config)
 TILE_COST = 0.22
+# a neural training step's own start, beyond its collections' times: processes spawned, torch imported
+# (the demo's five collections, two at a time, finished in 115.3 s where their own times chain to 110.6)
+TRAIN_START_S = 5.0
 SIZE_FILES = 16  # train files read per collection for its typical graph
 ROUNDS = 40  # rescalings of the split until its span fits (floors make the span not scale exactly)
 

@@ -58,7 +58,7 @@ class Step:
     skipped: bool = False
     estimate: float = 0.0  # seconds the plan expects still (the time-left estimate; 0 once run)
     planned: float = 0.0  # seconds the first plan expected
-    overhead: float = 0.0  # neural training: seconds it spends outside its shares (budget.seeds_scoring_s)
+    overhead: float = 0.0  # neural training: seconds it spends outside its shares (budget.expect_steps)
 
     @property
     def name(self) -> StepName:
