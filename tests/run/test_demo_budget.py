@@ -231,3 +231,28 @@ def test_a_neural_model_predicts_on_the_cores_usable_now(monkeypatch: pytest.Mon
     assert torch.get_num_threads() == before
     with predict_split.neural_threads("lgbm"):
         assert torch.get_num_threads() == before
+
+
+def test_what_small_data_costs_is_spread_as_a_demo_run_spends_it(demo_tree: Path) -> None:
+    """On the demo's few MB the steps the budget cannot shorten cost their floor, spread as a demo run
+    spends it: the GNN's predictions the bulk, so a machine slower in the steps before training is
+    expected slower in those after it (the second look scales them)."""
+    from tpurank.run import step_costs
+    from tpurank.run.steps import StepName
+
+    estimates = step_costs.step_estimates_s(
+        step_costs.DEFAULT_STEPS, demo_config(), demo_tree, list(COLLECTIONS)
+    )
+    assert sum(estimates.values()) == pytest.approx(step_costs.FIXED_S_MIN, rel=0.01)
+    small = {
+        s: step_costs.SMALL_STEP_S.get(s, step_costs.OTHER_SMALL_STEP_S) for s in step_costs.DEFAULT_STEPS
+    }
+    for step, seconds in estimates.items():
+        assert seconds == pytest.approx(step_costs.FIXED_S_MIN * small[step] / sum(small.values()), rel=0.01)
+    gnn = estimates[StepName("predict", "gnn", "valid")] + estimates[StepName("predict", "gnn", "test")]
+    assert (
+        gnn
+        > estimates[StepName("prepare")]
+        + estimates[StepName("features")]
+        + estimates[StepName("train", "lgbm")]
+    )

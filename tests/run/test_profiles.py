@@ -19,7 +19,7 @@ from tpurank.core.config_files import config_layers, from_layers, load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.run import plan as planning
-from tpurank.run import shares
+from tpurank.run import shares, step_costs
 from tpurank.run.plan import MARGIN, apply_plan, make_plan
 from tpurank.run.steps import StepName
 
@@ -331,11 +331,11 @@ def test_all_within_a_tiny_budget_stops_training_on_time(
 def test_neural_predictions_are_estimated_at_the_device_that_runs_them(monkeypatch, profile: str) -> None:
     """A GPU profile's faster predictions are counted only where a GPU runs them (a GPU profile
     chosen on a CPU predicts on the CPU)."""
-    monkeypatch.setattr(planning, "gpu", lambda: None)
-    assert planning.neural_predict_scale(profile) == 1.0
-    monkeypatch.setattr(planning, "gpu", lambda: ("Tesla T4", 14.7))
-    assert planning.neural_predict_scale(profile) == planning.NEURAL_PREDICT_SCALE[profile]
-    assert planning.neural_predict_scale(profile) < 1.0 or profile == "cpu"
+    monkeypatch.setattr(step_costs, "gpu", lambda: None)
+    assert step_costs.neural_predict_scale(profile) == 1.0
+    monkeypatch.setattr(step_costs, "gpu", lambda: ("Tesla T4", 14.7))
+    assert step_costs.neural_predict_scale(profile) == step_costs.NEURAL_PREDICT_SCALE[profile]
+    assert step_costs.neural_predict_scale(profile) < 1.0 or profile == "cpu"
 
 
 def test_the_seed_members_closing_scoring_is_counted_outside_the_shares(tmp_path: Path) -> None:
@@ -344,10 +344,10 @@ def test_the_seed_members_closing_scoring_is_counted_outside_the_shares(tmp_path
     root = _tree(tmp_path, {"layout:xla:default": 10_000, "tile:xla": 100})
     collections = ["tile:xla", "layout:xla:default"]
     one, three = load_config(overrides=["gnn.seeds=1"]), load_config(overrides=["gnn.seeds=3"])
-    assert planning.seeds_scoring_s("gnn", one, root, collections) == 0.0
-    assert planning.seeds_scoring_s("lgbm", three, root, collections) == 0.0
-    gb = sum(planning.data_bytes(root, c) for c in collections) / 1e9
-    want = gb * planning.step_s_per_gb(StepName("predict", "gnn", "valid"), three, collections)
-    assert planning.seeds_scoring_s("gnn", three, root, collections) == pytest.approx(want) and want > 0
-    base = sum(planning.step_estimates_s(planning.DEFAULT_STEPS, three, root, collections).values())
-    assert planning.fixed_estimate_s(three, root, collections) == pytest.approx(base + want)
+    assert step_costs.seeds_scoring_s("gnn", one, root, collections) == 0.0
+    assert step_costs.seeds_scoring_s("lgbm", three, root, collections) == 0.0
+    gb = sum(step_costs.data_bytes(root, c) for c in collections) / 1e9
+    want = gb * step_costs.step_s_per_gb(StepName("predict", "gnn", "valid"), three, collections)
+    assert step_costs.seeds_scoring_s("gnn", three, root, collections) == pytest.approx(want) and want > 0
+    base = sum(step_costs.step_estimates_s(step_costs.DEFAULT_STEPS, three, root, collections).values())
+    assert step_costs.fixed_estimate_s(three, root, collections) == pytest.approx(base + want)

@@ -5,7 +5,7 @@ that say how the time goes.
 
 What the budget cannot shorten is every step but neural training: a step up to date costs nothing,
 one that ran before with the same options costs what it took then, any other its share of the
-estimate from the data's size (tpurank.run.plan). Neural training gets the rest (the plan).
+estimate from the data's size (tpurank.run.step_costs). Neural training gets the rest (the plan).
 """
 
 from __future__ import annotations
@@ -29,12 +29,11 @@ from tpurank.run.plan import (
     plan_key,
     save_plan,
     saved_plan,
-    seeds_scoring_s,
-    step_estimates_s,
 )
 from tpurank.run.records import RECORDS
 from tpurank.run.shares import TRAIN_START_S, processes
 from tpurank.run.stages import StageRun, stage_namespace
+from tpurank.run.step_costs import seeds_scoring_s, step_estimates_s
 from tpurank.run.steps import Step
 
 
@@ -45,7 +44,7 @@ def expect_steps(
     cannot shorten. A step up to date now costs nothing, unless `--force` runs it anyway, a step before
     it will run (and may change what it reads), or it reads what neural training writes (a new plan
     retrains); one that ran before on the same inputs costs what it took then; any other its estimate
-    from the data's size (tpurank.run.plan.step_estimates_s)."""
+    from the data's size (tpurank.run.step_costs)."""
     fixed = [s for s in steps if not s.name.neural_training]
     sized = step_estimates_s([s.name for s in fixed], cfg, paths.data, collections)
     trains_neural = any(s.name.neural_training for s in steps)

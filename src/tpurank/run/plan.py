@@ -36,15 +36,14 @@ from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import Config, to_dict
 from tpurank.core.config_files import Layer
-from tpurank.core.declared import ENSEMBLE, NEURAL_MODELS, run_io
+from tpurank.core.declared import NEURAL_MODELS, run_io
 from tpurank.core.errors import DataError
 from tpurank.core.paths import Paths
-from tpurank.core.profiles import format_duration, gpu
+from tpurank.core.profiles import format_duration
 from tpurank.core.staleness import Files, current
-from tpurank.data.dataset import npz_bytes
 from tpurank.data.npz import member_shapes
 from tpurank.run.shares import expected_s, processes, sample_files, span_s, split_span, typical_kept
-from tpurank.run.steps import StepName
+from tpurank.run.step_costs import fixed_estimate_s, neural_predict_scale
 
 MARGIN = 0.08  # of the budget, kept free: validations after the last step, noise in the estimates
 BASELINE_SHARE = 0.2  # of the neural training time, when the official baseline is trained too
@@ -52,25 +51,6 @@ SHARE_UNIT = 0.01  # minutes: shares are rounded to it (tpurank.run.shares.split
 # the least a seed trains is the config's budget.min_share_min (a few steps are no model): a budget that
 # cannot pay it trains fewer seeds, or is refused before any work (`minimum_budget_s`)
 NEIGHBOURHOOD = 4  # nodes kept per configurable node by the 1-hop pruning, roughly
-# seconds per GB of npz of each step but neural training, on 2 cores, as measured in Recipe 1 at full
-# scale (`all --budget 90m` on the 11.56 GB synthetic tree, the cpu profile's 3 GNN seeds; docs/scale.md,
-# bench/results/recipe1_full_90m.json): prepare 240 s, features 105 s, LightGBM 87 s; the GNN's
-# predictions per seed: valid 80 s (at most 1,000 configs of a layout graph: data/subsets.py), test
-# 129 s. They run on the GPU under the GPU profiles (NEURAL_PREDICT_SCALE)
-STEP_S_PER_GB = {StepName("prepare"): 20.8, StepName("features"): 9.1, StepName("train", "lgbm"): 7.5}
-STEP_S_PER_GB |= {
-    StepName("predict", m, split): rate
-    for m in NEURAL_MODELS
-    for split, rate in (("valid", 6.9), ("test", 11.2))
-}
-OTHER_STEP_S_PER_GB = 0.4  # the untrained rankers, LightGBM's predictions, the ensemble, the report
-NEURAL_PREDICT_SCALE = {"cpu": 1.0, "kaggle-t4": 0.2, "gpu": 0.06}  # GPU inference, per the profile
-FIXED_S_MIN = 60.0  # process start-ups and small files: what even the tiny data costs, over the steps
-# the steps of `all` with its default models (lgbm, gnn), for an estimate without a step list
-DEFAULT_STEPS = (StepName("prepare"), StepName("features"), StepName("train", "lgbm"))
-DEFAULT_STEPS += tuple(StepName("predict", m, "valid") for m in ("random", "heuristic", "lgbm", "gnn"))
-DEFAULT_STEPS += (StepName("train", ENSEMBLE), StepName("predict", ENSEMBLE, "valid"), StepName("validate"))
-DEFAULT_STEPS += tuple(StepName("predict", m, "test") for m in ("lgbm", "gnn", ENSEMBLE))
 
 
 @dataclass(frozen=True)
@@ -144,11 +124,6 @@ class Plan:
         return "\n".join(lines)
 
 
-def data_bytes(data_root: Path, collection: str) -> float:
-    """Bytes of the collection's npz files (stat only): what the fixed stages' time grows with."""
-    return float(npz_bytes(data_root, [collection]))
-
-
 def graph_size(data_root: Path, collection: str) -> float:
     """The typical nodes a training step sees per graph and config, for the split by need: the mean
     over a few train files (`shares.sample_files`) of the nodes pruning keeps, read from the arrays'
@@ -185,48 +160,6 @@ def model_shares(models: list[str]) -> dict[str, float]:
     if len(neural) == 1:
         return {neural[0]: 1.0}
     return {m: {"gnn": 1.0 - BASELINE_SHARE, "baseline": BASELINE_SHARE}[m] for m in neural}
-
-
-def step_s_per_gb(step: StepName, cfg: Config, collections: list[str]) -> float:
-    """Seconds per GB of npz a step of `all` takes on this profile (STEP_S_PER_GB)."""
-    rate = STEP_S_PER_GB.get(step, OTHER_STEP_S_PER_GB)
-    if step.stage == "predict" and step.model in NEURAL_MODELS:
-        seeds = [cfg.for_collection(c).gnn.seeds if step.model == "gnn" else 1 for c in collections] or [1]
-        rate *= sum(seeds) / len(seeds) * neural_predict_scale(cfg.profile)
-    return rate
-
-
-def neural_predict_scale(profile: str) -> float:
-    """How much faster the neural rankers predict under `profile` than on 2 CPU cores: its GPU's
-    rate where the machine has a usable GPU, else 1 (a GPU profile chosen on a CPU runs there)."""
-    scale = NEURAL_PREDICT_SCALE.get(profile, 1.0)
-    return scale if scale == 1.0 or gpu() is not None else 1.0
-
-
-def step_estimates_s(
-    steps: list[StepName] | tuple[StepName, ...], cfg: Config, data_root: Path, collections: list[str]
-) -> dict[StepName, float]:
-    """Each step's seconds from the data's size: its rate times the GB, and its share of FIXED_S_MIN."""
-    gb = sum(data_bytes(data_root, c) for c in collections) / 1e9
-    rates = {s: step_s_per_gb(s, cfg, collections) for s in steps}
-    total = sum(rates.values()) or 1.0
-    return {s: FIXED_S_MIN * r / total + gb * r for s, r in rates.items()}
-
-
-def seeds_scoring_s(model: str, cfg: Config, data_root: Path, collections: list[str]) -> float:
-    """Seconds a neural training step spends outside its shares: with more than one seed it scores
-    every member on the configs validation scores (`gnn/seeds.py`), the work of its valid predictions."""
-    if model != "gnn" or all(cfg.for_collection(c).gnn.seeds <= 1 for c in collections):
-        return 0.0
-    gb = sum(data_bytes(data_root, c) for c in collections) / 1e9
-    return gb * step_s_per_gb(StepName("predict", model, "valid"), cfg, collections)
-
-
-def fixed_estimate_s(cfg: Config, data_root: Path, collections: list[str]) -> float:
-    """Seconds of every step of a default `all` but neural training, and the GNN seeds' scoring,
-    from the data's size."""
-    steps = sum(step_estimates_s(DEFAULT_STEPS, cfg, data_root, collections).values())
-    return steps + seeds_scoring_s("gnn", cfg, data_root, collections)
 
 
 def minimum_budget_s(

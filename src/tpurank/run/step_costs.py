@@ -1,0 +1,100 @@
+"""What each step of `all` but neural training is expected to take: the steps the budget cannot
+shorten (tpurank.run.budget). Each grows with the data's GB at a rate measured at full scale, above
+a floor that even small data costs (process start-ups, small files), spread over the steps as a
+demo run spends it. The neural rankers' predictions count once per seed, at the GPU's rate where a
+GPU runs them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tpurank.core.config import Config
+from tpurank.core.declared import ENSEMBLE, NEURAL_MODELS
+from tpurank.core.profiles import gpu
+from tpurank.data.dataset import npz_bytes
+from tpurank.run.steps import StepName
+
+# seconds per GB of npz of each step but neural training, on 2 cores, as measured in Recipe 1 at full
+# scale (`all --budget 90m` on the 11.56 GB synthetic tree, the cpu profile's 3 GNN seeds; docs/scale.md,
+# bench/results/recipe1_full_90m.json): prepare 240 s, features 105 s, LightGBM 87 s; the GNN's
+# predictions per seed: valid 80 s (at most 1,000 configs of a layout graph: data/subsets.py), test
+# 129 s. They run on the GPU under the GPU profiles (NEURAL_PREDICT_SCALE)
+STEP_S_PER_GB = {StepName("prepare"): 20.8, StepName("features"): 9.1, StepName("train", "lgbm"): 7.5}
+STEP_S_PER_GB |= {
+    StepName("predict", m, split): rate
+    for m in NEURAL_MODELS
+    for split, rate in (("valid", 6.9), ("test", 11.2))
+}
+OTHER_STEP_S_PER_GB = 0.4  # the untrained rankers, LightGBM's predictions, the ensemble, the report
+NEURAL_PREDICT_SCALE = {"cpu": 1.0, "kaggle-t4": 0.2, "gpu": 0.06}  # GPU inference, per the profile
+FIXED_S_MIN = 60.0  # process start-ups and small files: what even the tiny data costs, over the steps
+# how FIXED_S_MIN spreads over the steps: each one's seconds in a demo run, where the size term is
+# nothing (a fresh clone of 90ccb63, 2 cores, load 1-3: bench/LOG.md, 2026-11-28); the GNN's
+# predictions the bulk, per seed (they score up to 1,000 configs of a graph in one pass: attention)
+SMALL_STEP_S = {StepName("prepare"): 5.2, StepName("features"): 7.2, StepName("train", "lgbm"): 17.3}
+SMALL_STEP_S |= {StepName("validate"): 3.6}
+SMALL_STEP_S |= {
+    StepName("predict", m, split): s for m in NEURAL_MODELS for split, s in (("valid", 18.0), ("test", 24.9))
+}
+OTHER_SMALL_STEP_S = 1.0  # the untrained rankers, LightGBM's predictions, the ensemble
+# the steps of `all` with its default models (lgbm, gnn), for an estimate without a step list
+DEFAULT_STEPS = (StepName("prepare"), StepName("features"), StepName("train", "lgbm"))
+DEFAULT_STEPS += tuple(StepName("predict", m, "valid") for m in ("random", "heuristic", "lgbm", "gnn"))
+DEFAULT_STEPS += (StepName("train", ENSEMBLE), StepName("predict", ENSEMBLE, "valid"), StepName("validate"))
+DEFAULT_STEPS += tuple(StepName("predict", m, "test") for m in ("lgbm", "gnn", ENSEMBLE))
+
+
+def data_bytes(data_root: Path, collection: str) -> float:
+    """Bytes of the collection's npz files (stat only): what the fixed stages' time grows with."""
+    return float(npz_bytes(data_root, [collection]))
+
+
+def step_s_per_gb(step: StepName, cfg: Config, collections: list[str]) -> float:
+    """Seconds per GB of npz a step of `all` takes on this profile (STEP_S_PER_GB)."""
+    return STEP_S_PER_GB.get(step, OTHER_STEP_S_PER_GB) * neural_predictions(step, cfg, collections)
+
+
+def neural_predictions(step: StepName, cfg: Config, collections: list[str]) -> float:
+    """How many times a step's work a neural model's predictions take: once per seed, at the
+    profile's GPU rate where one runs them (1 for any other step)."""
+    if step.stage != "predict" or step.model not in NEURAL_MODELS:
+        return 1.0
+    seeds = [cfg.for_collection(c).gnn.seeds if step.model == "gnn" else 1 for c in collections] or [1]
+    return sum(seeds) / len(seeds) * neural_predict_scale(cfg.profile)
+
+
+def neural_predict_scale(profile: str) -> float:
+    """How much faster the neural rankers predict under `profile` than on 2 CPU cores: its GPU's
+    rate where the machine has a usable GPU, else 1 (a GPU profile chosen on a CPU runs there)."""
+    scale = NEURAL_PREDICT_SCALE.get(profile, 1.0)
+    return scale if scale == 1.0 or gpu() is not None else 1.0
+
+
+def step_estimates_s(
+    steps: list[StepName] | tuple[StepName, ...], cfg: Config, data_root: Path, collections: list[str]
+) -> dict[StepName, float]:
+    """Each step's seconds from the data's size: its rate times the GB, and its share of FIXED_S_MIN
+    (as the steps share a demo run's time: SMALL_STEP_S)."""
+    gb = sum(data_bytes(data_root, c) for c in collections) / 1e9
+    small = {
+        s: SMALL_STEP_S.get(s, OTHER_SMALL_STEP_S) * neural_predictions(s, cfg, collections) for s in steps
+    }
+    total = sum(small.values()) or 1.0
+    return {s: FIXED_S_MIN * small[s] / total + gb * step_s_per_gb(s, cfg, collections) for s in steps}
+
+
+def seeds_scoring_s(model: str, cfg: Config, data_root: Path, collections: list[str]) -> float:
+    """Seconds a neural training step spends outside its shares: with more than one seed it scores
+    every member on the configs validation scores (`gnn/seeds.py`), the work of its valid predictions."""
+    if model != "gnn" or all(cfg.for_collection(c).gnn.seeds <= 1 for c in collections):
+        return 0.0
+    gb = sum(data_bytes(data_root, c) for c in collections) / 1e9
+    return gb * step_s_per_gb(StepName("predict", model, "valid"), cfg, collections)
+
+
+def fixed_estimate_s(cfg: Config, data_root: Path, collections: list[str]) -> float:
+    """Seconds of every step of a default `all` but neural training, and the GNN seeds' scoring,
+    from the data's size."""
+    steps = sum(step_estimates_s(DEFAULT_STEPS, cfg, data_root, collections).values())
+    return steps + seeds_scoring_s("gnn", cfg, data_root, collections)
