@@ -145,7 +145,7 @@ def test_a_default_budget_that_cannot_pay_an_added_model_grows_and_a_named_one_i
     paths = Paths(data=demo_tree, out=tmp_path / "out")
     subset = list(COLLECTIONS)
     grown = run_budget.first_budget(args, paths, None, subset, models, all_steps(models, 1))
-    least = planning.minimum_budget_s(cfg, subset, models, grown.plan.fixed_s, 2)
+    least = planning.minimum_budget_s(cfg, subset, models, grown.plan.fixed_s, 2, demo_tree)
     assert grown.seconds == run_budget.round_up(least) > default_budget_s(cfg)
     err = capsys.readouterr().err
     assert (
@@ -256,3 +256,21 @@ def test_what_small_data_costs_is_spread_as_a_demo_run_spends_it(demo_tree: Path
         + estimates[StepName("features")]
         + estimates[StepName("train", "lgbm")]
     )
+
+
+def test_the_demo_budget_fits_one_core(demo_tree: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    """On one usable core the collections train one after another: the demo's budget still pays each
+    its least share (tile's steps take less than one, so it is not asked more), so it keeps the
+    budget and says nothing of it."""
+    from tpurank.run.pipeline import plan as all_steps
+
+    one = lambda root, collections: (1, list(collections))  # noqa: E731
+    monkeypatch.setattr(planning, "processes", one)
+    monkeypatch.setattr(run_budget, "processes", one)
+    cfg, models = demo_config(), ["lgbm", "gnn"]
+    args = SimpleNamespace(cfg=cfg, force=False, layers=[])
+    paths = Paths(data=demo_tree, out=tmp_path / "out")
+    kept = run_budget.first_budget(args, paths, None, list(COLLECTIONS), models, all_steps(models, 1))
+    assert kept.seconds == default_budget_s(cfg) and kept.plan.at_once == 1
+    assert "cannot pay" not in capsys.readouterr().err
+    assert planning.minimum_budget_s(cfg, list(COLLECTIONS), models, kept.plan.fixed_s, 1) > kept.seconds

@@ -181,13 +181,14 @@ def first_budget(
     where = paths.reports / PLAN_FILE
     saved = None if args.force else saved_plan(where, plan_key(budget_s, cfg, paths, subset, models))
     fixed = expect_steps(steps, paths, cfg, subset, force=args.force)
-    least = minimum_budget_s(cfg, subset, models, fixed, processes(paths.data, subset)[0])
+    least = minimum_budget_s(cfg, subset, models, fixed, processes(paths.data, subset)[0], paths.data)
     if saved is None and budget_s < least:
         if named or cfg.budget.default_min == 0:
             raise TpurankError(refusal(cfg, budget_s, named, fixed, least))
         print(
-            f"[all] the default budget {format_duration(budget_s)} (budget.default_min) cannot pay "
-            f"{' and '.join(models)}: the run takes the smallest that fits, {format_duration(round_up(least))}",
+            f"[all] the default budget {format_duration(budget_s)} (budget.default_min) cannot pay the steps "
+            f"it cannot shorten and each neural model's least share here: the run takes the smallest that "
+            f"fits, {format_duration(round_up(least))}",
             file=sys.stderr,
         )
         budget_s = round_up(least)

@@ -162,14 +162,36 @@ def model_shares(models: list[str]) -> dict[str, float]:
     return {m: {"gnn": 1.0 - BASELINE_SHARE, "baseline": BASELINE_SHARE}[m] for m in neural}
 
 
+def least_share(cfg: Config, expected_min: float) -> float:
+    """A seed's least share in minutes: `budget.min_share_min`, or its steps' expected time where that
+    is shorter (0: not known), and at least SHARE_UNIT (a share of 0 minutes would be no limit)."""
+    least = cfg.budget.min_share_min
+    return max(SHARE_UNIT, min(least, expected_min or least))
+
+
 def minimum_budget_s(
-    cfg: Config, collections: list[str], models: list[str], fixed_s: float, at_once: int = 1
+    cfg: Config,
+    collections: list[str],
+    models: list[str],
+    fixed_s: float,
+    at_once: int = 1,
+    data_root: Path | None = None,
 ) -> float:
     """The smallest budget that fits: the stages it cannot shorten, one seed of each neural model at
-    its least share (budget.min_share_min) on every collection, `at_once` side by side
-    (`processes`), and the margin."""
-    floors = [cfg.budget.min_share_min * 60] * len(collections)
-    training = max((span_s(floors, at_once) / part for part in model_shares(models).values()), default=0.0)
+    its least share on every collection (`least_share`, from the data's graphs when `data_root` is
+    given), `at_once` side by side (`processes`), and the margin."""
+    training = 0.0
+    for m, part in model_shares(models).items():
+        floors = [
+            least_share(
+                cfg,
+                expected_s(m, cfg, c, typical_kept(data_root, c, cfg.for_collection(c).prepare.hops)) / 60,
+            )
+            if data_root is not None
+            else cfg.budget.min_share_min
+            for c in collections
+        ]
+        training = max(training, span_s([60 * f for f in floors], at_once) / part)
     return (fixed_s + training) / (1 - MARGIN)
 
 
@@ -212,10 +234,7 @@ def make_plan(
                 weights = {c: expected[c] * seeds[c] for c in collections}
             else:
                 weights = {c: need(cfg, c, nodes[c]) for c in collections}
-            # no seed below the least share, but where its steps are expected to end it sooner (at
-            # least SHARE_UNIT: a share of 0 minutes would be no time limit)
-            least = cfg.budget.min_share_min
-            floor = {c: max(SHARE_UNIT, min(least, expected[c] / 60 or least)) for c in collections}
+            floor = {c: least_share(cfg, expected[c] / 60) for c in collections}
             minutes, seeds = split_span(left * part / 60, weights, seeds, floor, order, at_once)
             shares += [Share(m, c, seeds[c], minutes[c], round(expected[c] / 60, 4)) for c in order]
     lgbm = cfg.lgbm.num_boost_round if "lgbm" in models else None
