@@ -27,6 +27,7 @@ import torch
 
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
+from tpurank.core.workers import cores_now
 from tpurank.gnn import device as devices
 from tpurank.gnn.data import GraphData, load_split
 from tpurank.gnn.nets import tile_inputs
@@ -129,6 +130,7 @@ class GnnInputs:
         """
         if len(np.unique(runtime)) < MIN_MEASURED:  # nothing to learn: no model or graph read
             return None
+        torch.set_num_threads(cores_now())  # OpenMP threads beside a busy core slow every step
         costs, start = [], time.perf_counter()
         files = self.files[:members]
         for k, file in enumerate(files):

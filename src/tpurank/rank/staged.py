@@ -4,13 +4,12 @@ graph's feature rows) and the GNN's (its seed members' files and the graph's pla
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pandas as pd
 
 from tpurank.core.collections import kind_of
 from tpurank.core.errors import DataError, TpurankError
+from tpurank.core.workers import lgbm_threads
 from tpurank.features import io as tab_io
 from tpurank.gnn.families.gnn import SPEC as GNN_SPEC
 from tpurank.gnn.seeds import member_files, trained_seeds
@@ -122,5 +121,5 @@ class Staged:
             raise DataError(rows_file, "training rows of other features than the model's; retrain lgbm")
         ccfg = self.models.cfg.for_collection(collection)
         params = lgb_params(ccfg, collection)
-        params["num_threads"] = ccfg.lgbm.threads or os.cpu_count() or 1
+        params["num_threads"] = lgbm_threads(ccfg.lgbm.threads)  # beside a busy core, fewer threads
         return LgbmInputs(booster, params, ccfg.lgbm.relevance_levels, x, inverse, training)
