@@ -67,8 +67,11 @@ def test_the_demo_preset_sets_its_own_budget_and_the_profile_keeps_its_default()
         load_config(overrides=["budget.split=evenly"])
 
 
+BINDING = "budget.default_min=2.5"  # shorter than the demo's steps take on the faked machine: it binds
+
+
 def test_the_demo_budget_splits_over_the_collections_side_by_side_by_their_steps(demo_tree: Path) -> None:
-    cfg = demo_config()
+    cfg = demo_config(BINDING)
     budget = default_budget_s(cfg)
     plan = make_plan(budget, cfg, demo_tree, list(COLLECTIONS), ["lgbm", "gnn"])
     assert plan.at_once == 2 and plan.over_s == 0 and {s.seeds for s in plan.shares} == {1}
@@ -267,7 +270,7 @@ def test_the_demo_budget_fits_one_core(demo_tree: Path, tmp_path: Path, monkeypa
     one = lambda root, collections: (1, list(collections))  # noqa: E731
     monkeypatch.setattr(planning, "processes", one)
     monkeypatch.setattr(run_budget, "processes", one)
-    cfg, models = demo_config(), ["lgbm", "gnn"]
+    cfg, models = demo_config(BINDING), ["lgbm", "gnn"]
     args = SimpleNamespace(cfg=cfg, force=False, layers=[])
     paths = Paths(data=demo_tree, out=tmp_path / "out")
     kept = run_budget.first_budget(args, paths, None, list(COLLECTIONS), models, all_steps(models, 1))
