@@ -17,8 +17,8 @@ def test_the_null_sd_is_the_spread_of_tau_over_random_orders() -> None:
     rng = np.random.default_rng(0)
     for n in (5, 10, 30):
         runtime = np.arange(n, dtype=float)
-        taus = [kendalltau(rng.permutation(n), runtime).statistic for _ in range(3000)]
-        assert select.null_sd(n) == pytest.approx(np.std(taus), rel=0.06)
+        taus = [kendalltau(rng.permutation(n), runtime).statistic for _ in range(1200)]
+        assert select.null_sd(n) == pytest.approx(np.std(taus), rel=0.08)
     assert select.null_sd(1) == np.inf
 
 
