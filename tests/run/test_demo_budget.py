@@ -143,7 +143,7 @@ def test_a_default_budget_that_cannot_pay_an_added_model_grows_and_a_named_one_i
 ) -> None:
     from tpurank.run.pipeline import plan as all_steps
 
-    cfg, models = demo_config(), ["lgbm", "gnn", "baseline"]
+    cfg, models = demo_config(BINDING), ["lgbm", "gnn", "baseline"]
     args = SimpleNamespace(cfg=cfg, force=False, layers=[])
     paths = Paths(data=demo_tree, out=tmp_path / "out")
     subset = list(COLLECTIONS)
