@@ -130,16 +130,20 @@ class GnnInputs:
         """
         if len(np.unique(runtime)) < MIN_MEASURED:  # nothing to learn: no model or graph read
             return None
-        torch.set_num_threads(cores_now())  # OpenMP threads beside a busy core slow every step
         costs, start = [], time.perf_counter()
         files = self.files[:members]
-        for k, file in enumerate(files):
-            left = how.seconds - (time.perf_counter() - start)
-            share = max(left, 0.0) / (len(files) - k)  # what the earlier members left, shared
-            member = self._member(file, positions, runtime, how, seed + k, share, scored)
-            if member is None:
-                return None
-            costs.append(member)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(cores_now())  # OpenMP threads beside a busy core slow every step
+        try:
+            for k, file in enumerate(files):
+                left = how.seconds - (time.perf_counter() - start)
+                share = max(left, 0.0) / (len(files) - k)  # what the earlier members left, shared
+                member = self._member(file, positions, runtime, how, seed + k, share, scored)
+                if member is None:
+                    return None
+                costs.append(member)
+        finally:  # the caller's process keeps its own setting
+            torch.set_num_threads(threads)
         if self.normalize is None or len(costs) == 1:
             return costs[0].astype(np.float32)
         return average_costs(costs, self.normalize).astype(np.float32)
