@@ -22,18 +22,20 @@ from tpurank.core.config import Config
 from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError, command
 from tpurank.core.paths import Paths
+from tpurank.gnn.seeds import SUMMARY
 from tpurank.kaggle.infer import find_manifest, unpack
 from tpurank.kaggle.models_dataset import CONFIG, MANIFEST, read_manifest
-from tpurank.kaggle.trained import read_sidecars, trained_config
+from tpurank.kaggle.trained import SIDECARS, read_sidecars, trained_config
 from tpurank.models.weights import WEIGHTS_FILE, read_weights
 from tpurank.prepare.node_features import RULE_FILE
 
 ENSEMBLE = "ensemble"
 MEMBERS = ("lgbm", "gnn", "baseline")  # the models that rank alone; the ensemble combines them
-# a member's record, written last when its training finished, and where it keeps its valid score
-FINISHED = {"lgbm": ("provenance.json", "valid_score"), "gnn": ("model.json", "best_valid_score")}
+# a member's record (kaggle.trained.SIDECARS), written last when its training finished, and where it
+# keeps its valid score
+FINISHED = {"lgbm": (SIDECARS[0], "valid_score"), "gnn": (SIDECARS[1], "best_valid_score")}
 FINISHED["baseline"] = FINISHED["gnn"]
-SEEDS_SUMMARY = ("seeds.json", "averaged_valid_score")  # a GNN of several seeds: their average's score
+SEEDS_SUMMARY = (SUMMARY, "averaged_valid_score")  # a GNN of several seeds: their average's score
 
 
 @dataclass(frozen=True)

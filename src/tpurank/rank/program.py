@@ -195,7 +195,7 @@ class Program:
             )
         checked = len(positions) >= select.MIN_CHECKED
         margin = how.margin if checked else np.inf  # unchecked: the calibration whole, the trained weights
-        fold = select.fold_of(len(positions), how.folds, how.seed)
+        fold = select.fold_of(len(positions), how.folds, how.seed) if checked else None
         choices, final = {}, {}
         for m, (learn, in_fold) in learners.items():
             oof = (
