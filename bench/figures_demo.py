@@ -1,0 +1,134 @@
+"""Figures of the demo: a new user's first `./run.sh all` on a fresh clone (bench/bench_first_run.py:
+its time with the `.venv` setup and its validation table, in the README and docs/validation.md) and
+LightGBM on the demo data (bench/bench_lgbm.py, in docs/models.md)."""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+from figure_kit import Figure, Source, figure, results, table
+
+FIRST = "first_run.json"  # bench_first_run.py: a fresh clone's `./run.sh all`, the setup included
+LGBM = "lgbm_demo.json"  # bench_lgbm.py on the demo data, one LightGBM thread
+
+
+def min_s(seconds: float) -> str:
+    """`3 min 59 s`: a run of minutes as the docs give it."""
+    m, s = divmod(round(seconds), 60)
+    return f"{m} min {s} s" if m else f"{s} s"
+
+
+def first_run() -> dict:
+    """The fresh clone's run, refused where it failed or printed no validation table."""
+    r = results(FIRST)
+    assert r["exit"] == 0 and r["validation"]["rows"], f"{FIRST}: the run failed"
+    return r
+
+
+def cross_fitted(r: dict) -> dict[str, float]:
+    """The cross-fitted ensemble's scores with an `overall`: the mean over the collections, as `all`
+    computes the overall of the other rows (the cross-fitted line it prints has none)."""
+    cross = dict(r["validation"]["cross_fitted"])
+    cross["overall"] = statistics.fmean(cross.values())
+    return cross
+
+
+def budget(r: dict) -> str:
+    """`10s under the demo's budget of 4m30s` (or `24s over`), from the line `all` ends with."""
+    m = re.search(r"total \S+: (.+ the budget of \S+)", r["budget_line"] or "")
+    return m[1].replace("OVER", "over").replace("the budget", "the demo's budget") if m else "no budget line"
+
+
+def stopped(r: dict) -> str:
+    """How the GNNs stopped: `every GNN by its step count` or `3 of 5 GNNs by the time budget`."""
+    why = [g["stopped"] for g in r["gnn"]]
+    timed = sum("time" in w for w in why)
+    return (
+        f"{timed} of {len(why)} GNNs stopped by the time budget"
+        if timed
+        else "no GNN stopped by the time budget"
+    )
+
+
+def load(r: dict) -> str:
+    """`1-minute load average 3.4 at the start, 8.5 at the end`: how busy the cores were, which the
+    GNN's steps depend on where the budget binds."""
+    return f"1-minute load average {r['load_start'][0]:.1f} at the start, {r['load_end'][0]:.1f} at the end"
+
+
+@figure("readme_first_run")
+def readme_first_run() -> Figure:
+    r = first_run()
+    ens = r["validation"]["rows"]["ensemble"]["overall"]
+    text = (
+        f"{min_s(r['wall_s_with_venv_setup'])} with the `.venv` setup (the pipeline {min_s(r['pipeline_s'])}, "
+        f"{budget(r)}; {stopped(r)}); valid overall: ensemble {ens:.3f} *in-sample*, "
+        f"{cross_fitted(r)['overall']:.3f} cross-fitted"
+    )
+    return Figure(text, (Source(FIRST),))
+
+
+@figure("validation_demo_table")
+def validation_demo_table() -> Figure:
+    r = first_run()
+    cols, rows = r["validation"]["columns"], r["validation"]["rows"]
+    label = {"ensemble": "ensemble (weights fitted on valid: in-sample)"}
+    body = [[label.get(m, m), *(f"{v[c]:.4f}" for c in cols)] for m, v in rows.items()]
+    cross = cross_fitted(r)
+    body.append(["ensemble, cross-fitted (half/half)", *(f"{cross[c]:.4f}" for c in cols)])
+    return Figure(table(["model", *cols], body), (Source(FIRST),))
+
+
+@figure("validation_demo_time")
+def validation_demo_time() -> Figure:
+    r = first_run()
+    text = (
+        f"It took {min_s(r['wall_s_with_venv_setup'])} with the `.venv` setup, the pipeline "
+        f"{min_s(r['pipeline_s'])} ({budget(r)}; {stopped(r)}), on {r['provenance']['cores']} cores "
+        f"{'otherwise idle' if r['provenance']['quiet'] else 'shared with other jobs'}: {load(r)}"
+    )
+    return Figure(text, (Source(FIRST),))
+
+
+@figure("models_lgbm_demo_table")
+def models_lgbm_demo_table() -> Figure:
+    head = [
+        "collection",
+        "graphs",
+        "rows",
+        "features s",
+        "train s",
+        "train MB",
+        "rounds",
+        "predict s",
+        "lgbm",
+        "heuristic",
+        "random",
+    ]
+    body = [
+        [
+            r["collection"],
+            str(r["graphs"]),
+            str(r["rows"]),
+            f"{r['features_s']:.1f}",
+            f"{r['train_s']:.1f}",
+            str(r["train_mb"]),
+            str(r["rounds"]),
+            f"{r['predict_s']:.2f}",
+            *(f"{r[m]:.4f}" for m in ("lgbm", "heuristic", "random")),
+        ]
+        for r in results(LGBM)["rows"]
+    ]
+    return Figure(table(head, body), (Source(LGBM),))
+
+
+@figure("models_lgbm_demo_run")
+def models_lgbm_demo_run() -> Figure:
+    r = results(LGBM)
+    text = (
+        f"an idle process importing tpurank and LightGBM peaks at {r['idle_import_mb']} MB; the targets "
+        f"(lgbm beats both untrained rankers everywhere, tile >= 0.9): {'met' if r['targets_met'] else 'NOT met'}; "
+        f"the whole run took {r['total_s']:.0f} s"
+    )
+    return Figure(text, (Source(LGBM),))
