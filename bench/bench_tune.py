@@ -23,8 +23,9 @@ and the uncalibrated model, and the measurements each needed to come within 0.5%
     .venv/bin/python bench/bench_tune.py --only layout --models gnn --rounds 0 \
         --variants boost:g=20:lr=5e-4                                         # GNN fine-tuning
 
-A variant `METHOD[:w=WEIGHT][:r=ROUNDS][:e=kept|lgbm][:g=STEPS][:lr=LR][:gs=SECONDS][:sel=0|1][:m=MARGIN]
-[:f=FOLDS][:reach=R]` is a `Calibration`; `g` fine-tunes the GNN (`FineTune(steps, seconds, lr)`), which
+A variant `METHOD[:w=WEIGHT][:r=ROUNDS][:e=kept|lgbm][:g=STEPS][:lr=LR][:gs=SECONDS][:gm=MEMBERS][:sel=0|1]
+[:m=MARGIN][:f=FOLDS][:reach=R]` is a `Calibration`; `g` fine-tunes the GNN (`FineTune(steps, seconds, lr,
+members)`: `gm` the seed members fine-tuned, all by default), which
 calibrates the `gnn` model and, with `e=kept` or `sel=1`, the ensemble's GNN member; `sel=0` uses the
 calibrated models whole, `sel=1` (the default) trusts them as far as held-out folds of the measured
 configs say (`m`: the margin, `f`: the folds, `reach`: how far from the measured configs a
@@ -77,17 +78,25 @@ def parse_variant(text: str) -> Calibration:
     (w=auto: the weight grows with the measurements, `Calibration.weight_for`; g: GNN fine-tuning
     steps, with lr and gs (seconds) its `FineTune`)."""
     method, *parts = text.split(":")
-    keys = {"w": "weight", "r": "rounds", "e": "ensemble", "g": "steps", "lr": "lr", "gs": "seconds"}
+    keys = {
+        "w": "weight",
+        "r": "rounds",
+        "e": "ensemble",
+        "g": "steps",
+        "lr": "lr",
+        "gs": "seconds",
+        "gm": "members",
+    }
     keys |= {"sel": "select", "m": "margin", "f": "folds", "reach": "reach"}
     values = {keys[k]: v for k, _, v in (p.partition("=") for p in parts)}
     kinds = {"weight": lambda v: None if v == "auto" else float(v), "rounds": int, "ensemble": str}
-    kinds |= {"steps": int, "lr": float, "seconds": float, "select": lambda v: v == "1"}
+    kinds |= {"steps": int, "lr": float, "seconds": float, "members": int, "select": lambda v: v == "1"}
     kinds |= {"margin": float, "folds": int, "reach": float}
     kwargs = {k: kinds[k](v) for k, v in values.items()}
-    tune = {k: kwargs.pop(k) for k in ("steps", "lr", "seconds") if k in kwargs}
+    tune = {k: kwargs.pop(k) for k in ("steps", "lr", "seconds", "members") if k in kwargs}
     gnn = FineTune(**tune) if "steps" in tune else None
     if tune and gnn is None:
-        raise SystemExit(f"{text}: lr and gs set the GNN's fine-tuning: name its steps too (g=STEPS)")
+        raise SystemExit(f"{text}: lr, gs and gm set the GNN's fine-tuning: name its steps too (g=STEPS)")
     return Calibration(method=method, gnn=gnn, gnn_tile=gnn is not None, **kwargs)
 
 
@@ -108,13 +117,23 @@ def memoize() -> None:
 
         cls.calibrated = calibrated
 
-    def lgbm_key(how: Calibration, scored: np.ndarray | None = None) -> tuple:
+    def lgbm_key(how: Calibration, scored: np.ndarray | None = None, threads: int | None = None) -> tuple:
         return how.method, how.weight, how.rounds, how.seed, None if scored is None else scored.tobytes()
 
     def gnn_key(
-        how: FineTune, seed: int, scored: np.ndarray | None = None, members: int | None = None
-    ) -> tuple:
-        return how, seed, None if scored is None else scored.tobytes(), members
+        how: FineTune,
+        seed: int,
+        scored: np.ndarray | None = None,
+        members: int | None = None,
+        threads: int | None = None,
+    ) -> tuple:  # the members fine-tuned, however named: a fold's fit is shared across `gm`
+        count = min((n for n in (members, how.members) if n is not None), default=None)
+        return (
+            dataclasses.replace(how, members=None),
+            seed,
+            None if scored is None else scored.tobytes(),
+            count,
+        )
 
     wrap(LgbmInputs, lgbm_key)
     wrap(GnnInputs, gnn_key)

@@ -1,10 +1,13 @@
 """Calibration never ranks the configs it did not learn from worse than the model as trained, beyond
 noise (one standard deviation of Kendall tau over the configs left, ranked at random), whatever it
 is given: all runtimes equal, one config, the top of the model's own order (what an autotuner
-measures), or a uniform draw; and it says in one line what it chose."""
+measures), or a uniform draw; and it says in one line what it chose. LightGBM and the GNN learn side
+by side on two cores what they learn one after the other."""
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -14,7 +17,8 @@ from scipy.stats import kendalltau
 
 from tpurank.core.collections import collection_dir
 from tpurank.core.metrics import order_from_costs
-from tpurank.rank.finetune import FineTune
+from tpurank.rank.calibrate import LgbmInputs
+from tpurank.rank.finetune import FineTune, GnnInputs
 from tpurank.rank.program import Program
 from tpurank.rank.select import null_sd
 from tpurank.tune import Calibration, Tuner
@@ -79,3 +83,37 @@ def test_the_choice_is_printed_in_one_line_and_repeats_for_a_seed(programs: dict
     np.testing.assert_array_equal(first.order, again.order)
     (line,) = [n for n in first.notes if "calibration chosen" in n]
     assert "the ensemble " in line and "held-out tau" in line and "\n" not in line
+
+
+def test_lightgbm_learns_in_a_thread_beside_the_gnn_what_it_learns_after_it(
+    programs: dict[str, Program], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On two cores LightGBM calibrates in a thread of its own, the GNN in the caller's, each on one
+    thread: the same costs and line as one after the other on one core, checked or used whole."""
+    program = programs["ensemble"]
+    assert program.lgbm is not None
+    one_thread = dataclasses.replace(program.lgbm, params={**program.lgbm.params, "num_threads": 1})
+    program = dataclasses.replace(program, lgbm=one_thread)
+    positions, runtime = _measured(program, "12 drawn at random")
+    monkeypatch.setattr("tpurank.rank.finetune.cores_now", lambda: 1)
+    caller, seen = threading.get_ident(), set()
+    for cls, name in ((LgbmInputs, "lgbm"), (GnnInputs, "gnn")):
+
+        def spy(self, *args, plain=cls.calibrated, name=name, **kw):  # noqa: ANN001, ANN202
+            seen.add((name, threading.get_ident() == caller))
+            return plain(self, *args, **kw)
+
+        monkeypatch.setattr(cls, "calibrated", spy)
+    results, threads = {}, {}
+    for cores in (1, 2):
+        monkeypatch.setattr("tpurank.rank.program.cores_now", lambda cores=cores: cores)
+        seen.clear()
+        for checked in (True, False):
+            how = dataclasses.replace(HOW, select=checked)
+            results[cores, checked] = program.calibrate(positions, runtime, how)
+        threads[cores] = set(seen)
+    for checked in (True, False):
+        np.testing.assert_array_equal(results[1, checked][0], results[2, checked][0])
+        assert results[1, checked][1] == results[2, checked][1]
+    assert threads[1] == {("lgbm", True), ("gnn", True)}
+    assert threads[2] == {("lgbm", False), ("gnn", True)}

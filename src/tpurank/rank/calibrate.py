@@ -141,14 +141,19 @@ class LgbmInputs:
     inverse: np.ndarray
     training: TrainingRows | None = None
 
-    def _costs(self, booster: lgb.Booster, scored: np.ndarray | None) -> np.ndarray:
+    def _costs(self, booster: lgb.Booster, scored: np.ndarray | None, threads: int) -> np.ndarray:
         rows = self.inverse if scored is None else self.inverse[scored]
         unique, back = np.unique(rows, return_inverse=True)
-        scores = booster.predict(self.x[unique], num_threads=self.params.get("num_threads", 1))
+        scores = booster.predict(self.x[unique], num_threads=threads)
         return (-scores)[back].astype(np.float32)
 
     def calibrated(
-        self, positions: np.ndarray, runtime: np.ndarray, how: Calibration, scored: np.ndarray | None = None
+        self,
+        positions: np.ndarray,
+        runtime: np.ndarray,
+        how: Calibration,
+        scored: np.ndarray | None = None,
+        threads: int | None = None,
     ) -> np.ndarray | None:
         """Each config's cost from the model that learned from the measured configs (None: fewer
         than two of them, or all equally fast: no order to learn).
@@ -158,6 +163,8 @@ class LgbmInputs:
             runtime: their measured runtimes (tile: divided by their normalizers), > 0.
             how: the method and its settings.
             scored: the positions whose costs are returned (None: every config).
+            threads: LightGBM's threads (None: the model's `num_threads`, the cores usable when
+                the program was read).
 
         Raises:
             TpurankError: refit without training rows.
@@ -169,6 +176,8 @@ class LgbmInputs:
             raise TpurankError("refit calibration needs the training rows shipped with the model")
         data = self._dataset(xq, yq, how.weight_for(len(yq)))
         params = {**self.params, "seed": how.seed, "deterministic": True, "verbose": -1}
+        if threads is not None:
+            params["num_threads"] = threads
         if self.training is None:  # the measured query alone: let a leaf hold a few of its rows
             params["min_data_in_leaf"] = max(1, min(params.get("min_data_in_leaf", 20), len(yq) // 4))
         try:
@@ -178,7 +187,7 @@ class LgbmInputs:
                 model = lgb.train(params, data, max(1, self.booster.current_iteration()))
         except lgb.basic.LightGBMError as e:
             raise TpurankError(f"LightGBM calibration failed ({e})") from None
-        return self._costs(model, scored)
+        return self._costs(model, scored, params.get("num_threads", 1))
 
     def _dataset(self, xq: np.ndarray, yq: np.ndarray, weight: float) -> lgb.Dataset:
         """The training rows' queries (when shipped), then the measured query with its weight."""

@@ -52,11 +52,14 @@ class FineTune:
             time is spent faster, so it has decayed when either ends. Scoring the graph afterwards is
             not counted. Deterministic for a seed as long as the steps end first.
         lr: the peak learning rate (> 0), decayed by a cosine to 0 at the end.
+        members: the seed members fine-tuned, the first this many (None: all); the calibrated GNN
+            ranks by their average. Each member costs its steps and a scoring of every config.
     """
 
     steps: int = 50  # real layout programs: of 5, 20 and 50, 50 gained most at k = 20 and 50 (docs/rank.md)
     seconds: float = 60.0  # what an autotuner can wait a round; bounds a slow machine or a huge graph
     lr: float = 5e-4  # a quarter of the cpu profile's training peak: at 20 steps it ranked above the peak
+    members: int | None = None  # every seed member, as trained
 
     def __post_init__(self) -> None:
         if not (isinstance(self.steps, int) and self.steps >= 1):
@@ -65,6 +68,8 @@ class FineTune:
             raise TpurankError(f"GNN fine-tuning seconds must be a positive number, got {self.seconds}")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             raise TpurankError(f"GNN fine-tuning lr must be a positive number, got {self.lr}")
+        if self.members is not None and not (isinstance(self.members, int) and self.members >= 1):
+            raise TpurankError(f"GNN fine-tuning members must be an integer >= 1, got {self.members!r}")
 
 
 @dataclass
@@ -116,6 +121,7 @@ class GnnInputs:
         seed: int,
         scored: np.ndarray | None = None,
         members: int | None = None,
+        threads: int | None = None,
     ) -> np.ndarray | None:
         """Each config's cost (the graph's order) from the members fine-tuned on the measured configs
         (None: fewer than two of them of different runtimes, no order to learn).
@@ -126,14 +132,15 @@ class GnnInputs:
             how: steps, time limit and learning rate.
             seed: seeds the configs each step samples (member k: `seed + k`).
             scored: the positions whose costs are returned (None: every config).
-            members: fine-tune only the first this many seed members (None: all).
+            members: fine-tune only the first this many seed members (None: as `how` says).
+            threads: torch's threads meanwhile (None: the cores usable when first asked).
         """
         if len(np.unique(runtime)) < MIN_MEASURED:  # nothing to learn: no model or graph read
             return None
         costs, start = [], time.perf_counter()
-        files = self.files[:members]
-        threads = torch.get_num_threads()
-        torch.set_num_threads(cores_now())  # OpenMP threads beside a busy core slow every step
+        files = self.files[: min(n for n in (members, how.members, len(self.files)) if n is not None)]
+        callers = torch.get_num_threads()
+        torch.set_num_threads(threads or cores_now())  # OpenMP threads beside a busy core slow every step
         try:
             for k, file in enumerate(files):
                 left = how.seconds - (time.perf_counter() - start)
@@ -143,7 +150,7 @@ class GnnInputs:
                     return None
                 costs.append(member)
         finally:  # the caller's process keeps its own setting
-            torch.set_num_threads(threads)
+            torch.set_num_threads(callers)
         if self.normalize is None or len(costs) == 1:
             return costs[0].astype(np.float32)
         return average_costs(costs, self.normalize).astype(np.float32)

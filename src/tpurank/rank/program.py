@@ -10,13 +10,17 @@ when the GNN is not fine-tuned).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TypeVar
 
 import numpy as np
 
 from tpurank.core.collections import kind_of
 from tpurank.core.normalize import normalize
+from tpurank.core.workers import cores_now
 from tpurank.models.ensemble import combine
 from tpurank.rank import select
 from tpurank.rank.calibrate import Calibration, LgbmInputs
@@ -29,6 +33,7 @@ from tpurank.rank.select import Learner
 LGBM = "lgbm"
 GNN = "gnn"
 FOLD_MEMBERS = 1  # a held-out fold only tells whether fine-tuning helps: one seed member, not all
+T = TypeVar("T")
 
 
 @dataclass
@@ -137,29 +142,36 @@ class Program:
             label = runtime / np.maximum(self.candidates.normalizer[positions], 1)
         if how.select:
             return self._selected(learners, positions, label, how)
-        calibrated = {
-            m: c for m, (learn, _) in learners.items() if (c := learn(positions, label, None)) is not None
-        }
-        return self._whole(calibrated, how), None
+        whole = side_by_side(
+            {m: partial(learn, positions, label, None) for m, (learn, _) in learners.items()}
+        )
+        return self._whole({m: c for m, c in whole.items() if c is not None}, how), None
 
     def _learners(self, how: Calibration) -> dict[str, tuple[Learner, Learner]]:
         """Member -> how it learns from measured configs, for itself and inside a held-out fold (the
         GNN's folds fine-tune its first seed member alone): LightGBM, and the GNN where `how.gnn` asks
-        and its costs are used (alone, or in the ensemble)."""
+        and its costs are used (alone, or in the ensemble). When both learn on 2+ usable cores they
+        learn side by side (`side_by_side`): LightGBM on one thread, the GNN on the others."""
+        lgbm_learns = self.lgbm is not None and self.model in (LGBM, ENSEMBLE)
+        in_ensemble = self.model == ENSEMBLE and (how.select or how.weights == "kept" or self.lgbm is None)
+        gnn_learns = self.gnn is not None and how.gnn is not None and (self.model == GNN or in_ensemble)
+        cores = cores_now()
+        both = lgbm_learns and gnn_learns and cores >= 2
         out: dict[str, tuple[Learner, Learner]] = {}
-        if self.lgbm is not None and self.model in (LGBM, ENSEMBLE):
-            lgbm = self.lgbm
+        if lgbm_learns:
+            lgbm, lgbm_threads = self.lgbm, (1 if both else None)
+            assert lgbm is not None
 
             def learn_lgbm(p: np.ndarray, r: np.ndarray, s: np.ndarray | None) -> np.ndarray | None:
-                return lgbm.calibrated(p, r, how, s)
+                return lgbm.calibrated(p, r, how, s, threads=lgbm_threads)
 
             out[LGBM] = (learn_lgbm, learn_lgbm)
-        in_ensemble = self.model == ENSEMBLE and (how.select or how.weights == "kept" or self.lgbm is None)
-        if self.gnn is not None and how.gnn is not None and (self.model == GNN or in_ensemble):
-            gnn, tune = self.gnn, how.gnn
+        if gnn_learns:
+            gnn, tune, gnn_threads = self.gnn, how.gnn, (cores - 1 if both else None)
+            assert gnn is not None and tune is not None
 
             def learn_gnn(p: np.ndarray, r: np.ndarray, s: np.ndarray | None, n: int | None = None):
-                return gnn.calibrated(p, r, tune, how.seed, s, members=n)
+                return gnn.calibrated(p, r, tune, how.seed, s, members=n, threads=gnn_threads)
 
             out[GNN] = (learn_gnn, lambda p, r, s: learn_gnn(p, r, s, FOLD_MEMBERS))
         return out
@@ -196,22 +208,23 @@ class Program:
         checked = len(positions) >= select.MIN_CHECKED
         margin = how.margin if checked else np.inf  # unchecked: the calibration whole, the trained weights
         fold = select.fold_of(len(positions), how.folds, how.seed) if checked else None
-        choices, final = {}, {}
-        for m, (learn, in_fold) in learners.items():
+
+        def chosen(m: str) -> tuple[select.Choice, np.ndarray]:
+            learn, in_fold = learners[m]
             oof = (
                 select.out_of_fold(in_fold, positions, label, fold)
-                if checked
+                if fold is not None
                 else np.full(len(label), np.nan)
             )
             choice = select.choose_share(self.costs[m][positions], oof, label, margin)
             calibrated = learn(positions, label, None) if choice.share > 0 else None
-            choices[m] = choice
+            if calibrated is None:
+                return choice, self.costs[m]
             near = select.coverage(self.costs[m], positions, how.reach)
-            final[m] = (
-                self.costs[m]
-                if calibrated is None
-                else select.blend(self.costs[m], calibrated, choice.share, near)
-            )
+            return choice, select.blend(self.costs[m], calibrated, choice.share, near)
+
+        each = side_by_side({m: partial(chosen, m) for m in learners})
+        choices, final = {m: c for m, (c, _) in each.items()}, {m: f for m, (_, f) in each.items()}
         parts = [c.text(m) for m, c in choices.items()]
         if self.model == ENSEMBLE:
             costs, what = self._selected_weights(choices, final, positions, label, margin)
@@ -248,6 +261,21 @@ class Program:
             return self.costs[ENSEMBLE], f"{what} (held-out tau {tau:.2f}): ranked as trained"
         costs = combine([final.get(m, self.costs[m]) for m in members], weights, self.weights["normalize"])
         return costs.astype(np.float32), f"{what} (held-out tau {tau:.2f})"
+
+
+def side_by_side(work: dict[str, Callable[[], T]]) -> dict[str, T]:
+    """Each member's calibration, LightGBM's in a thread of its own beside the GNN's when both learn
+    (their threads were split in `Program._learners`): LightGBM's trees and the GNN's steps each hold
+    a core, and the GNN's stays in the caller's thread, so Ctrl-C stops it at once."""
+    if set(work) != {LGBM, GNN} or cores_now() < 2:
+        return {m: run() for m, run in work.items()}
+    pool = ThreadPoolExecutor(1, thread_name_prefix="tpurank-lgbm-calibration")
+    try:
+        lgbm = pool.submit(work[LGBM])
+        gnn = work[GNN]()
+        return {LGBM: lgbm.result(), GNN: gnn}
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def not_calibrated_note(program: Program) -> str:
