@@ -266,7 +266,8 @@ def arguments() -> argparse.Namespace:
         help="calibrations (above); the first runs the loop",
     )
     add("--models", nargs="+", choices=["lgbm", "gnn", "ensemble"], help="the models scored (default: all)")
-    add("--gnn-steps", type=int, default=300, help="GNN training steps, one seed (0: LightGBM only)")
+    add("--gnn-steps", type=int, default=300, help="GNN training steps (0: LightGBM only)")
+    add("--gnn-seeds", type=int, default=1, help="GNN seed members trained (the cpu profile trains 3)")
     add(
         "--forward-only",
         action="store_true",
@@ -314,7 +315,7 @@ def main() -> int:
     t0 = time.perf_counter()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
     res: dict = {"command": " ".join(["bench/bench_tune.py", *sys.argv[1:]]), "commit": commit.stdout.strip()}
-    res |= {k: getattr(a, k) for k in ("ks", "draws", "variants", "gnn_steps", "tile_folds")} | {
+    res |= {k: getattr(a, k) for k in ("ks", "draws", "variants", "gnn_steps", "gnn_seeds", "tile_folds")} | {
         "sets": a.set
     }
     res |= {k: getattr(a, k) for k in ("training_share", "explore", "forward_only", "models", "programs")}

@@ -18,8 +18,8 @@ def train(root: Path, folder: Path, collection: str, a: argparse.Namespace) -> t
     out, work, log = folder / "out", folder / "work", folder / "train.log"
     models = ["lgbm", "gnn"] if a.gnn_steps else ["lgbm"]
     sets = [f"ensemble.models={models!r}".replace(" ", ""), f"seed={a.seed}", *a.set]
-    if a.gnn_steps:  # one seed of a fixed length: the issue's own GNN row
-        sets += ["gnn.seeds=1", f"gnn.max_steps={a.gnn_steps}", "gnn.time_budget_min=0"]
+    if a.gnn_steps:  # seed members of a fixed length (one by default: the issue's own GNN row)
+        sets += [f"gnn.seeds={a.gnn_seeds}", f"gnn.max_steps={a.gnn_steps}", "gnn.time_budget_min=0"]
         sets += [f"gnn.eval_every={a.gnn_steps}", f"gnn.warmup_steps={a.gnn_steps // 10}"]
     common = ["--data-dir", str(root), "--out-dir", str(out), "--work-dir", str(work), "--profile", "cpu"]
     common += [x for s in sets for x in ("--set", s)]
