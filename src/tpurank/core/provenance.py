@@ -4,6 +4,7 @@ the seed and resolved config, the git commit, a fingerprint of the data, and the
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import platform
 import subprocess
@@ -20,7 +21,14 @@ from tpurank.core.paths import NPZ_SUBDIR, SAMPLE_SUBMISSION, project_root, synt
 
 def git_commit() -> str:
     """The checkout's commit, with `+dirty` when it has uncommitted changes; 'unknown' elsewhere."""
-    root = project_root()
+    return _commit_of(project_root())
+
+
+@functools.cache
+def _commit_of(root: Path) -> str:
+    """Asked of git once per process and root, not at every sidecar (two git processes, ~15 ms; an
+    `all` writes about 80): a process keeps running the code it imported, so an edit of the checkout
+    during a run does not change what produced its later results either."""
     try:
         sha = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
