@@ -24,7 +24,7 @@ from tpurank.core.config import LEARNED_MODELS, UNTRAINED, Config
 from tpurank.core.declared import run_io
 from tpurank.core.errors import TpurankError
 from tpurank.core.isolated import run_isolated
-from tpurank.core.memory import release_between_steps
+from tpurank.core.memory import release_between_steps, thaw_after_steps
 from tpurank.core.options import add_collections, add_jobs
 from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR, Paths, remember_data_root, synthetic_scale
 from tpurank.core.profiles import DEFAULT_BUDGET, parse_duration
@@ -167,6 +167,14 @@ def run_steps(
     """Run the steps in order, skipping those whose record still matches (tpurank.run.records); the config
     they ran with (the budget's plan applied) is returned. `isolated`: each step in a child process
     of its own (tpurank.core.isolated), else all in this one."""
+    with thaw_after_steps():
+        return _run_each(steps, paths, budget, force, t0, isolated)
+
+
+def _run_each(
+    steps: list[Step], paths: Paths, budget: RunBudget, force: bool, t0: float, isolated: bool
+) -> Config:
+    """The loop of run_steps, inside its thaw_after_steps."""
     cfg = budget.config()
     for k, step in enumerate(steps, 1):
         if step.name.neural_training and not budget.final:
