@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
+from runners import script_helps
 
 from tpurank.core.paths import Paths
 from tpurank.data.npz import LayoutGraph
@@ -301,54 +302,21 @@ def layout_pb(path: Path) -> Path:
     return path
 
 
-# Runs each bench script given (paths relative to the checkout) as `python SCRIPT --help` would, in
-# ONE interpreter: torch and the package are imported once, not once per script (seconds each).
-# A helper module of the benchmarks (no `__main__`) is only imported. Prints {script: [exit, stdout]}.
-HELP_DRIVER = """
-import contextlib, io, json, runpy, sys, traceback
-from pathlib import Path
-
-results = {}
-for script in sys.argv[1:]:
-    sys.argv, path, out = [script, "--help"], list(sys.path), io.StringIO()
-    sys.path.insert(0, str(Path(script).resolve().parent))  # as `python SCRIPT` puts it first
-    try:
-        with contextlib.redirect_stdout(out):
-            runpy.run_path(script, run_name="__main__")
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else str(e.code))
-    except BaseException:
-        code = traceback.format_exc()
-    sys.path[:] = path
-    results[script] = [code, out.getvalue()]
-print(json.dumps(results))
-"""
-
-
 def bench_helps(factory: pytest.TempPathFactory) -> dict[str, list]:
     """`--help` of every script in bench/ (an import for a helper module), run once per session for
-    every worker and test file in one child interpreter (HELP_DRIVER): {"bench/x.py": [exit, stdout]}."""
+    every worker and test file, in the worker that comes first (runners.script_helps):
+    {"bench/x.py": [exit, stdout]}."""
     scripts = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "bench").glob("*.py"))]
 
     def run(folder: Path) -> None:
-        r = subprocess.run(
-            [sys.executable, "-c", HELP_DRIVER, *scripts],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=300,
-        )
-        assert r.returncode == 0, f"the bench --help driver: {r.stderr[-2000:]}"
-        (folder / "helps.json").write_text(r.stdout.splitlines()[-1])
+        (folder / "helps.json").write_text(json.dumps(script_helps(ROOT, scripts)))
 
     return json.loads((built_once(factory, "bench-helps", scripts, run) / "helps.json").read_text())
 
 
 def script_help(factory: pytest.TempPathFactory, script: str | Path, *sub: str) -> str:
     """`python SCRIPT [SUB] --help` (SCRIPT relative to the checkout, or absolute below it), run once
-    per session for every worker and test file: a benchmark script imports torch and the package
-    before it parses its options, seconds each time. Asserts it exits 0."""
+    per session for every worker and test file (runners.script_helps). Asserts it exits 0."""
     rel = Path(script).resolve().relative_to(ROOT) if Path(script).is_absolute() else Path(script)
     if not sub and rel.parent == Path("bench"):  # all of bench/ at once
         code, text = bench_helps(factory)[str(rel)]
@@ -356,11 +324,9 @@ def script_help(factory: pytest.TempPathFactory, script: str | Path, *sub: str) 
         return text
 
     def run(folder: Path) -> None:
-        r = subprocess.run(
-            [sys.executable, str(rel), *sub, "--help"], capture_output=True, text=True, cwd=ROOT, timeout=120
-        )
-        assert r.returncode == 0, f"{rel} {' '.join(sub)} --help: {r.stderr[-2000:]}"
-        (folder / "help.txt").write_text(r.stdout)
+        code, text = script_helps(ROOT, [str(rel)], *sub)[str(rel)]
+        assert code == 0, f"{rel} {' '.join(sub)} --help: {code}"
+        (folder / "help.txt").write_text(text)
 
     return (built_once(factory, "help", [str(rel), *sub], run) / "help.txt").read_text()
 
