@@ -39,8 +39,10 @@ case "$cmd" in
     "$VENV/bin/ruff" format --check --quiet src tests bench notebooks
     workers=$("$VENV/bin/python" -c "import os; print(max(1, min(4, os.cpu_count() or 1)))")
     # one pytest worker per core, each single-threaded: oversubscribed BLAS/OpenMP threads make
-    # small torch and LightGBM jobs many times slower
-    OMP_NUM_THREADS=1 exec "$VENV/bin/python" -m pytest -q -n "$workers" "$@" ;;
+    # small torch and LightGBM jobs many times slower; a passed test's tmp_path is deleted as it
+    # ends (on a RAM disk where there is one, tests/conftest.py), not kept for three runs
+    OMP_NUM_THREADS=1 exec "$VENV/bin/python" -m pytest -q -n "$workers" \
+      -o tmp_path_retention_policy=failed "$@" ;;
   help|-h|--help)
     setup
     exec "$VENV/bin/python" -m tpurank --help ;;
