@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from helpers import FAST, ROOT
+from runners import in_process
 
 # the end-to-end budget of test_pipeline (helpers.FAST): same code paths, about half a minute on tiny data
 NOTEBOOK_ARGS = " ".join(FAST)
@@ -132,13 +133,9 @@ def _text(executed: dict, stream: str | None = None) -> str:
     return "".join(parts)
 
 
-def _tpurank(*args: str) -> subprocess.CompletedProcess:
-    return _run([sys.executable, "-m", "tpurank", *args], cwd=ROOT)
-
-
 def test_notebooks_in_a_fresh_offline_environment(tiny_root: Path, tmp_path: Path) -> None:
     built = tmp_path / "built-code"
-    b = _tpurank("build-code-dataset", "--dest", str(built))
+    b = in_process("build-code-dataset", "--dest", str(built), cwd=ROOT)
     if b.returncode != 0 and "pip download failed" in b.stderr:
         pytest.skip(f"cannot fetch the torch_geometric wheel for the code dataset: {b.stderr.strip()}")
     assert b.returncode == 0, b.stderr
@@ -162,20 +159,21 @@ def test_notebooks_in_a_fresh_offline_environment(tiny_root: Path, tmp_path: Pat
     assert "\r" not in text  # progress as whole lines in a notebook, no redrawn bars
     assert text.count("\n") < 400, f"{text.count(chr(10))} output lines"
     sub = working / "submission.csv"
-    check = _tpurank("check-submission", str(sub), "--data-dir", env["TPURANK_DATA"])
+    check = in_process("check-submission", str(sub), "--data-dir", env["TPURANK_DATA"], cwd=ROOT)
     assert check.returncode == 0, check.stdout + check.stderr
     assert (working / "submission.json").exists() and (working / "reports" / "validation.md").exists()
     assert not (working / "models").exists() and (temp / "tpurank" / "models" / "ensemble").is_dir()
 
     # 2. pack the models as build-models-dataset does on the user's machine, upload, infer
     packed = tmp_path / "built-models"
-    m = _tpurank(
+    m = in_process(
         "build-models-dataset",
         "--dest",
         str(packed),
         "--out-dir",
         str(temp / "tpurank"),
         "--allow-synthetic",  # the tiny data is synthetic
+        cwd=ROOT,
     )
     assert m.returncode == 0, m.stderr
     as_uploaded(packed, kaggle_input / "tpurank-models")

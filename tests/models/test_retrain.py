@@ -6,13 +6,12 @@ from __future__ import annotations
 import errno
 import json
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, TRAIN_LOG, TRAINED_COLLECTION, TRAINED_SMALL, common, snapshot
+from helpers import ROOT, TRAIN_LOG, TRAINED_COLLECTION, TRAINED_SMALL, common, fake_clock, snapshot
+from runners import Forked, forked
 
 from tpurank.cli import main
 from tpurank.core.errors import DiskFullError
@@ -21,41 +20,25 @@ from tpurank.core.paths import Paths
 COLLECTION = TRAINED_COLLECTION
 SMALL = [arg for item in TRAINED_SMALL for arg in ("--set", item)]
 # seconds of training for a retrain with another config: enough to interrupt it once it has written
-# its first resume state, and what its resumed run then waits out before it stops on time
+# its first resume state; its resumed run spends them on a fake clock (helpers.fake_clock)
 RETRAIN_S = 3
 # that config, validating (and so writing last.pt) every 2 steps, its step cap out of reach
 OTHER = [*SMALL, "--set", "gnn.hidden=8", "--set", "gnn.max_steps=100000", "--set", "gnn.eval_every=2"]
 OTHER += ["--set", f"gnn.time_budget_min={RETRAIN_S / 60}", "--set", "gnn.patience=1000000"]
 
 
-def _default_sigint() -> None:
-    """Ctrl-C as a terminal gives it: a test run in the background (`cmd &`, CI) inherits SIGINT
-    ignored, and Python then installs no KeyboardInterrupt handler, so the child would not stop."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def tpurank(*args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tpurank", *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_sigint,
-    )
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
 def test_an_interrupted_retrain_leaves_the_finished_model_and_resumes(
-    trained: Paths, sig: int, capsys: pytest.CaptureFixture, one_thread
+    trained: Paths, sig: int, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, one_thread
 ) -> None:
     """Interrupted as a process (Ctrl-C, or killed), the retrain leaves the finished model and its
-    predictions as they were; run again (here in this process), it resumes from its own state."""
+    predictions as they were; run again (here in this process), it resumes from its own state and
+    stops when its time is up (on a clock of half a second a step: it need not wait that out)."""
     final = trained.model_dir("gnn", COLLECTION)
     staging = final.with_name(".next-" + final.name)
     before, preds = snapshot(final), trained.prediction_file("gnn", "valid").read_bytes()
     args = ["train", "--model", "gnn", "--collections", COLLECTION, *common(trained), *OTHER]
-    proc = tpurank(*args)
+    proc = Forked(*args, cwd=ROOT)  # a process of its own, started in milliseconds
     deadline = time.monotonic() + 120
     while not (staging / "last.pt").exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -67,6 +50,7 @@ def test_an_interrupted_retrain_leaves_the_finished_model_and_resumes(
     assert trained.prediction_file("gnn", "valid").read_bytes() == preds
     assert (staging / "last.pt").is_file()  # the retrain's own state, for its resume
     capsys.readouterr()
+    fake_clock(monkeypatch, step_s=0.5, validation_s=0.1)
     assert main(args) == 0
     done = capsys.readouterr()
     assert "resuming after step" in done.out + done.err
@@ -131,24 +115,10 @@ def test_a_failed_lgbm_retrain_removes_its_staging_folder(
 
 def _predict_error(paths: Paths, model: str) -> str:
     """predict in a child process (a native crash would kill pytest itself): its one error line."""
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tpurank",
-            "predict",
-            "--model",
-            model,
-            "--split",
-            "valid",
-            "--force",
-            "--collections",
-            COLLECTION,
-            *common(paths),
-        ],
+    r = forked(
+        *["predict", "--model", model, "--split", "valid", "--force", "--collections", COLLECTION],
+        *common(paths),
         cwd=ROOT,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert r.returncode == 1 and "Traceback" not in r.stderr, (r.returncode, r.stderr[-2000:])

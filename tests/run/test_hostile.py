@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
 from helpers import ROOT, SAMPLE_ROOT, TRAINED_COLLECTION
+from runners import forked
 
 from tpurank.cli import RUN_WIDE_USED
 from tpurank.core.paths import Paths
@@ -48,9 +48,9 @@ def _cli(paths: Paths, *args: str) -> list[str]:
 
 
 def _run(args: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tpurank", *args], cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT
-    )
+    """The command in a process of its own (a hang or a native crash is its own), forked from this
+    one: started in milliseconds, where a fresh interpreter pays its imports again."""
+    return forked(*args, cwd=ROOT, timeout=TIMEOUT)
 
 
 def fifo_in_data(p: Paths) -> list[str]:

@@ -13,7 +13,6 @@ import json
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -27,9 +26,9 @@ from helpers import (
     built_once,
     copy_without_times,
     ran_steps,
-    tpurank,
     two_collection_all,
 )
+from runners import Forked, in_process
 
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import Config
@@ -97,7 +96,7 @@ class CleanRun(NamedTuple):
 
 def _clean_all_tree(tiny_root: Path, folder: Path) -> None:
     shutil.copytree(tiny_root, folder / "data")
-    r = tpurank("all", "--data-dir", str(folder / "data"), "--out-dir", str(folder / "run"), *FAST)
+    r = in_process("all", "--data-dir", str(folder / "data"), "--out-dir", str(folder / "run"), *FAST)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (folder / "stdout.txt").write_text(r.stdout)
     (folder / "stderr.txt").write_text(r.stderr)
@@ -129,7 +128,7 @@ def test_all_end_to_end_on_tiny(clean_all: CleanRun) -> None:
     data, out, r = clean_all.data, clean_all.out, clean_all
     sub = out / "submissions" / "submission.csv"
     assert sub.exists() and (out / "submissions" / "submission.json").exists()
-    check = tpurank("check-submission", str(sub), "--data-dir", str(data))
+    check = in_process("check-submission", str(sub), "--data-dir", str(data))
     assert check.returncode == 0, check.stdout + check.stderr
     ids = [line.split(",")[0] for line in sub.read_text().splitlines()[1:]]
     sample = [line.split(",")[0] for line in (data / "sample_submission.csv").read_text().splitlines()[1:]]
@@ -226,9 +225,10 @@ def test_manual_commands_then_all_equal_a_clean_all(small_all: Paths, tmp_path: 
     assert _table(out) == _table(clean)
 
 
-def _kill_while_training(cmd: list[str], out: Path) -> None:
-    """Start `cmd` (an `all` into `out`) and SIGKILL it once the GNN's first resume state is written."""
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def _kill_while_training(args: list[str], out: Path) -> None:
+    """Start `tpurank ARGS` (an `all` into `out`) in a process of its own (forked: the imports are
+    there) and SIGKILL it once the GNN's first resume state is written."""
+    proc = Forked(*args, cwd=ROOT)
     deadline = time.monotonic() + 300
     while not list((out / "models/gnn").glob(".next-*/last.pt")) and time.monotonic() < deadline:
         assert proc.poll() is None, "all ended before the GNN trained"
@@ -269,21 +269,10 @@ def test_all_follows_the_data_content_and_a_killed_all_resumes(
     )
 
     fresh = tmp_path / "fresh"
-    cmd = [
-        sys.executable,
-        "-m",
-        "tpurank",
-        "all",
-        "--data-dir",
-        str(data),
-        "--out-dir",
-        str(fresh),
-        *TWO,
-        *FAST,
-    ]
+    cmd = ["all", "--data-dir", str(data), "--out-dir", str(fresh), *TWO, *FAST]
     _kill_while_training(cmd, fresh)
     assert not (fresh / "submissions/submission.csv").exists()
-    r = here(capsys, *cmd[3:])
+    r = here(capsys, *cmd)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "[all] prepare: up to date, skipped" in r.stderr
     sub = "submissions/submission.csv"
