@@ -41,14 +41,13 @@ def budget(r: dict) -> str:
 
 
 def stopped(r: dict) -> str:
-    """How the GNNs stopped: `every GNN by its step count` or `3 of 5 GNNs by the time budget`."""
+    """How the GNNs stopped: `no GNN ...`, `3 of 5 GNNs ...` or `all 5 GNNs stopped by the time budget`
+    (where the budget binds, the scores depend on the machine's speed and load)."""
     why = [g["stopped"] for g in r["gnn"]]
     timed = sum("time" in w for w in why)
-    return (
-        f"{timed} of {len(why)} GNNs stopped by the time budget"
-        if timed
-        else "no GNN stopped by the time budget"
-    )
+    if not timed:
+        return "no GNN stopped by the time budget"
+    return f"{'all ' if timed == len(why) else f'{timed} of '}{len(why)} GNNs stopped by the time budget"
 
 
 def load(r: dict) -> str:
