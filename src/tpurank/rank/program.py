@@ -266,7 +266,8 @@ class Program:
 def side_by_side(work: dict[str, Callable[[], T]]) -> dict[str, T]:
     """Each member's calibration, LightGBM's in a thread of its own beside the GNN's when both learn
     (their threads were split in `Program._learners`): LightGBM's trees and the GNN's steps each hold
-    a core, and the GNN's stays in the caller's thread, so Ctrl-C stops it at once."""
+    a core. The GNN's stays in the caller's thread, so Ctrl-C stops it at once; LightGBM's thread
+    then ends its member's calibration (a few fits) before the interrupt reaches the caller."""
     if set(work) != {LGBM, GNN} or cores_now() < 2:
         return {m: run() for m, run in work.items()}
     pool = ThreadPoolExecutor(1, thread_name_prefix="tpurank-lgbm-calibration")
