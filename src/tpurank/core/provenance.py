@@ -67,9 +67,13 @@ def data_fingerprint(data_root: Path) -> str:
     return f"sha256:{h.hexdigest()[:16]}:{len(files)}files"
 
 
-def provenance(cfg: Config | None, data_root: Path | None, **extra: Any) -> dict[str, Any]:
+def provenance(
+    cfg: Config | None, data_root: Path | None, *, fingerprint: str | None = None, **extra: Any
+) -> dict[str, Any]:
     """The standard record: version, commit, time, host, seed, config, data root and fingerprint (and
-    `data_synthetic`, the scale, when the data root is a synthetic tree)."""
+    `data_synthetic`, the scale, when the data root is a synthetic tree). `fingerprint`: the data
+    root's, where the caller has just taken it (a predict step writes a sidecar per collection;
+    each would read the zip directory of every npz again)."""
     rec: dict[str, Any] = {
         "tpurank_version": __version__,
         "git_commit": git_commit(),
@@ -81,13 +85,15 @@ def provenance(cfg: Config | None, data_root: Path | None, **extra: Any) -> dict
         rec["config"] = to_dict(cfg)
     if data_root is not None:
         rec["data_root"] = str(data_root)
-        rec["data_fingerprint"] = data_fingerprint(data_root)
+        rec["data_fingerprint"] = fingerprint or data_fingerprint(data_root)
         if (scale := synthetic_scale(data_root)) is not None:  # not Kaggle data: build-models-dataset asks
             rec["data_synthetic"] = scale
     rec.update(extra)
     return rec
 
 
-def write_sidecar(path: Path, cfg: Config | None, data_root: Path | None, **extra: Any) -> None:
+def write_sidecar(
+    path: Path, cfg: Config | None, data_root: Path | None, *, fingerprint: str | None = None, **extra: Any
+) -> None:
     """Write the provenance record as JSON at `path` (atomically)."""
-    write_json(path, provenance(cfg, data_root, **extra))
+    write_json(path, provenance(cfg, data_root, fingerprint=fingerprint, **extra))

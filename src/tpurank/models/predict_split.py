@@ -190,7 +190,9 @@ def predict_split(
             preds = replace_collection(preds, c, got)
             stamps[c] = stamp
             save_predictions(pred_file, preds)
-            write_sidecar(meta_file, cfg, paths.data, model=name, split=split, stamps=stamps)
+            write_sidecar(
+                meta_file, cfg, paths.data, fingerprint=fingerprint, model=name, split=split, stamps=stamps
+            )
             print(
                 f"predict {name} {split} {c}: {len(got)} graphs, {time.perf_counter() - t:.1f} s",
                 file=sys.stderr,
