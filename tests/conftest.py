@@ -159,17 +159,21 @@ def one_thread():
 # with (the first two to one, the next two to the other), then two more as it finishes them. The
 # first builds the shared clean `all` that the rest of test_pipeline.py copies, the third the
 # two-collection tree, the fourth the trained tree: each built by one worker while the other works.
+# The notebooks (two fresh kernels, ~30 s) run beside the third and fourth.
 LONGEST_FIRST = (
     ("test_pipeline.py", "test_all_end_to_end_on_tiny"),
     ("test_kaggle_notebooks.py", "test_notebooks_in_a_fresh_offline_environment"),
     ("test_pipeline.py", "test_all_follows_the_data_content_and_a_killed_all_resumes"),
     ("test_retrain.py", "test_an_interrupted_retrain_leaves_the_finished_model_and_resumes[2]"),
     ("test_gnn_ddp.py", "test_two_process_ddp_ends_with_identical_weights"),
-    ("test_profiles.py", "test_all_within_a_tiny_budget_stops_training_on_time"),
-    ("test_retrain.py", "test_an_interrupted_retrain_leaves_the_finished_model_and_resumes[9]"),
     ("test_collection_processes.py", "test_side_by_side_trains_the_same_weights"),
-    ("test_imports.py", "test_one_fresh_interpreter_imports_everything_light_and_reads_no_variable"),
     ("test_curves.py", "test_a_gnn_run_records_its_loss_between_validations_and_logs_a_few_lines"),
+    ("test_imports.py", "test_one_fresh_interpreter_imports_everything_light_and_reads_no_variable"),
+    ("test_demo_budget.py", "test_all_on_demo_data_without_a_budget_keeps_the_demos"),
+    ("test_tune.py", "test_the_file_runtimes_of_the_measured_configs_never_enter_the_score"),
+    ("test_tune.py", "test_every_config_measured_and_more_rounds_than_configs_say_so_in_one_line"),
+    ("test_profiles.py", "test_all_within_a_tiny_budget_stops_training_on_time"),
+    ("test_synth_effects.py", "test_difficulty_table_on_the_real_sample"),
 )
 
 

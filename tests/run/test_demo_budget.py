@@ -163,11 +163,11 @@ def test_all_on_demo_data_without_a_budget_keeps_the_demos(
 ) -> None:
     """`all` on the tiny synthetic data (the demo preset applies) with no --budget: planned on the
     demo's budget, its progress lines the plan's estimate, and a GNN whose steps the budget cannot
-    pay stopped by its share of time. The training loop's clock advances 3 seconds a step (a slow
+    pay stopped by its share of time. The training loop's clock advances 6 seconds a step (a slow
     machine: a few dozen steps fill the share)."""
     from tpurank.cli import main
 
-    fake_clock(monkeypatch, step_s=3.0, validation_s=3.0)
+    fake_clock(monkeypatch, step_s=6.0, validation_s=6.0)
     monkeypatch.setenv("THP_MEM_ALLOC_ENABLE", os.environ.get("THP_MEM_ALLOC_ENABLE", "0"))  # main() sets it
     out = tmp_path / "run"
     sets = ["gnn.max_steps=100000", "gnn.hidden=16", "gnn.eval_every=10", "gnn.min_train_share=1"]
