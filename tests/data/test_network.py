@@ -12,7 +12,6 @@ import contextlib
 import fcntl
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from runners import forked
 
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
@@ -96,14 +96,7 @@ def _run(args: list[str], tmp_path: Path, timeout_s: str = "1") -> tuple[subproc
         TIMEOUT_ENV: timeout_s,
     }
     start = time.monotonic()
-    r = subprocess.run(
-        [sys.executable, "-m", "tpurank", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-    )
+    r = forked(*args, env=env, cwd=ROOT, timeout=120)  # a process of its own, its imports inherited
     return r, time.monotonic() - start
 
 

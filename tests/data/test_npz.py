@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 from helpers import sample_files
+from runners import forked
 
 from tpurank.core.errors import DataError
 from tpurank.data.dataset import classify_path
@@ -216,7 +216,7 @@ def test_corrupt_member_data(tmp_path: Path) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tpurank", *args], capture_output=True, text=True)
+    return forked(*args)  # a process of its own, its imports inherited
 
 
 def test_check_cli_accepts_the_real_sample(sample_root: Path) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from runners import forked
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -15,9 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _run(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "KAGGLE_CONFIG_DIR": str(tmp_path / "nokaggle")}
     env["TPURANK_HOME"] = str(tmp_path)  # the child never resolves the checkout as its project root
-    return subprocess.run(
-        [sys.executable, "-m", "tpurank", *args], capture_output=True, text=True, env=env, cwd=ROOT
-    )
+    return forked(*args, env=env, cwd=ROOT)  # a process of its own with only `env`, its imports inherited
 
 
 @pytest.mark.parametrize("stage", ["download", "submit"])
@@ -40,19 +38,8 @@ def _tracked_notebooks() -> dict[Path, bytes]:
 
 
 def _build_code(dest: Path, tmp_path: Path, *extra: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tpurank",
-            "build-code-dataset",
-            "--dest",
-            str(dest),
-            "--no-extra-wheels",
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
+    return forked(
+        *["build-code-dataset", "--dest", str(dest), "--no-extra-wheels", *extra],
         cwd=ROOT,
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TPURANK_HOME": str(tmp_path), **env},
     )

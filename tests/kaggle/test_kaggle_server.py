@@ -15,7 +15,6 @@ import io
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 import zipfile
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from runners import forked
 
 from tpurank.core.paths import Paths
 from tpurank.submission.format import expected_for_split, render
@@ -153,14 +153,8 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def _tpurank(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tpurank", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-    )
+    """The command in a process of its own with only `env` (forked: its imports inherited)."""
+    return forked(*args, env=env, cwd=ROOT, timeout=120)
 
 
 def _basic(user: str, key: str) -> str:
