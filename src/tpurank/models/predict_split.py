@@ -193,10 +193,8 @@ def predict_split(
             write_sidecar(
                 meta_file, cfg, paths.data, fingerprint=fingerprint, model=name, split=split, stamps=stamps
             )
-            print(
-                f"predict {name} {split} {c}: {len(got)} graphs, {time.perf_counter() - t:.1f} s",
-                file=sys.stderr,
-            )
+            seconds = time.perf_counter() - t
+            print(f"predict {name} {split} {c}: {len(got)} graphs, {seconds:.1f} s", file=sys.stderr)
     if failed:
         target = paths.submission_file(name, split)
         raise TpurankError(
