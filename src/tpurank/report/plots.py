@@ -287,7 +287,9 @@ def training_curves(
         valid_ax.set_xlabel("optimizer step", fontsize=7)
         lgbm_ax.set_xlabel("boosting round", fontsize=7)
     fig.suptitle(_title("training curves (metrics.csv of each model)", tag), fontsize=10)
-    fig.tight_layout()
+    # fixed gaps between the panels, not tight_layout: it measures every panel's labels (a third of
+    # this figure's time, ~0.4 s a report); _save's tight bounding box trims the outer margins
+    fig.subplots_adjust(left=0.06, right=0.98, top=0.9, bottom=0.06, wspace=0.3, hspace=0.45)
     return _save(fig, out)
 
 
