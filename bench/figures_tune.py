@@ -15,6 +15,7 @@ TILE = "tune_select_tile.json"
 TILE_LOOP = "tune_select_tile_loop.json"  # the default's loop, and the tile kernels at k = 5
 TILE_TRIED = "tune_select_trained_first_tile.json"
 EXPLORE = "tune_select_tile_explore.json"
+LAYOUT_LOOP = "tune_select_layout_loop.json"  # the default's loop on the real layout programs
 COST = "tune_cost.json"
 WHOLE = "used whole (`--no-select`)"
 CHECKED = {  # the runs from 10 measured configs, by what a variant adds to the default calibration
@@ -98,6 +99,11 @@ def tile_loop() -> Figure:
                 f"**{model}, `explore={explore}`**\n\n" + tt.loop_table(results(name)["tile"], model)
             )
     return Figure("\n\n".join(parts), (Source(TILE_LOOP), Source(EXPLORE)))
+
+
+@figure("tune_layout_loop")
+def layout_loop() -> Figure:
+    return Figure(tt.loop_table(results(LAYOUT_LOOP)["layout"], "ensemble"), (Source(LAYOUT_LOOP),))
 
 
 @figure("tune_cost")
