@@ -11,12 +11,11 @@ A Config is built from settings, and checked, by core/config_build.py.
 from __future__ import annotations
 
 import dataclasses
-import typing
 from dataclasses import dataclass, field
 from typing import Any
 
 from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS
-from tpurank.core.config_schema import build_checked, merge_tables, value
+from tpurank.core.config_schema import build_checked, merge_tables, type_hints, value
 
 
 @dataclass
@@ -336,7 +335,7 @@ def config_fields(cls: type = Config, prefix: str = "") -> dict[str, dataclasses
     """Every key of the config ("seed", "gnn.lr", ..., "collections") and its dataclass field, in order:
     the field's metadata holds what `value()` declared (doc, range, choices)."""
     out: dict[str, dataclasses.Field[Any]] = {}
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)
     for f in dataclasses.fields(cls):
         if dataclasses.is_dataclass(hints[f.name]):
             out.update(config_fields(hints[f.name], f"{prefix}{f.name}."))
