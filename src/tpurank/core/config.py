@@ -10,6 +10,7 @@ A Config is built from settings, and checked, by core/config_build.py.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
@@ -328,7 +329,22 @@ class Config:
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:
-    return dataclasses.asdict(cfg)
+    """`dataclasses.asdict(cfg)` for a config's values (sections, lists, tables, scalars), without its
+    deepcopy of every scalar: configs are turned into tables for each collection, sidecar and step
+    key, and asdict was most of that time."""
+    return _plain(cfg)
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, str | int | float | type(None)):  # bool is an int
+        return v
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: _plain(getattr(v, f.name)) for f in dataclasses.fields(v)}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {_plain(k): _plain(x) for k, x in v.items()}
+    return copy.deepcopy(v)  # anything else (a tuple, say) as asdict copies it
 
 
 def config_fields(cls: type = Config, prefix: str = "") -> dict[str, dataclasses.Field[Any]]:
