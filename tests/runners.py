@@ -135,6 +135,7 @@ def _child(args: list[str], env: dict[str, str] | None, cwd: Path | None, out: i
         if env is not None:
             os.environ.clear()
             os.environ.update(env)
+        _one_openmp_thread()
         os.chdir(cwd or os.getcwd())
         from tpurank.cli import main
 
@@ -155,6 +156,17 @@ def _child(args: list[str], env: dict[str, str] | None, cwd: Path | None, out: i
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(code)
+
+
+def _one_openmp_thread() -> None:
+    """A forked child has the parent's OpenMP runtime but not its threads: a parallel region of more
+    than one thread waits for them forever (GNU libgomp, torch's and LightGBM's). So the child runs
+    one thread, as the whole suite does under ./run.sh (OMP_NUM_THREADS=1): torch's count is set,
+    and the variable, which the stages read for LightGBM's threads, given where the test did not."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
 
 
 def forked(
