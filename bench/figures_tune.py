@@ -16,6 +16,7 @@ TILE_LOOP = "tune_select_tile_loop.json"  # the default's loop, and the tile ker
 TILE_TRIED = "tune_select_trained_first_tile.json"
 EXPLORE = "tune_select_tile_explore.json"
 LAYOUT_LOOP = "tune_select_layout_loop.json"  # the default's loop on the real layout programs
+MEMBERS = "tune_members_layout.json"  # the GNN of 3 seed members: one fine-tuned, or all three
 COST = "tune_cost.json"
 WHOLE = "used whole (`--no-select`)"
 CHECKED = {  # the runs from 10 measured configs, by what a variant adds to the default calibration
@@ -104,6 +105,15 @@ def tile_loop() -> Figure:
 @figure("tune_layout_loop")
 def layout_loop() -> Figure:
     return Figure(tt.loop_table(results(LAYOUT_LOOP)["layout"], "ensemble"), (Source(LAYOUT_LOOP),))
+
+
+@figure("tune_layout_members")
+def layout_members() -> Figure:
+    names = {"": "every seed member fine-tuned", "gm=1": "**the first seed member fine-tuned** (the default)"}
+    text = tt.calibration_table(
+        results(MEMBERS)["layout"], [5, 10, 20, 50], label=labeller(names), seconds=False
+    )
+    return Figure(text, (Source(MEMBERS),))
 
 
 @figure("tune_cost")

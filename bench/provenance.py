@@ -9,7 +9,8 @@ source that cannot be traced.
     results["provenance"] = provenance.stamp()
 
 The stamp: `command` (the script and its arguments, as typed from the project root), `commit`
-(HEAD) and `dirty` (uncommitted changes to tracked files), `date` (when the script started, UTC),
+(HEAD) and `dirty` (uncommitted changes to tracked files), both read when the script started (the
+code it imported, whatever was committed while it ran), `date` (when the script started, UTC),
 `cores`, `load` (the load averages over 1, 5 and 15 minutes when the script started and when it
 saved) and `quiet` (the 1- and 5-minute load averages were below QUIET_LOAD when it started: no
 other job was running then; the load when it saved includes the bench's own work).
@@ -39,9 +40,6 @@ RECOVERED = (
     "(the figures were measured at or before it)"
 )
 
-STARTED = dt.datetime.now(dt.UTC)  # this module is imported when a bench script starts
-LOAD_AT_START = os.getloadavg()
-
 
 def _git(*args: str) -> str:
     """The output of a git command in the checkout ('' where git or the checkout is missing)."""
@@ -50,6 +48,12 @@ def _git(*args: str) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return r.stdout.strip() if r.returncode == 0 else ""
+
+
+STARTED = dt.datetime.now(dt.UTC)  # this module is imported when a bench script starts
+LOAD_AT_START = os.getloadavg()
+COMMIT_AT_START = _git("rev-parse", "HEAD") or None  # the code the script imported
+DIRTY_AT_START = bool(_git("status", "--porcelain", "--untracked-files=no"))
 
 
 def command(argv: list[str] | None = None) -> str:
@@ -65,8 +69,8 @@ def stamp(argv: list[str] | None = None) -> dict[str, Any]:
     """The provenance of results saved now by the running bench script (see the module docstring)."""
     return {
         "command": command(argv),
-        "commit": _git("rev-parse", "HEAD") or None,
-        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "commit": COMMIT_AT_START,
+        "dirty": DIRTY_AT_START,
         "date": STARTED.isoformat(timespec="seconds"),
         "cores": os.cpu_count(),
         "load": {"start": list(LOAD_AT_START), "saved": list(os.getloadavg())},

@@ -1,12 +1,13 @@
 """The GNN calibrated on the measured configs of the program it ranks: a bounded fine-tuning.
 
-A copy of each trained seed member is loaded from its `model.pt` (the file is only read) and takes a
-few optimizer steps on the program's own graph, with the program's measured configs as the one
-ranking query: the member's training loss and step (`tpurank.gnn.train.step.train_step`, the
-recipe's loss, optimizer and gradient clipping), a cosine learning rate that follows the steps or
-the time limit, whichever is spent faster (`tpurank.gnn.train.schedule`). The fine-tuned members
-then score every config of the graph as `predict` scores it, and their costs are averaged as the
-seed members' are (`tpurank.gnn.seeds.average_costs`).
+A copy of the first trained seed member (`FineTune.members`: more of them) is loaded from its
+`model.pt` (the file is only read) and takes a few optimizer steps on the program's own graph, with
+the program's measured configs as the one ranking query: the member's training loss and step
+(`tpurank.gnn.train.step.train_step`, the recipe's loss, optimizer and gradient clipping), a cosine
+learning rate that follows the steps or the time limit, whichever is spent faster
+(`tpurank.gnn.train.schedule`). The fine-tuned members then score every config of the graph as
+`predict` scores it, and their costs are averaged as the seed members' are
+(`tpurank.gnn.seeds.average_costs`).
 
 A model trained with Graph Segment Training (`gnn.segment_nodes`, off by default) takes its
 fine-tuning steps on the whole graph, not on segments: measured on no real program.
@@ -59,7 +60,7 @@ class FineTune:
     steps: int = 50  # real layout programs: of 5, 20 and 50, 50 gained most at k = 20 and 50 (docs/rank.md)
     seconds: float = 60.0  # what an autotuner can wait a round; bounds a slow machine or a huge graph
     lr: float = 5e-4  # a quarter of the cpu profile's training peak: at 20 steps it ranked above the peak
-    members: int | None = None  # every seed member, as trained
+    members: int | None = 1  # the member the held-out folds check (docs/rank.md: no lower than all)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.steps, int) and self.steps >= 1):
