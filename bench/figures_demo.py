@@ -84,8 +84,8 @@ def validation_demo_time() -> Figure:
     r = first_run()
     text = (
         f"It took {min_s(r['wall_s_with_venv_setup'])} with the `.venv` setup, the pipeline "
-        f"{min_s(r['pipeline_s'])} ({budget(r)}; {stopped(r)}), on {r['provenance']['cores']} cores "
-        f"{'otherwise idle' if r['provenance']['quiet'] else 'shared with other jobs'}: {load(r)}"
+        f"{min_s(r['pipeline_s'])} ({budget(r)}; {stopped(r)}), on {r['provenance']['cores']} cores: "
+        f"{load(r)}"
     )
     return Figure(text, (Source(FIRST),))
 
