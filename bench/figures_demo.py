@@ -90,6 +90,23 @@ def validation_demo_time() -> Figure:
     return Figure(text, (Source(FIRST),))
 
 
+@figure("scale_first_run")
+def scale_first_run() -> Figure:
+    """docs/scale.md: the first run's steps, and each GNN collection's minutes and how it stopped."""
+    r = first_run()
+    steps = r["steps_s"]
+    gnns = ", ".join(f"{g['collection']} {g['minutes']:.1f} min ({g['stopped']})" for g in r["gnn"])
+    rows = r["validation"]["rows"]
+    text = (
+        f"{min_s(r['wall_s_with_venv_setup'])} with the `.venv` setup: the pipeline {r['pipeline_s']:.1f} s, "
+        f"of it the GNN's training {steps['train gnn']:.1f} s and its predictions "
+        f"{steps['predict gnn valid'] + steps['predict gnn test']:.1f} s; two collections at a time, each "
+        f"on one thread: {gnns}; valid overall gnn {rows['gnn']['overall']:.4f}, ensemble "
+        f"{rows['ensemble']['overall']:.4f} in-sample"
+    )
+    return Figure(text, (Source(FIRST),))
+
+
 @figure("models_lgbm_demo_table")
 def models_lgbm_demo_table() -> Figure:
     head = [
