@@ -155,8 +155,7 @@ class Program:
         lgbm_learns = self.lgbm is not None and self.model in (LGBM, ENSEMBLE)
         in_ensemble = self.model == ENSEMBLE and (how.select or how.weights == "kept" or self.lgbm is None)
         gnn_learns = self.gnn is not None and how.gnn is not None and (self.model == GNN or in_ensemble)
-        cores = cores_now()
-        both = lgbm_learns and gnn_learns and cores >= 2
+        both = lgbm_learns and gnn_learns and two_threads()
         out: dict[str, tuple[Learner, Learner]] = {}
         if lgbm_learns:
             lgbm, lgbm_threads = self.lgbm, (1 if both else None)
@@ -167,7 +166,7 @@ class Program:
 
             out[LGBM] = (learn_lgbm, learn_lgbm)
         if gnn_learns:
-            gnn, tune, gnn_threads = self.gnn, how.gnn, (cores - 1 if both else None)
+            gnn, tune, gnn_threads = self.gnn, how.gnn, (cores_now() - 1 if both else None)
             assert gnn is not None and tune is not None
 
             def learn_gnn(p: np.ndarray, r: np.ndarray, s: np.ndarray | None, n: int | None = None):
@@ -263,12 +262,17 @@ class Program:
         return costs.astype(np.float32), f"{what} (held-out tau {tau:.2f})"
 
 
+def two_threads() -> bool:
+    """Whether LightGBM and the GNN, when both learn, learn side by side: 2+ usable cores."""
+    return cores_now() >= 2
+
+
 def side_by_side(work: dict[str, Callable[[], T]]) -> dict[str, T]:
     """Each member's calibration, LightGBM's in a thread of its own beside the GNN's when both learn
     (their threads were split in `Program._learners`): LightGBM's trees and the GNN's steps each hold
     a core. The GNN's stays in the caller's thread, so Ctrl-C stops it at once; LightGBM's thread
     then ends its member's calibration (a few fits) before the interrupt reaches the caller."""
-    if set(work) != {LGBM, GNN} or cores_now() < 2:
+    if set(work) != {LGBM, GNN} or not two_threads():
         return {m: run() for m, run in work.items()}
     pool = ThreadPoolExecutor(1, thread_name_prefix="tpurank-lgbm-calibration")
     try:
