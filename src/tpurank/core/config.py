@@ -207,6 +207,11 @@ class GnnConfig:
     standardize: bool = value(
         True, doc="centre and scale node features with train-graph statistics (kept in the checkpoint)"
     )
+    # a model trained elsewhere (e.g. on the synthetic tree) as the start: docs/models.md, "Starting from
+    # another model"
+    init_from: str = value(
+        "", doc="a gnn model.pt whose weights start the training (same network; '' = a new one)"
+    )
     # on for the default collections (core/collection_defaults.py)
     layer_attention: bool = value(
         False, doc="layout: attention across configs at every configurable node after every layer"

@@ -10,9 +10,10 @@ each other (nothing here imports more than `core`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
-from tpurank.core.config import LEARNED_MODELS, UNTRAINED
+from tpurank.core.config import LEARNED_MODELS, UNTRAINED, Config
 from tpurank.core.paths import SYNTH_MARKER, Paths
 from tpurank.core.staleness import Files, StageIO
 
@@ -64,15 +65,25 @@ def features_io(paths: Paths) -> StageIO:
     return StageIO([Files(paths.prepared)], [Files(paths.tabular)], ("prepare", "features"))
 
 
-def train_io(paths: Paths, model: str) -> StageIO:
-    """`train` reads the prepared cache (LightGBM also the feature tables) and writes the model's own
-    folder. The ensemble reads the members' valid predictions and the data they are scored against."""
+def train_io(paths: Paths, model: str, starts: Iterable[Path] = ()) -> StageIO:
+    """`train` reads the prepared cache (LightGBM also the feature tables), and any checkpoint a
+    network starts from (`gnn.init_from`: `starting_points`); it writes the model's own folder. The
+    ensemble reads the members' valid predictions and the data they are scored against."""
     writes = [Files(paths.models / model)]
     if model == ENSEMBLE:
         reads = [*dataset_files(paths), Files(paths.prepared), member_predictions(paths, "valid")]
         return StageIO(reads, writes, EVERY_SECTION)
     tables = [Files(paths.tabular)] if model == "lgbm" else []  # LightGBM's feature tables
-    return StageIO([Files(paths.prepared), *tables], writes, model_sections(model))
+    begun = [Files(p.parent, p.name) for p in starts]
+    return StageIO([Files(paths.prepared), *tables, *begun], writes, model_sections(model))
+
+
+def starting_points(cfg: Config, model: str, collections: Iterable[str]) -> list[Path]:
+    """The checkpoints `model` starts from on `collections` (its section's `init_from`, each
+    collection's overrides applied), each once: a training reads them as it reads its data."""
+    resolved = (cfg.for_collection(c) if cfg.collections else cfg for c in collections)  # {}: applied
+    found = (getattr(getattr(one, model, None), "init_from", "") for one in resolved)
+    return [Path(name).expanduser() for name in dict.fromkeys(found) if name]
 
 
 def predict_io(paths: Paths, model: str, split: str) -> StageIO:

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import UNTRAINED, Config
-from tpurank.core.declared import train_io
+from tpurank.core.declared import starting_points, train_io
 from tpurank.core.options import add_collections
 from tpurank.core.paths import Paths
 from tpurank.core.staleness import StageIO, option
@@ -42,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def declare(args: argparse.Namespace) -> StageIO:
     """Its declaration (tpurank.core.declared)."""
-    return train_io(args.paths, args.model)
+    return train_io(args.paths, args.model, starting_points(args.cfg, args.model, args.collections))
 
 
 def train_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:

@@ -19,7 +19,7 @@ from torch import nn
 from tpurank.core.atomic import write_model
 from tpurank.core.collections import collection_dir
 from tpurank.core.config import Config
-from tpurank.core.declared import train_io
+from tpurank.core.declared import starting_points, train_io
 from tpurank.core.errors import TpurankError, command
 from tpurank.core.paths import Paths
 from tpurank.core.staleness import SEED, Files, current
@@ -28,6 +28,7 @@ from tpurank.prepare.cache import CACHE_SUFFIX
 
 CHECKPOINT = "model.pt"  # best weights; `complete` once training ended
 RESUME = "last.pt"  # state after the latest validation, for resuming
+STATISTICS = ("feat_mean", "feat_std")  # fitted on each training's own graphs (nets/standardize.py)
 CHECKPOINT_FORMAT = 1  # saved in every checkpoint (absent: 1); another value is refused at load
 
 
@@ -49,8 +50,36 @@ def training_key(spec: ModelSpec, paths: Paths, cfg: Config, collection: str) ->
     """
     folder = paths.prepared / collection_dir(collection)
     files = [Files(folder / split, f"*{CACHE_SUFFIX}") for split in ("train", "valid")]
+    starts = starting_points(cfg, spec.section, [collection])
+    files += [Files(p.parent, p.name) for p in starts]  # the starting weights' content, not only their path
     # the sections a GNN reads: its own, and the seed (a LightGBM or features change keeps it)
-    return train_io(paths, spec.name).piece_key({"model": spec.name}, files, cfg, (SEED, spec.section))
+    return train_io(paths, spec.name, starts).piece_key(
+        {"model": spec.name}, files, cfg, (SEED, spec.section)
+    )
+
+
+def load_init_weights(model: nn.Module, path: Path, spec: ModelSpec, args: dict[str, Any]) -> None:
+    """Start a training from the weights of another (`gnn.init_from`: e.g. a model trained on the
+    synthetic tree, then fine-tuned on real graphs). The network must be built alike (family and
+    constructor arguments); the input statistics stay those just fitted on this training's graphs,
+    since the weights expect standardized inputs, not another data's raw scale.
+
+    Raises:
+        TpurankError: one line naming `path` when it is missing, unreadable or another network.
+    """
+    state = load_checkpoint(path)
+    if state.get("model") != spec.name:
+        raise TpurankError(
+            f"{path}: a {state.get('model')} model; {spec.section}.init_from needs a {spec.name} one"
+        )
+    theirs = state.get("model_args", {})
+    differ = sorted(k for k in args.keys() | theirs.keys() if args.get(k) != theirs.get(k))
+    if differ:
+        shown = ", ".join(f"{k} {theirs.get(k)!r} (here {args.get(k)!r})" for k in differ)
+        raise TpurankError(f"{path}: another network than this training's: {shown}")
+    own = model.state_dict()
+    kept = {k: own[k] for k in STATISTICS if own.get(k) is not None}
+    model.load_state_dict({**state["state_dict"], **kept})
 
 
 def finished_model(spec: ModelSpec, paths: Paths, cfg: Config, collection: str) -> dict[str, Any] | None:

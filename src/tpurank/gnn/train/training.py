@@ -13,6 +13,7 @@ from torch import nn
 
 from tpurank.core.collections import kind_of
 from tpurank.core.config import Config, to_dict
+from tpurank.core.declared import starting_points
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
@@ -28,6 +29,7 @@ from tpurank.gnn.train.checkpoints import (
     CHECKPOINT,
     CHECKPOINT_FORMAT,
     RESUME,
+    load_init_weights,
     load_resume_state,
     training_key,
 )
@@ -150,6 +152,8 @@ def build(
     model = spec.build(args)
     if spec.fit_train is not None:
         spec.fit_train(model, train)  # statistics of the train graphs only (saved in the state dict)
+    for start in starting_points(cfg, spec.section, [collection]):
+        load_init_weights(model, start, spec, args)
     model = model.to(rt.device)
     opt = make_optimizer(model, r)
     segmented = GstState(r, args["hidden"]) if r.segment_nodes and kind == "layout" else None
