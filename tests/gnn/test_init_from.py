@@ -19,7 +19,8 @@ from tpurank.gnn.data import load_split
 from tpurank.gnn.device import Runtime
 from tpurank.gnn.families import baseline
 from tpurank.gnn.families import gnn as gnn_model
-from tpurank.gnn.train.checkpoints import CHECKPOINT, STATISTICS, training_key
+from tpurank.gnn.nets.standardize import STATISTICS
+from tpurank.gnn.train.checkpoints import CHECKPOINT, training_key
 from tpurank.gnn.train.loop import fit
 from tpurank.gnn.train.training import build
 

@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from torch import nn
 
+STATISTICS = ("feat_mean", "feat_std")  # the buffers fit_train_stats sets: each training's own
+
 MIN_STD = 1e-6  # a constant column is centred, not scaled
 
 

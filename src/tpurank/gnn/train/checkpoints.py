@@ -23,12 +23,12 @@ from tpurank.core.declared import starting_points, train_io
 from tpurank.core.errors import TpurankError, command
 from tpurank.core.paths import Paths
 from tpurank.core.staleness import SEED, Files, current
+from tpurank.gnn.nets.standardize import STATISTICS
 from tpurank.gnn.recipe import ModelSpec
 from tpurank.prepare.cache import CACHE_SUFFIX
 
 CHECKPOINT = "model.pt"  # best weights; `complete` once training ended
 RESUME = "last.pt"  # state after the latest validation, for resuming
-STATISTICS = ("feat_mean", "feat_std")  # fitted on each training's own graphs (nets/standardize.py)
 CHECKPOINT_FORMAT = 1  # saved in every checkpoint (absent: 1); another value is refused at load
 
 
