@@ -140,11 +140,11 @@ def child(args: list[str], threads: int, timeout: int = 1800) -> dict:
 def ensure_demo_prepared() -> Path:
     """data/synthetic-demo (generated once) prepared into data/bench/gnn (train and valid)."""
     from tpurank.core.config import Config
-    from tpurank.core.paths import Paths
+    from tpurank.core.paths import NPZ_SUBDIR, Paths
     from tpurank.prepare.stage import prepare_dataset
     from tpurank.synth import generate
 
-    if not (DEMO_ROOT / "npz_all").is_dir():
+    if not (DEMO_ROOT / NPZ_SUBDIR).is_dir():
         print(f"generating the demo dataset into {DEMO_ROOT} ...", flush=True)
         generate(DEMO_ROOT, scale="demo", seed=0)
     paths = Paths(data=DEMO_ROOT, out=WORK)

@@ -38,7 +38,7 @@ import provenance  # noqa: E402
 from tpurank.core.collections import COLLECTIONS, kind_of  # noqa: E402
 from tpurank.core.config_files import load_config  # noqa: E402
 from tpurank.core.errors import TpurankError  # noqa: E402
-from tpurank.core.paths import Paths  # noqa: E402
+from tpurank.core.paths import NPZ_SUBDIR, Paths  # noqa: E402
 from tpurank.core.profiles import DEFAULT_BUDGET, PROFILES, Profile, parse_duration  # noqa: E402
 from tpurank.gnn.data import load_split, make_batch, sample_rows  # noqa: E402
 from tpurank.gnn.families import gnn  # noqa: E402
@@ -59,7 +59,7 @@ UTILISATION = 0.2  # share of the peak a small-batch GNN step reaches (an assump
 
 def missing_sample(sample: Path) -> str | None:
     """Why the sample cannot be read (one line), None when its npz tree is there."""
-    if (sample / "npz_all" / "npz").is_dir():
+    if (sample / NPZ_SUBDIR).is_dir():
         return None
     return (
         f"the real sample is not at {sample} (no npz_all/npz there; the default is "

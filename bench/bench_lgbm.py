@@ -147,11 +147,11 @@ def main() -> int:
     from tpurank.core.collections import COLLECTIONS
     from tpurank.core.config_files import load_config
     from tpurank.core.paths import Paths
-    from tpurank.prepare.cache import read_index
+    from tpurank.prepare.cache import INDEX_FILE, read_index
     from tpurank.prepare.stage import prepare_dataset
 
     paths, cfg = Paths.resolve(args.data_dir, args.out_dir), load_config(None, args.set)
-    if not (paths.prepared / "index.parquet").exists():
+    if not (paths.prepared / INDEX_FILE).exists():
         t = time.perf_counter()
         prepare_dataset(paths, cfg, jobs=0, progress=False)
         print(f"prepared {paths.data} in {time.perf_counter() - t:.1f}s")

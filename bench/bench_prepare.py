@@ -117,13 +117,14 @@ def bench_big(repeat: int, big: Path | None) -> None:
 
 
 def bench_demo(jobs: int) -> None:
+    from tpurank.core.paths import NPZ_SUBDIR
     from tpurank.data.dataset import discover
 
-    if not (DEMO_ROOT / "npz_all").is_dir():
+    if not (DEMO_ROOT / NPZ_SUBDIR).is_dir():
         print(f"generating {DEMO_ROOT.relative_to(ROOT)} (once) ...", flush=True)
         cmd = [PYTHON, "-m", "tpurank", "synth", "--scale", "demo", "--out", str(DEMO_ROOT)]
         subprocess.run(cmd, check=True, cwd=ROOT)
-    files = discover(DEMO_ROOT / "npz_all/npz")
+    files = discover(DEMO_ROOT / NPZ_SUBDIR)
     total = sum(f.path.stat().st_size for f in files)
     with tempfile.TemporaryDirectory(prefix="bench-prepare-demo-") as out:
         cmd = [PYTHON, "-m", "tpurank", "prepare", "--data-dir", str(DEMO_ROOT), "--out", out]

@@ -43,8 +43,9 @@ from scale_report import report  # noqa: E402
 from tpurank import cli  # noqa: E402
 from tpurank.core.collections import COLLECTIONS, collection_dir  # noqa: E402
 from tpurank.core.config_files import load_config  # noqa: E402
-from tpurank.core.paths import Paths  # noqa: E402
+from tpurank.core.paths import NPZ_SUBDIR, Paths  # noqa: E402
 from tpurank.data.dataset import discover  # noqa: E402
+from tpurank.prepare.cache import INDEX_FILE  # noqa: E402
 from tpurank.run.pipeline import plan  # noqa: E402
 from tpurank.run.stages import command_argv  # noqa: E402
 
@@ -92,7 +93,7 @@ def synthetic_vs_real(data: Path, collections: list[str], per_collection: int = 
     for c in collections:
         if c.startswith("tile"):
             continue
-        files = [gf.path for gf in discover(data / "npz_all/npz", [c], ["train", "valid"])]
+        files = [gf.path for gf in discover(data / NPZ_SUBDIR, [c], ["train", "valid"])]
         rng = np.random.default_rng(0)
         pick = (
             sorted(rng.choice(len(files), size=min(per_collection, len(files)), replace=False))
@@ -118,7 +119,7 @@ def real_sample_cache_ratio(work: Path) -> dict | None:
         ["prepare", "--no-progress", "--data-dir", str(SHARED), "--out-dir", str(out)],
         work / "prepare-real.log",
     )
-    npz = folder_bytes(SHARED / "npz_all/npz")
+    npz = folder_bytes(SHARED / NPZ_SUBDIR)
     cache = folder_bytes(out / "features/prepared")
     return {**rec, "npz_bytes": npz, "cache_bytes": cache, "ratio": cache / npz}
 
@@ -129,7 +130,7 @@ def real_sample_cache_ratio(work: Path) -> dict | None:
 def stage_counts(paths: Paths, collections: list[str]) -> dict:
     """Graphs, configs and feature rows the stages processed (from their own output files)."""
     out: dict = {}
-    index = paths.prepared / "index.parquet"
+    index = paths.prepared / INDEX_FILE
     if index.exists():
         idx = pd.read_parquet(index)
         idx = idx[idx["collection"].isin(collections)]
@@ -255,8 +256,8 @@ def whole_run(a: argparse.Namespace, collections: list[str]) -> int:
 
 def generate_missing(a: argparse.Namespace, collections: list[str], results: dict) -> None:
     """Generate the full-scale tree only where it is missing (hours on 2 cores), measured as a step."""
-    if not (a.data / "npz_all/npz").is_dir() or any(
-        not (a.data / "npz_all/npz" / collection_dir(c)).is_dir() for c in collections
+    if not (a.data / NPZ_SUBDIR).is_dir() or any(
+        not (a.data / NPZ_SUBDIR / collection_dir(c)).is_dir() for c in collections
     ):
         print(f"generating the full-scale synthetic dataset in {a.data} ...", flush=True)
         gen = run_measured(
@@ -279,7 +280,7 @@ def generate_missing(a: argparse.Namespace, collections: list[str], results: dic
 
 def measure_inputs(a: argparse.Namespace, collections: list[str], results: dict) -> None:
     """The dataset's size and shape beside the real files', and decompressing it once: prepare's yardstick."""
-    files = [gf.path for gf in discover(a.data / "npz_all/npz", collections)]
+    files = [gf.path for gf in discover(a.data / NPZ_SUBDIR, collections)]
     npz_bytes = sum(f.stat().st_size for f in files)
     results["dataset"] = {"files": len(files), "npz_bytes": npz_bytes}
     print(f"dataset {a.data}: {len(files)} files, {npz_bytes / GB:.2f} GB of npz ({', '.join(collections)})")

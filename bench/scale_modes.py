@@ -17,7 +17,7 @@ from scale_report import MAX_CACHE_RATIO, MAX_FEATURES_LGBM_MIN, MAX_GNN_RSS, MA
 from tpurank.core.collections import COLLECTIONS, collection_dir
 from tpurank.core.config import Config
 from tpurank.core.config_files import load_config
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.data.dataset import discover
 
 
@@ -85,7 +85,7 @@ def demo_cap_check(work: Path, caps: list[int]) -> dict:
     `all` trains it (features, train lgbm, predict lgbm valid); the target: the default
     cap loses at most 0.01 tau on every layout collection."""
     demo = ROOT / "data" / "synthetic-demo"
-    if not (demo / "npz_all/npz").is_dir():
+    if not (demo / NPZ_SUBDIR).is_dir():
         run_measured(
             "synth --scale demo", ["synth", "--scale", "demo", "--out", str(demo)], work / "demo-synth.log"
         )
@@ -201,7 +201,7 @@ def features_lgbm_default(a: argparse.Namespace, collections: list[str]) -> int:
 
 def prepare_only(a: argparse.Namespace, collections: list[str]) -> int:
     """prepare (default jobs, fresh output) between two decompression passes of the same files."""
-    files = [gf.path for gf in discover(a.data / "npz_all/npz", collections)]
+    files = [gf.path for gf in discover(a.data / NPZ_SUBDIR, collections)]
     jobs = min(os.cpu_count() or 1, 2)
     before = decompress_all(files, jobs)
     print(f"  decompress all (before)      {before['seconds']:>8.1f} s", flush=True)

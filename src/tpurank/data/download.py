@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tpurank.core.errors import TpurankError
+from tpurank.core.paths import NPZ_SUBDIR
 from tpurank.data.net import network_timeouts
 
 COMPETITION = "predict-ai-model-runtime"
@@ -90,7 +91,7 @@ def have_credentials() -> bool:
 
 def download(data_root: Path, force: bool = False) -> Path:
     """Download the competition archive into data_root and unpack it there."""
-    if (data_root / "npz_all" / "npz").is_dir() and not force:
+    if (data_root / NPZ_SUBDIR).is_dir() and not force:
         print(f"data already present at {data_root} (use --force to download again)")
         return data_root
     api = kaggle_api()
@@ -111,7 +112,7 @@ def download(data_root: Path, force: bool = False) -> Path:
             zf.extractall(data_root)
     except zipfile.BadZipFile as e:
         raise TpurankError(f"{archive}: corrupt archive ({e}); delete it and download again") from None
-    if not (data_root / "npz_all" / "npz").is_dir():
+    if not (data_root / NPZ_SUBDIR).is_dir():
         raise TpurankError(f"{archive}: unpacked, but it holds no npz_all/npz folder")
     archive.unlink()
     return data_root

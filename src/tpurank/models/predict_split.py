@@ -29,6 +29,7 @@ from tpurank.core.workers import usable_cores
 from tpurank.models.predictions import load_predictions, save_predictions
 from tpurank.models.registry import get_model
 from tpurank.prepare.belongs import check_cache
+from tpurank.prepare.cache import INDEX_FILE
 from tpurank.submission.format import (
     ExpectedGraph,
     expected_for_split,
@@ -45,7 +46,7 @@ def collection_stamp(
     """The key of one collection's predictions (`StageIO.piece_key` on the stage's declaration
     `io`): the model's files for the collection, the prepared index, the data's fingerprint (for the
     ensemble, its members' predictions of the split) and the model's config sections."""
-    files = [Files(paths.model_dir(model, collection)), paths.prepared / "index.parquet"]
+    files = [Files(paths.model_dir(model, collection)), paths.prepared / INDEX_FILE]
     if model == ENSEMBLE:  # it combines the other models' predictions: they are inputs too
         files.append(member_predictions(paths, split))
     parts = {"model": model, "data": fingerprint}

@@ -26,7 +26,7 @@ import numpy as np
 from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
 from tpurank.core.metrics import kendall_tau, order_from_costs
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.models.untrained import heuristic_costs, random_costs
 from tpurank.prepare.cache import PreparedGraph, iter_prepared
 
@@ -108,7 +108,7 @@ def _layout_side(sample_root: Path, seed: int | None) -> list[dict]:
     from tpurank.synth.counterpart import layout_counterpart
 
     collection, train, valid = LAYOUT_PAIR
-    real_dir = sample_root / "npz_all" / "npz" / "layout" / "xla" / "default"
+    real_dir = sample_root / NPZ_SUBDIR / "layout" / "xla" / "default"
     if seed is None:
         return ranker_taus(sample_root, collection)
     with tempfile.TemporaryDirectory(prefix="tpurank-counterpart-") as tmp:
@@ -139,7 +139,7 @@ def difficulty_rows(sample_root: Path, seeds: int = 5) -> list[dict]:
     """
     if seeds < 0:
         raise TpurankError(f"--difficulty-seeds must be 0 or more, got {seeds}")
-    real_dir = sample_root / "npz_all" / "npz" / "layout" / "xla" / "default"
+    real_dir = sample_root / NPZ_SUBDIR / "layout" / "xla" / "default"
     for need in (real_dir / LAYOUT_PAIR[1], real_dir / LAYOUT_PAIR[2], sample_root / TILE_PB):
         if not need.is_file():
             raise TpurankError(

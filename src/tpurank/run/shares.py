@@ -27,7 +27,7 @@ import numpy as np
 
 from tpurank.core.collections import collection_dir, kind_of
 from tpurank.core.config import Config
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.core.profiles import gpu
 from tpurank.models.collection_processes import training_order, training_processes
 
@@ -54,7 +54,7 @@ ROUNDS = 40  # rescalings of the split until its span fits (floors make the span
 def sample_files(data_root: Path, collection: str) -> list[Path]:
     """Up to SIZE_FILES train files of the collection, spread over its sorted list (the files
     there are, without train files): what the plan reads a typical graph from."""
-    folder = data_root / "npz_all" / "npz" / collection_dir(collection)
+    folder = data_root / NPZ_SUBDIR / collection_dir(collection)
     files = sorted(folder.glob("train/*.npz")) or sorted(folder.glob("*/*.npz"))
     return files[:: max(1, len(files) // SIZE_FILES)][:SIZE_FILES]
 
