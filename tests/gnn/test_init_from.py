@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import small_cfg
+from helpers import TRAINED_COLLECTION, TRAINED_SMALL, common, small_cfg, snapshot
 
+from tpurank.cli import main
 from tpurank.core.config import Config
 from tpurank.core.config_files import load_config
 from tpurank.core.declared import starting_points
@@ -84,7 +85,10 @@ def test_a_missing_file_or_another_family_is_refused(
 ) -> None:
     train = load_split(tiny_paths, COLLECTION, "train", progress=False)
     paths = Paths(tiny_paths.data, tmp_path)
-    with pytest.raises(TpurankError, match="nothing.pt: no trained model"):
+    with pytest.raises(
+        TpurankError,
+        match="nothing.pt: no such checkpoint \\(gnn.init_from names the model.pt to start from\\)",
+    ):
         build(
             gnn_model.SPEC,
             paths,
@@ -122,3 +126,27 @@ def test_each_collection_starts_from_its_own_checkpoint() -> None:
     assert starting_points(cfg, "gnn", ["tile:xla", "layout:nlp:random"]) == [Path("b.pt")]
     assert starting_points(cfg, "lgbm", ["tile:xla"]) == []  # a section without init_from
     assert starting_points(load_config(None, []), "gnn", ["tile:xla"]) == []
+
+
+def test_train_starts_from_a_checkpoint_and_a_missing_one_is_one_line(
+    trained: Paths, tmp_path: Path, capsys: pytest.CaptureFixture, one_thread
+) -> None:
+    """Through the CLI: `--set gnn.init_from` retrains from the named weights once (its content keys the
+    model, so a second run is up to date); a missing file is one line, and the finished model stays."""
+    final = trained.model_dir("gnn", TRAINED_COLLECTION)
+    start = tmp_path / "start.pt"
+    start.write_bytes((final / CHECKPOINT).read_bytes())
+    small = [arg for item in TRAINED_SMALL for arg in ("--set", item)]
+    args = ["train", "--model", "gnn", "--collections", TRAINED_COLLECTION, *common(trained), *small]
+    before = snapshot(final)
+    assert main([*args, "--set", f"gnn.init_from={start}"]) == 0
+    after = snapshot(final)
+    assert after != before  # another key: trained again, from the named weights
+    assert main([*args, "--set", f"gnn.init_from={start}"]) == 0 and snapshot(final) == after
+    capsys.readouterr()
+    assert main([*args, "--set", f"gnn.init_from={tmp_path / 'gone.pt'}"]) == 1
+    err = capsys.readouterr().err
+    errors = [ln for ln in err.splitlines() if "error" in ln]
+    assert len(errors) == 1 and errors[0].startswith("tpurank train: error: ") and "Traceback" not in err
+    assert errors[0].endswith("gone.pt: no such checkpoint (gnn.init_from names the model.pt to start from)")
+    assert snapshot(final) == after and not any(p.name.startswith(".next-") for p in final.parent.iterdir())

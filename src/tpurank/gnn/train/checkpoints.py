@@ -67,6 +67,10 @@ def load_init_weights(model: nn.Module, path: Path, spec: ModelSpec, args: dict[
     Raises:
         TpurankError: one line naming `path` when it is missing, unreadable or another network.
     """
+    if not path.is_file():
+        raise TpurankError(
+            f"{path}: no such checkpoint ({spec.section}.init_from names the model.pt to start from)"
+        )
     state = load_checkpoint(path)
     if state.get("model") != spec.name:
         raise TpurankError(
