@@ -8,13 +8,14 @@ generator and with REF's (a git worktree in a temporary folder), alternating one
 both see the same machine, and prints each file's seconds, the ratio, and whether the two wrote the
 same arrays (the generator's output must stay the same for a seed, or its version is bumped).
 
-    .venv/bin/python bench/bench_synth.py --tree /big/disk/synthetic-full --jobs 2
+    .venv/bin/python bench/bench_synth.py --tree /big/disk/synthetic-full --jobs 2 --out bench/results/synth_full_tree.json
     .venv/bin/python bench/bench_synth.py --files 4 --ref f0a313f
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import provenance  # noqa: E402
+
 PYTHON = sys.executable
 TARGET_MIN = 20.0
 ONE_FILE = """
@@ -113,6 +117,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2, help="worker processes for --tree (default 2)")
     ap.add_argument("--files", type=int, default=0, help="the N largest layout files side by side with --ref")
     ap.add_argument("--ref", default="HEAD", help="the commit whose generator --files compares against")
+    ap.add_argument("--out", type=Path, help="--tree: also save its minutes, files and bytes here (JSON)")
     args = ap.parse_args()
     if args.tree:
         minutes = time_tree(args.tree, args.jobs)
@@ -120,6 +125,18 @@ def main() -> int:
         print(
             f"full-scale tree, {args.jobs} processes: {minutes:.1f} min (target <= {TARGET_MIN:g}): {verdict}"
         )
+        if args.out:
+            files = list(args.tree.rglob("*.npz"))
+            res = {
+                "minutes": round(minutes, 2),
+                "jobs": args.jobs,
+                "target_min": TARGET_MIN,
+                "verdict": verdict,
+            }
+            res |= {"files": len(files), "npz_gb": round(sum(f.stat().st_size for f in files) / 1e9, 2)}
+            res["provenance"] = provenance.stamp()
+            args.out.write_text(json.dumps(res, indent=2) + "\n")
+            print(f"saved {args.out}")
     if args.files:
         side_by_side(args.files, args.ref)
     if not (args.tree or args.files):
