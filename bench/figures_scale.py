@@ -13,6 +13,7 @@ LGBM_LOADED = "scale_lgbm_default.json"  # the same, four collections, loaded
 LGBM_NLP = "scale_lgbm_nlp_default.json"  # the same, layout:nlp:default alone
 GPU = "gpu_projection_gpu.json"
 T4 = "gpu_projection_kaggle-t4.json"
+SYNTH_TREE = "synth_full_tree.json"  # bench_synth.py --tree: the full-scale tree's generation
 BUDGET = "budget.json"  # xla:random's training peak with its layers kept (xla-speed) or recomputed
 REAL_NPZ_GB = 7  # the real dataset's npz, as its documentation gives it (no full real run here)
 SHORT = {"tile:xla": "tile", "layout:xla:default": "xla:default", "layout:xla:random": "xla:random"}
@@ -378,3 +379,11 @@ def data_cache_size() -> Figure:
         f"{d['real_cache_gb']} for the real data's {REAL_NPZ_GB} GB"
     )
     return Figure(text, (Source(ALL5),))
+
+
+@figure("data_synth_full")
+def data_synth_full() -> Figure:
+    """docs/data.md's generation time of the full-scale synthetic tree."""
+    t = results(SYNTH_TREE)
+    text = f"{t['minutes']:.1f} min for all {t['files']:,} files ({t['npz_gb']} GB) with `--jobs {t['jobs']}`"
+    return Figure(text, (Source(SYNTH_TREE),))
