@@ -369,12 +369,11 @@ def pretrain_read() -> Figure:
             where = "within" if abs(move) <= spread else "beyond"
             moves.append(f"{NAMES[m]} {signed(move, 4)} on the mean, {where} the seed spread ({spread:.4f})")
         said.append(
-            f"After {steps} steps on the {p['scale']}-scale tree, the model alone ranks the unseen real graph "
+            f"{'After' if said else 'after'} {steps} steps on the {p['scale']}-scale tree, the model alone ranks the unseen real graph "
             f"at {alone:.4f} tau, {verdict} ({statistics.fmean(rand):.4f}). As the start, it moved "
             + " and ".join(moves)
             + "."
         )
     text = "Read: " + " ".join(said) + " One pretrained model (seed 0) starts every seed of its rows."
-    text = text.replace("Read: After", "Read: after", 1)
     names = sorted({LAYOUT_MEAN, *AS_TRAINED, *(f for files in PRETRAIN_RUNS.values() for f in files)})
     return Figure(text, tuple(Source(n) for n in names))
