@@ -79,13 +79,14 @@ def zero_shot(work: Path, model: Path, profile: str) -> dict[str, float]:
     configs and on the official subset (does the synthetic tree's model carry any real order?)."""
     log, root, cache = work / "pretrain.log", work / "real-root", work / "real-cache"
     out = work / "zero-shot"
-    target = Paths(root, out, cache).model_dir("gnn", rd.LAYOUT)
+    paths = Paths(root, out, cache)
+    target = paths.model_dir("gnn", rd.LAYOUT)
     target.mkdir(parents=True, exist_ok=True)
     shutil.copy(model, target / model.name)
     os.environ["TPURANK_PROFILE"] = profile
     argv = ["predict", "--model", "gnn", "--split", "test", "--partial", "--collections", rd.LAYOUT]
     rd.stage([*argv, "--data-dir", str(root), "--out-dir", str(out), "--work-dir", str(cache)], log)
-    costs = load_predictions(Paths(root, out, cache).prediction_file("gnn", "test"))
+    costs = load_predictions(paths.prediction_file("gnn", "test"))
     files = rd.scored_graphs(root, rd.LAYOUT)
     subsets = load_subsets(rd.SHARED / "eval_indices").get(rd.LAYOUT, {})
     return {
