@@ -81,7 +81,7 @@ r = spec.recipe(cfg, kind_of(collection))
 rt = setup_runtime()
 graphs = [g for g in load_split(paths, collection, "train", progress=False) if g.rankable]
 torch.manual_seed(0)
-model = spec.build(spec.model_args(cfg, graphs[0].kind, graphs[0].node_feat.shape[1])).to(rt.device)
+model = spec.new_network(cfg, graphs[0].kind, graphs[0].node_feat.shape[1]).to(rt.device)
 opt = make_optimizer(model, r)
 precision = devices.pick_precision(rt.device, r.bf16)  # as training runs
 scaler = devices.grad_scaler(precision)

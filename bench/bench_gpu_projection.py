@@ -108,7 +108,7 @@ def step_flops(paths: Paths, collection: str, overrides: list[str], profile: str
         raise TpurankError(f"no {collection} graph in the prepared sample under {paths.prepared}")
     g = max(graphs, key=lambda x: len(x.opcode))
     r = gnn.SPEC.recipe(cfg, kind)
-    model = gnn.SPEC.build(gnn.SPEC.model_args(cfg, kind, g.node_feat.shape[1]))
+    model = gnn.SPEC.new_network(cfg, kind, g.node_feat.shape[1])
     rows = sample_rows(g, r.configs_per_graph, np.random.default_rng(0))
     batch = make_batch([g] * r.graphs_per_batch, [rows] * r.graphs_per_batch, tile_inputs.wanted(model))
     with FlopCounterMode(display=False) as counter:

@@ -121,7 +121,7 @@ def child(args: argparse.Namespace) -> None:
     (g,) = load_split(paths, "layout:nlp:default", "train", progress=False)
     r = gnn_model.SPEC.recipe(cfg, "layout")
     torch.manual_seed(0)
-    model = gnn_model.SPEC.build(gnn_model.SPEC.model_args(cfg, "layout", int(g.node_feat.shape[1])))
+    model = gnn_model.SPEC.new_network(cfg, "layout", int(g.node_feat.shape[1]))
     opt = make_optimizer(model, r)
     cpu = torch.device("cpu")
     state = GstState(r, cfg.gnn.hidden) if r.segment_nodes else None

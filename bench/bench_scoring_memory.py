@@ -43,9 +43,8 @@ def main() -> int:
     cfg = load_config(a.config, a.set).for_collection(a.collection)
     paths = Paths(a.data, Path("/tmp") / "bench-scoring-memory", a.work)
     valid = load_split(paths, a.collection, "valid", False)
-    args = gnn_model.SPEC.model_args(cfg, valid[0].kind, int(valid[0].node_feat.shape[1]))
     torch.manual_seed(cfg.seed)
-    model = gnn_model.SPEC.build(args).eval()
+    model = gnn_model.SPEC.new_network(cfg, valid[0].kind, int(valid[0].node_feat.shape[1])).eval()
     print(
         f"{a.collection}: {len(valid)} valid graphs, {a.configs} configs each, {' '.join(a.set) or 'config as given'}"
     )

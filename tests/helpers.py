@@ -31,6 +31,7 @@ from tpurank.data.npz import LayoutGraph
 
 if TYPE_CHECKING:
     from tpurank.core.config import Config
+    from tpurank.gnn.nets.gnn_ranker import GnnRanker
     from tpurank.prepare.cache import PreparedGraph
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -275,6 +276,32 @@ def small_cfg(**gnn: object) -> Config:
             "baseline": {"hidden": 16, "layers": 2, "op_dim": 8},
         }
     )
+
+
+# the arguments of a small GnnRanker built in code, every switch off: a network's arguments have no
+# defaults of their own (the config section's are the only ones)
+SMALL_GNN: dict[str, object] = {
+    "hidden": 16,
+    "layers": 2,
+    "aggr": "sum",
+    "opcode_dim": 16,
+    "config_dim": 8,
+    "dropout": 0.0,
+    "cross_config_attention": False,
+    "heads": 4,
+    "checkpoint_layers": False,
+    "checkpoint_min_states": 0,
+    "standardize": False,
+    "layer_attention": False,
+    "tile_features": False,
+}
+
+
+def small_gnn(kind: str, node_feat_dim: int, **args: object) -> GnnRanker:
+    """A small `GnnRanker` of `kind` (SMALL_GNN, `args` override)."""
+    from tpurank.gnn.nets.gnn_ranker import GnnRanker, GnnRankerArgs
+
+    return GnnRanker(GnnRankerArgs(kind=kind, node_feat_dim=node_feat_dim, **{**SMALL_GNN, **args}))
 
 
 # ----------------------------------------------------------------------------- raw protobufs

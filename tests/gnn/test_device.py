@@ -11,13 +11,13 @@ import json
 import numpy as np
 import pytest
 import torch
+from helpers import small_gnn
 
 from tpurank.core.paths import Paths
 from tpurank.gnn import device as devices
 from tpurank.gnn.data import from_prepared, load_split
 from tpurank.gnn.device import Runtime, setup_runtime
 from tpurank.gnn.families import gnn as gnn_model
-from tpurank.gnn.nets.gnn_ranker import GnnRanker
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.train import loop
 from tpurank.gnn.train.checkpoints import CHECKPOINT, load_checkpoint
@@ -117,7 +117,7 @@ def test_scaled_step_equals_the_plain_step() -> None:
     after = []
     for scaler in (None, torch.amp.GradScaler("cpu", init_scale=1024.0)):
         torch.manual_seed(0)
-        m = GnnRanker("layout", 7, hidden=16, layers=2)
+        m = small_gnn("layout", 7, hidden=16, layers=2)
         opt = torch.optim.SGD(m.parameters(), lr=0.1)
         batches = loop.micro_batches(graphs, rows, 0)
         loop.train_step(m, opt, batches, r, torch.device("cpu"), precision="fp32", scaler=scaler)

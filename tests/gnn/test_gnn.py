@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-from helpers import FEAT, prepared_graph, small_cfg
+from helpers import FEAT, prepared_graph, small_cfg, small_gnn
 
 from tpurank.core.collections import kind_of
 from tpurank.core.config import Config
@@ -23,8 +23,7 @@ from tpurank.gnn.entry import GNN
 from tpurank.gnn.families import baseline
 from tpurank.gnn.families import gnn as gnn_model
 from tpurank.gnn.gst.segments import segment_batch, split_graph
-from tpurank.gnn.nets.early_join import EarlyJoinSAGE
-from tpurank.gnn.nets.gnn_ranker import GnnRanker
+from tpurank.gnn.nets.early_join import EarlyJoinArgs, EarlyJoinSAGE
 from tpurank.gnn.nets.tile_inputs import NODE_TILE_INPUTS, TILE_INPUTS
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.scoring import score_rows
@@ -41,9 +40,9 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 def models(kind: str) -> list[torch.nn.Module]:
     torch.manual_seed(0)
     out = [
-        GnnRanker(kind, FEAT, hidden=16, layers=2),
-        GnnRanker(kind, FEAT, hidden=16, layers=2, cross_config_attention=True),
-        EarlyJoinSAGE(kind, FEAT, hidden=16, layers=2, op_dim=8),
+        small_gnn(kind, FEAT, hidden=16, layers=2),
+        small_gnn(kind, FEAT, hidden=16, layers=2, cross_config_attention=True),
+        EarlyJoinSAGE(EarlyJoinArgs(kind, FEAT, hidden=16, layers=2, op_dim=8)),
     ]
     return [m.eval() for m in out]
 
@@ -187,7 +186,7 @@ def test_micro_batches_give_the_gradient_of_the_whole_step(kind: str) -> None:
     after = []
     for max_nodes in (0, 30):  # one batch; then three micro-batches (each graph alone)
         torch.manual_seed(0)
-        m = GnnRanker(kind, FEAT, hidden=16, layers=2)
+        m = small_gnn(kind, FEAT, hidden=16, layers=2)
         opt = torch.optim.SGD(m.parameters(), lr=0.1)
         batches = loop.micro_batches(graphs, rows, max_nodes)
         assert len(batches) == (1 if max_nodes == 0 else 3)
@@ -215,7 +214,7 @@ def test_training_steps_reduce_the_loss_on_tiny(tiny_paths: Paths, spec, collect
     rng = np.random.default_rng(0)
     batches = [make_batch(graphs, [sample_rows(g, 32, rng) for g in graphs]) for _ in range(2)]
     torch.manual_seed(0)
-    model = spec.build(spec.model_args(cfg, graphs[0].kind, graphs[0].node_feat.shape[1]))
+    model = spec.new_network(cfg, graphs[0].kind, graphs[0].node_feat.shape[1])
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)  # a few steps only: a brisk learning rate
 
     def loss_of(b) -> torch.Tensor:
@@ -332,7 +331,7 @@ def test_errors_are_one_line(tmp_path) -> None:
         with pytest.raises(TpurankError, match=message):
             train_collection(gnn_model.SPEC, paths, cfg, "tile:xla")
     with pytest.raises(TpurankError, match="gnn.aggr"):
-        GnnRanker("layout", FEAT, aggr="max")
+        small_gnn("layout", FEAT, aggr="max")
     bad = paths.model_dir("gnn", "tile:xla") / CHECKPOINT
     bad.parent.mkdir(parents=True)
     bad.write_bytes(b"not a checkpoint")
@@ -384,7 +383,7 @@ def test_checkpointed_layers_give_the_same_loss_and_gradients(layer_attention: b
     grads, losses = [], []
     for ck in (False, True):
         torch.manual_seed(0)
-        m = GnnRanker(
+        m = small_gnn(
             "layout", FEAT, hidden=16, layers=3, checkpoint_layers=ck, layer_attention=layer_attention
         )
         m.train()
@@ -409,7 +408,7 @@ def test_only_passes_of_at_least_checkpoint_min_states_recompute(
     and only in training with gradients; the config's key reaches the network's arguments."""
     g = from_prepared(prepared_graph("layout", seed=2, n=30))
     batch = make_batch([g], [np.arange(10)])
-    m = GnnRanker(
+    m = small_gnn(
         "layout", FEAT, hidden=16, checkpoint_layers=checkpoint_layers, checkpoint_min_states=min_states
     )
     states = m.encode_nodes(batch).unsqueeze(0).expand(10, -1, -1)
@@ -417,7 +416,7 @@ def test_only_passes_of_at_least_checkpoint_min_states_recompute(
     assert m.train().recomputes(states) is recomputes
     assert not m.eval().recomputes(states)
     cfg = load_config(overrides=[f"gnn.checkpoint_min_states={min_states}"])
-    assert gnn_model.SPEC.model_args(cfg, "layout", FEAT)["checkpoint_min_states"] == min_states
+    assert gnn_model.SPEC.new_network(cfg, "layout", FEAT).args.checkpoint_min_states == min_states
 
 
 def shaped_graph(seed: int) -> PreparedGraph:
@@ -435,7 +434,7 @@ def test_tile_features_feed_the_configured_layout_to_the_model() -> None:
     configs scored together or alone still get the same costs, and gradients reach the new layer."""
     g = from_prepared(shaped_graph(seed=5))
     torch.manual_seed(0)
-    m = GnnRanker("layout", FEAT, hidden=16, layers=2, tile_features=True).eval()
+    m = small_gnn("layout", FEAT, hidden=16, layers=2, tile_features=True).eval()
     rows = np.arange(8)
     with pytest.raises(ValueError, match="tile=True"):
         m(make_batch([g], [rows]))
@@ -511,10 +510,10 @@ def test_a_checkpoint_from_before_the_mxu_inputs_names_what_differs(tmp_path) ->
     torch's header line."""
     from tpurank.gnn.train.checkpoints import CHECKPOINT_FORMAT, save_checkpoint
 
-    m = GnnRanker("layout", FEAT, hidden=16, layers=2, tile_features=True)
+    m = small_gnn("layout", FEAT, hidden=16, layers=2, tile_features=True)
     state = m.state_dict()
     state["tile_in.weight"] = state["tile_in.weight"][:, :7]
-    args = {"kind": "layout", "node_feat_dim": FEAT, "hidden": 16, "layers": 2, "tile_features": True}
+    args = m.saved_args()
     path = tmp_path / CHECKPOINT
     save_checkpoint(
         path,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import prepared_graph
+from helpers import prepared_graph, small_gnn
 
 from tpurank.core.paths import Paths
 from tpurank.prepare.cache import prepared_path, save_prepared
@@ -67,10 +67,9 @@ def test_two_process_ddp_ends_with_identical_weights(tmp_path: Path) -> None:
 
     # training moved the weights away from the (seeded) initialisation, and only rank 0 wrote files
     from tpurank.core.config import Config
-    from tpurank.gnn.nets.gnn_ranker import GnnRanker
 
     torch.manual_seed(Config().seed)
-    init = GnnRanker("layout", 7, hidden=16, layers=2, opcode_dim=4, config_dim=4).state_dict()
+    init = small_gnn("layout", 7, hidden=16, layers=2, opcode_dim=4, config_dim=4).state_dict()
     assert any(not torch.equal(init[k], w0[k]) for k in init)
     model_dir = paths.model_dir("gnn", COLLECTION)
     assert (model_dir / "model.pt").exists() and (model_dir / "model.json").exists()

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-from helpers import FEAT, prepared_graph, small_cfg
+from helpers import FEAT, prepared_graph, small_cfg, small_gnn
 from scipy.stats import rankdata
 
 from tpurank.core.metrics import graph_metrics, order_from_costs
@@ -194,10 +194,10 @@ def test_standardisation_is_fitted_on_train_only_and_applied_at_predict(tmp_path
 
     # the model applies them: standardising by hand and scoring without the option gives the same costs
     torch.manual_seed(0)
-    on = GnnRanker("layout", FEAT, hidden=16, layers=2, standardize=True).eval()
+    on = small_gnn("layout", FEAT, hidden=16, layers=2, standardize=True).eval()
     on.feat_mean.copy_(mean)
     on.feat_std.copy_(std)
-    off = GnnRanker("layout", FEAT, hidden=16, layers=2).eval()
+    off = small_gnn("layout", FEAT, hidden=16, layers=2).eval()
     off.load_state_dict({k: v for k, v in on.state_dict().items() if not k.startswith("feat_")})
     g = valid[0]
     by_hand = replace(g, node_feat=(g.node_feat - mean) / std)
@@ -212,7 +212,7 @@ def test_standardisation_is_fitted_on_train_only_and_applied_at_predict(tmp_path
 
 def attention_model(**kw: object) -> GnnRanker:
     torch.manual_seed(0)
-    return GnnRanker("layout", FEAT, hidden=16, layers=2, heads=2, layer_attention=True, **kw)
+    return small_gnn("layout", FEAT, hidden=16, layers=2, heads=2, layer_attention=True, **kw)
 
 
 def test_layer_attention_shape_and_permutation_equivariance() -> None:
@@ -253,7 +253,7 @@ def test_scoring_passes_bound_the_attention_scores(monkeypatch: pytest.MonkeyPat
 
     g = from_prepared(prepared_graph("layout", seed=1, n=30, k=5))
     m = attention_model().eval()
-    plain = GnnRanker("layout", FEAT, hidden=16, layers=2, heads=2).eval()
+    plain = small_gnn("layout", FEAT, hidden=16, layers=2, heads=2).eval()
     k, heads = len(g.config_nodes), 2
     monkeypatch.setattr(scoring, "PASS_ATTENTION_BUDGET", heads * k * 3 * 3)  # 3 configs per pass
     assert scoring.pass_configs(m, g, 256, len(g.opcode)) == 3
@@ -267,9 +267,9 @@ def test_scoring_passes_bound_the_attention_scores(monkeypatch: pytest.MonkeyPat
 
 
 def test_layer_attention_is_a_layout_option() -> None:
-    assert GnnRanker("tile", FEAT, hidden=16, layers=2, heads=2, layer_attention=True).layer_attention is None
-    args = gnn_model.SPEC.model_args(small_cfg(layer_attention=True), "layout", FEAT)
-    assert args["layer_attention"] and gnn_model.SPEC.build(args).layer_attention is not None
+    assert small_gnn("tile", FEAT, hidden=16, layers=2, heads=2, layer_attention=True).layer_attention is None
+    network = gnn_model.SPEC.new_network(small_cfg(layer_attention=True), "layout", FEAT)
+    assert network.args.layer_attention and network.layer_attention is not None
 
 
 # --------------------------------------------------------------------------------- tile, all configs

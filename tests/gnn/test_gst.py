@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from helpers import FEAT, prepared_graph, small_cfg
+from helpers import FEAT, prepared_graph, small_cfg, small_gnn
 
 from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
@@ -17,7 +17,6 @@ from tpurank.gnn.gst.embedding_table import EmbeddingTable, segment_keys
 from tpurank.gnn.gst.segments import cut_edges, segment_bounds, split_graph
 from tpurank.gnn.gst.state import GstState
 from tpurank.gnn.gst.sums import segment_sums
-from tpurank.gnn.nets.gnn_ranker import GnnRanker
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.scoring import score_rows
 from tpurank.gnn.train.gst_step import graph_loss
@@ -72,7 +71,7 @@ def test_one_segment_per_graph_is_ordinary_training(options: dict) -> None:
     rows = np.arange(12)
     r = gnn_model.SPEC.recipe(small_cfg(segment_nodes=0, stale_dropout=0.5), "layout")
     torch.manual_seed(0)
-    m = GnnRanker("layout", FEAT, hidden=16, layers=2, **options)
+    m = small_gnn("layout", FEAT, hidden=16, layers=2, **options)
     if options.get("standardize"):  # statistics that change the features
         m.feat_mean.copy_(torch.linspace(-1, 1, FEAT))
         m.feat_std.copy_(torch.linspace(0.5, 2, FEAT))
@@ -99,7 +98,7 @@ def test_segment_sums_add_up_to_the_graph_when_no_edge_is_cut() -> None:
     e = p.edge_index
     p.edge_index = e[(e < 20).all(1) | (e >= 20).all(1)]  # [user, operand] within one half each
     g = from_prepared(p)
-    m = GnnRanker("layout", FEAT, hidden=16, layers=2).eval()
+    m = small_gnn("layout", FEAT, hidden=16, layers=2).eval()
     rows = np.arange(10)
     whole = score_rows(m, g, rows, 10, CPU)
     assert cut_edges(g, split_graph(g, 20)) == 0
@@ -110,7 +109,7 @@ def test_history_table_is_updated_and_used() -> None:
     g = from_prepared(prepared_graph("layout", seed=7, n=60, k=8, u=30))
     r = gnn_model.SPEC.recipe(small_cfg(segment_nodes=15, segments_per_step=1, stale_dropout=0.0), "layout")
     torch.manual_seed(0)
-    m = GnnRanker("layout", FEAT, hidden=16, layers=2)
+    m = small_gnn("layout", FEAT, hidden=16, layers=2)
     state = GstState(r, 16)
     rows = np.arange(8)
     rng = np.random.default_rng(0)
@@ -213,7 +212,7 @@ def test_several_segments_per_step_with_per_node_attention_masks() -> None:
 
     b = segment_batch(full, segs[:2])
     assert b.mask.shape == (2, 5) and bool(b.mask.all())
-    m = GnnRanker("layout", FEAT, hidden=16, layers=2, layer_attention=True).eval()
+    m = small_gnn("layout", FEAT, hidden=16, layers=2, layer_attention=True).eval()
     assert segment_sums(m, b).shape == (5, 2, 2 * 16 + 1)
 
 

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from torch import nn
-
 from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
+from tpurank.gnn.nets.ranker_net import RankerNet
 
 
 @dataclass
@@ -61,17 +59,6 @@ class Recipe:
         return cls(**{**taken, **fixed})
 
 
-def constructor_args(model: type[nn.Module], section: Any, **fixed: Any) -> dict[str, Any]:
-    """A model's constructor arguments (saved in its checkpoint): each parameter named alike in the
-    config section is taken from it, `fixed` gives the rest (kind, input width)."""
-    params = [n for n in inspect.signature(model.__init__).parameters if n != "self"]
-    return {
-        n: fixed[n] if n in fixed else getattr(section, n)
-        for n in params
-        if n in fixed or hasattr(section, n)
-    }
-
-
 @dataclass(frozen=True)
 class ModelSpec:
     """A model family: all that differs between the GNN rankers. Training, prediction, seed
@@ -80,19 +67,21 @@ class ModelSpec:
 
     Args:
         name: the registry name and the folder under models/ (saved in each checkpoint).
-        network: the network class; its constructor arguments are the section's fields named alike
-            (`constructor_args`), saved in the checkpoint so a `model.pt` alone rebuilds it.
+        network: the network class; its `from_saved` rebuilds a checkpoint's network.
         section: the family's config section ("gnn", "baseline").
+        network_of: (section, kind, node feature width) -> a new network, its arguments read from
+            the section by name (the family's one place where the config reaches the network).
         recipe_of: (section, kind) -> how the family trains and runs on a collection kind.
         fit_train: called once on a new model with the train graphs before training (e.g. to fit
             feature statistics).
     """
 
     name: str
-    network: type[nn.Module]
+    network: type[RankerNet]
     section: str
+    network_of: Callable[[Any, str, int], RankerNet]
     recipe_of: Callable[[Any, str], Recipe]
-    fit_train: Callable[[nn.Module, list[Any]], None] | None = None
+    fit_train: Callable[[RankerNet, list[Any]], None] | None = None
 
     def settings(self, cfg: Config) -> Any:
         """The family's section of `cfg`."""
@@ -102,13 +91,13 @@ class ModelSpec:
         """How the family trains and runs on a collection of `kind` under `cfg`."""
         return self.recipe_of(self.settings(cfg), kind)
 
-    def model_args(self, cfg: Config, kind: str, node_feat_dim: int) -> dict[str, Any]:
-        """The network's constructor arguments (saved in the checkpoint) from the family's section."""
-        return constructor_args(self.network, self.settings(cfg), kind=kind, node_feat_dim=node_feat_dim)
+    def new_network(self, cfg: Config, kind: str, node_feat_dim: int) -> RankerNet:
+        """A new network for a collection of `kind` from the family's section of `cfg`."""
+        return self.network_of(self.settings(cfg), kind, node_feat_dim)
 
-    def build(self, args: dict[str, Any]) -> nn.Module:
-        """A new network from constructor arguments (a checkpoint's, or `model_args`)."""
-        return self.network(**args)
+    def load_network(self, saved_args: dict[str, Any]) -> RankerNet:
+        """The network a checkpoint's `model_args` describe (its weights not loaded)."""
+        return self.network.from_saved(saved_args)
 
     def seeds(self, cfg: Config) -> int:
         """Models trained and averaged per collection (1 for a section without `seeds`)."""

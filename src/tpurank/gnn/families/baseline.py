@@ -5,8 +5,17 @@ Adam without weight decay at a constant rate, each gradient tensor clipped on it
 from __future__ import annotations
 
 from tpurank.core.config import BaselineConfig
-from tpurank.gnn.nets.early_join import EarlyJoinSAGE
+from tpurank.gnn.nets.early_join import EarlyJoinArgs, EarlyJoinSAGE
 from tpurank.gnn.recipe import ModelSpec, Recipe
+
+
+def network(s: BaselineConfig, kind: str, node_feat_dim: int) -> EarlyJoinSAGE:
+    """A new `EarlyJoinSAGE` for a collection of `kind`, every argument from the `baseline` section."""
+    return EarlyJoinSAGE(
+        EarlyJoinArgs(
+            kind=kind, node_feat_dim=node_feat_dim, hidden=s.hidden, layers=s.layers, op_dim=s.op_dim
+        )
+    )
 
 
 def _recipe(s: BaselineConfig, kind: str) -> Recipe:
@@ -15,4 +24,6 @@ def _recipe(s: BaselineConfig, kind: str) -> Recipe:
     )
 
 
-SPEC = ModelSpec(name="baseline", network=EarlyJoinSAGE, section="baseline", recipe_of=_recipe)
+SPEC = ModelSpec(
+    name="baseline", network=EarlyJoinSAGE, section="baseline", network_of=network, recipe_of=_recipe
+)

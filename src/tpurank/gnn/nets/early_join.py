@@ -17,16 +17,23 @@ about the model, not the data; early stopping uses the same validation metric as
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 from torch_geometric.nn import SAGEConv, global_add_pool
 
 from tpurank.gnn.nets.batch import Batch
-from tpurank.gnn.nets.layers import CONFIG_POSITIONS, OPCODE_VOCAB, TILE_CONFIG_DIM, signed_log
+from tpurank.gnn.nets.layers import CONFIG_POSITIONS, TILE_CONFIG_DIM, signed_log
+from tpurank.gnn.nets.ranker_net import RankerNet
+
+OFFICIAL_MLP_LAYERS = 2  # hidden layers of the official scoring MLP (Dense(h), act, Dense(h), act, Dense(1))
 
 
-class EarlyJoinSAGE(nn.Module):
-    """The official early-join GraphSAGE: returns (B, C) costs for a `Batch`.
+@dataclass(frozen=True)
+class EarlyJoinArgs:
+    """`EarlyJoinSAGE`'s constructor arguments, saved in each checkpoint (`gnn/families/baseline.py`
+    builds them from the `baseline` config section, where the official values are the defaults).
 
     Args:
         kind: "layout" or "tile".
@@ -34,28 +41,38 @@ class EarlyJoinSAGE(nn.Module):
         hidden: layer width (official: 64).
         layers: GraphSAGE layers (official: 3).
         op_dim: opcode embedding width (official: 64).
-        final_mlp_layers: hidden layers of the scoring MLP (official: 2).
     """
 
-    def __init__(
-        self,
-        kind: str,
-        node_feat_dim: int,
-        hidden: int = 64,
-        layers: int = 3,
-        op_dim: int = 64,
-        final_mlp_layers: int = 2,
-    ) -> None:
-        super().__init__()
-        self.kind = kind
-        self.opcode = nn.Embedding(OPCODE_VOCAB, op_dim)
-        width = op_dim + (CONFIG_POSITIONS if kind == "layout" else TILE_CONFIG_DIM) + node_feat_dim
+    kind: str
+    node_feat_dim: int
+    hidden: int
+    layers: int
+    op_dim: int
+
+
+class EarlyJoinSAGE(RankerNet):
+    """The official early-join GraphSAGE: returns (B, C) costs for a `Batch`.
+
+    Args:
+        args: its constructor arguments (`EarlyJoinArgs`).
+    """
+
+    Args = EarlyJoinArgs
+
+    def __init__(self, args: EarlyJoinArgs) -> None:
+        super().__init__(args, args.op_dim)
+        hidden = args.hidden
+        width = (
+            args.op_dim
+            + (CONFIG_POSITIONS if args.kind == "layout" else TILE_CONFIG_DIM)
+            + args.node_feat_dim
+        )
         # SAGEConv(sum) = lin_l(sum of neighbours) + lin_r(self) = Dense(concat[neighbours, self])
         self.convs = nn.ModuleList(
-            SAGEConv(width if i == 0 else hidden, hidden, aggr="sum") for i in range(layers)
+            SAGEConv(width if i == 0 else hidden, hidden, aggr="sum") for i in range(args.layers)
         )
         post: list[nn.Module] = []
-        for _ in range(final_mlp_layers):  # Dense(h), act, Dense(h), act, Dense(1), as Keras _mlp builds it
+        for _ in range(OFFICIAL_MLP_LAYERS):  # as Keras _mlp builds it
             post += [nn.Linear(hidden, hidden), nn.LeakyReLU(0.2)]
         post.append(nn.Linear(hidden, 1))
         self.post = nn.Sequential(*post)

@@ -13,6 +13,9 @@ values are embedded and fused with the pooled graph embedding.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
@@ -20,7 +23,6 @@ from torch_geometric.nn import global_add_pool, global_max_pool, global_mean_poo
 
 from tpurank.gnn.nets.batch import Batch
 from tpurank.gnn.nets.layers import (
-    OPCODE_VOCAB,
     TILE_CONFIG_DIM,
     BiSAGE,
     ConfigEmbedding,
@@ -28,11 +30,14 @@ from tpurank.gnn.nets.layers import (
     mlp,
     signed_log,
 )
+from tpurank.gnn.nets.ranker_net import RankerNet
 from tpurank.gnn.nets.tile_inputs import TILE_INPUTS
 
 
-class GnnRanker(nn.Module):
-    """Scores every config slot of a `Batch`: returns (B, C) costs, lower = predicted faster.
+@dataclass(frozen=True)
+class GnnRankerArgs:
+    """`GnnRanker`'s constructor arguments, saved in each checkpoint (`gnn/families/gnn.py` builds
+    them from the `gnn` config section, where every default and its reason is).
 
     Args:
         kind: "layout" or "tile".
@@ -59,49 +64,64 @@ class GnnRanker(nn.Module):
             (`tile_inputs.py`; batches then come from `make_batch(..., tile=True)`).
     """
 
-    def __init__(
-        self,
-        kind: str,
-        node_feat_dim: int,
-        hidden: int = 64,
-        layers: int = 3,
-        aggr: str = "sum",
-        opcode_dim: int = 16,
-        config_dim: int = 8,
-        dropout: float = 0.0,
-        cross_config_attention: bool = False,
-        heads: int = 4,
-        checkpoint_layers: bool = False,
-        checkpoint_min_states: int = 0,
-        standardize: bool = False,
-        layer_attention: bool = False,
-        tile_features: bool = False,
-    ) -> None:
-        super().__init__()
-        self.kind = kind
+    kind: str
+    node_feat_dim: int
+    hidden: int
+    layers: int
+    aggr: str
+    opcode_dim: int
+    config_dim: int
+    dropout: float
+    cross_config_attention: bool
+    heads: int
+    checkpoint_layers: bool
+    checkpoint_min_states: int
+    standardize: bool
+    layer_attention: bool
+    tile_features: bool
+
+
+class GnnRanker(RankerNet):
+    """Scores every config slot of a `Batch`: returns (B, C) costs, lower = predicted faster.
+
+    Args:
+        args: its constructor arguments (`GnnRankerArgs`).
+    """
+
+    Args = GnnRankerArgs
+    ADDED_LATER: ClassVar[dict[str, Any]] = {
+        "checkpoint_layers": False,
+        "checkpoint_min_states": 0,
+        "standardize": False,
+        "layer_attention": False,
+    }
+
+    def __init__(self, args: GnnRankerArgs) -> None:
+        super().__init__(args, args.opcode_dim)
+        hidden, kind = args.hidden, args.kind
         self.hidden = hidden
-        self.checkpoint_layers = checkpoint_layers
-        self.checkpoint_min_states = checkpoint_min_states
-        self.opcode = nn.Embedding(OPCODE_VOCAB, opcode_dim)
-        self.node_in = mlp([node_feat_dim + opcode_dim, hidden, hidden])
-        self.layers = nn.ModuleList(BiSAGE(hidden, dropout, aggr) for _ in range(layers))
+        self.checkpoint_layers = args.checkpoint_layers
+        self.checkpoint_min_states = args.checkpoint_min_states
+        self.node_in = mlp([args.node_feat_dim + args.opcode_dim, hidden, hidden])
+        self.layers = nn.ModuleList(BiSAGE(hidden, args.dropout, args.aggr) for _ in range(args.layers))
         if kind == "layout":
-            self.config_in = ConfigEmbedding(config_dim, hidden)
+            self.config_in = ConfigEmbedding(args.config_dim, hidden)
         else:
             self.config_in = mlp([TILE_CONFIG_DIM, hidden, hidden])
         # the configured layout against the TPU's (8, 128) tile, added to each config's embedding
-        self.tile_in = nn.Linear(TILE_INPUTS, hidden) if tile_features and kind == "layout" else None
+        self.tile_in = nn.Linear(TILE_INPUTS, hidden) if args.tile_features and kind == "layout" else None
         self.fuse = mlp([3 * hidden if kind == "tile" else 2 * hidden, hidden, hidden])
-        self.attention = CrossConfigAttention(hidden, heads) if cross_config_attention else None
-        self.head = mlp([hidden, hidden, 1], dropout)
+        self.attention = CrossConfigAttention(hidden, args.heads) if args.cross_config_attention else None
+        self.head = mlp([hidden, hidden, 1], args.dropout)
         # layout runtime is a sum of per-node costs: score each node, add them up (next to the pooled head)
         self.node_cost = mlp([hidden, hidden, 1]) if kind == "layout" else None
         # None buffers are left out of the state dict: checkpoints without standardisation load as before
-        self.register_buffer("feat_mean", torch.zeros(node_feat_dim) if standardize else None)
-        self.register_buffer("feat_std", torch.ones(node_feat_dim) if standardize else None)
+        dim = args.node_feat_dim
+        self.register_buffer("feat_mean", torch.zeros(dim) if args.standardize else None)
+        self.register_buffer("feat_std", torch.ones(dim) if args.standardize else None)
         self.layer_attention = (
-            nn.ModuleList(CrossConfigAttention(hidden, heads) for _ in range(layers))
-            if layer_attention and kind == "layout"
+            nn.ModuleList(CrossConfigAttention(hidden, args.heads) for _ in range(args.layers))
+            if args.layer_attention and kind == "layout"
             else None
         )
 

@@ -180,7 +180,7 @@ def load_model(spec: ModelSpec, path: Path, collection: str | None = None) -> Lo
             f"retrain it: {command(f'train --model {spec.name} --collections {collection}')}"
         )
     try:
-        model = spec.build(ckpt["model_args"])
+        model = spec.load_network(ckpt["model_args"])
         model.load_state_dict(ckpt["state_dict"])
     except (KeyError, TypeError, RuntimeError, ValueError) as e:
         raise TpurankError(

@@ -148,8 +148,8 @@ def build(
     if train[0].kind != kind:
         raise TpurankError(f"{collection}: prepared graphs are {train[0].kind}, expected {kind}")
     torch.manual_seed(cfg.seed)
-    args = spec.model_args(cfg, kind, int(train[0].node_feat.shape[1]))
-    model = spec.build(args)
+    model = spec.new_network(cfg, kind, int(train[0].node_feat.shape[1]))
+    args = model.saved_args()
     if spec.fit_train is not None:
         spec.fit_train(model, train)  # statistics of the train graphs only (saved in the state dict)
     for start in starting_points(cfg, spec.section, [collection]):
