@@ -191,7 +191,7 @@ def train_and_score(spec, out: Path, cfg, collection: str) -> tuple[float, float
     from tpurank.core.paths import Paths
     from tpurank.gnn.data import load_split
     from tpurank.gnn.predict import predict_collection
-    from tpurank.gnn.train.trainer import train_collection
+    from tpurank.gnn.train.collection import train_collection
 
     paths = Paths(data=DEMO_ROOT, out=out)
     valid = load_split(paths, collection, "valid", progress=False)

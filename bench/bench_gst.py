@@ -84,7 +84,7 @@ def _timed_steps(model, opt, g, r, cpu, state, steps: int) -> list[float]:
     """`steps` training steps, each timed, after one that warms the allocators (not counted)."""
     from tpurank.core.memory import release_free_memory
     from tpurank.gnn.data import sample_rows
-    from tpurank.gnn.train.gst_step import SegmentStep
+    from tpurank.gnn.train.segment_step import SegmentStep
     from tpurank.gnn.train.step import micro_batches, train_step
 
     times = []

@@ -39,7 +39,7 @@ STAGES: dict[str, tuple[str, str]] = {
         "tpurank.report.compare_synth",
         "compare a synthetic dataset with real files, side by side",
     ),
-    "check": ("tpurank.data.check", "validate npz files or whole dataset trees"),
+    "check": ("tpurank.data.check_npz", "validate npz files or whole dataset trees"),
     "featurize-pb": ("tpurank.pb.featurize", "turn raw tuning protobufs into dataset npz files"),
     "prepare": ("tpurank.prepare.cli", "prune, deduplicate and compact every graph into the cache"),
     "features": ("tpurank.features.stage", "build tabular feature tables from the prepared cache"),

@@ -18,7 +18,7 @@ from tpurank.core.memory import release_free_memory
 from tpurank.core.paths import Paths
 from tpurank.gnn.families import gnn as gnn_model
 from tpurank.gnn.train import loop
-from tpurank.gnn.train.trainer import train_collection
+from tpurank.gnn.train.collection import train_collection
 
 
 def test_malloc_trim_runs_on_linux() -> None:

@@ -251,7 +251,7 @@ def _worker_killed(path: Path) -> str | None:
 
 def test_check_with_a_dead_worker_is_a_one_line_error(tmp_path: Path, monkeypatch, capsys) -> None:
     from tpurank.cli import main
-    from tpurank.data import check
+    from tpurank.data import check_npz as check
 
     for name in ("a.npz", "b.npz"):
         save_graph(tmp_path / name, make_layout())

@@ -29,9 +29,9 @@ from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.scoring import score_rows
 from tpurank.gnn.train import loop
 from tpurank.gnn.train.checkpoints import CHECKPOINT, load_model
+from tpurank.gnn.train.collection import train_collection
 from tpurank.gnn.train.loop import fit
 from tpurank.gnn.train.losses import listmle, pairwise_hinge, ranking_loss, resolve_loss
-from tpurank.gnn.train.trainer import train_collection
 from tpurank.prepare.cache import PreparedGraph
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py

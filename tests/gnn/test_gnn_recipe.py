@@ -27,7 +27,7 @@ from tpurank.gnn.seeds import SUMMARY, average_costs, member_paths, predict_seed
 from tpurank.gnn.train.checkpoints import CHECKPOINT, load_model
 from tpurank.gnn.train.loop import fit
 from tpurank.gnn.train.losses import ranking_loss
-from tpurank.gnn.train.schedule import lr_factor, make_scheduler
+from tpurank.gnn.train.lr_schedule import lr_factor, make_scheduler
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 

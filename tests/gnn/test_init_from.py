@@ -23,7 +23,7 @@ from tpurank.gnn.families import gnn as gnn_model
 from tpurank.gnn.nets.standardize import STATISTICS
 from tpurank.gnn.train.checkpoints import CHECKPOINT, training_key
 from tpurank.gnn.train.loop import fit
-from tpurank.gnn.train.training import build
+from tpurank.gnn.train.loop_state import build
 
 COLLECTION = "layout:xla:default"
 CPU = Runtime(device=torch.device("cpu"))

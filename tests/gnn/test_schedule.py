@@ -18,10 +18,10 @@ from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.gnn.data import eval_configs, load_split
 from tpurank.gnn.families import gnn as gnn_model
-from tpurank.gnn.train import budget, loop, run_log
+from tpurank.gnn.train import loop, pacing, run_log
 from tpurank.gnn.train.checkpoints import CHECKPOINT, load_model
-from tpurank.gnn.train.schedule import lr_factor
-from tpurank.gnn.train.trainer import train_collection
+from tpurank.gnn.train.collection import train_collection
+from tpurank.gnn.train.lr_schedule import lr_factor
 
 COLLECTION = "layout:xla:random"
 
@@ -121,15 +121,15 @@ def test_the_closing_estimate_counts_the_validation_at_the_training_rate(graphs)
     the rate training went, times the forward pass's share."""
     _, valid = graphs
     r = gnn_model.SPEC.recipe(small_cfg(eval_max_configs=7), "layout")
-    work = budget.validation_work(valid, r)
+    work = pacing.validation_work(valid, r)
     by_hand = sum(
         len(set(g.inverse[eval_configs(g, 7)].tolist())) * len(g.opcode) for g in valid if g.rankable
     )
     assert work == by_hand > 0
-    assert budget.closing_estimate(work, trained=work, seconds=10.0) == pytest.approx(
-        10 * budget.FORWARD_SHARE
+    assert pacing.closing_estimate(work, trained=work, seconds=10.0) == pytest.approx(
+        10 * pacing.FORWARD_SHARE
     )
-    assert budget.closing_estimate(work, trained=0, seconds=10.0) == 0.0
+    assert pacing.closing_estimate(work, trained=0, seconds=10.0) == 0.0
 
 
 @pytest.mark.parametrize(

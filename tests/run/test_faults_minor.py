@@ -99,7 +99,7 @@ def test_score_json_refuses_to_overwrite_the_scored_csv(run_copy: Paths, capsys)
 
 
 def test_os_errors_print_one_prefixed_line_without_errno(tmp_path: Path, capsys, monkeypatch) -> None:
-    from tpurank.data import check
+    from tpurank.data import check_npz as check
 
     def denied(args) -> int:
         raise PermissionError(13, "Permission denied", str(tmp_path / "locked.npz"))

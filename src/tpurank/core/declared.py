@@ -1,4 +1,5 @@
-"""What each keyed stage reads, writes and keys: the only source of every "up to date".
+"""What each keyed stage reads, writes and keys (whether a result is up to date is decided in
+tpurank.core.staleness, by `current`, over these declarations).
 
 A stage's step record (tpurank.run.records) keys a run over its declaration here, and every finer
 cache inside the stage (one prepared graph, one feature table, one model, one seed's member, one

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from tpurank.data.npz import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM
-from tpurank.pb.node_features import sequence_features
+from tpurank.pb.hlo_features import sequence_features
 
 LAYOUT_MAX_TENSORS = 3  # output, input, kernel
 LAYOUT_MAX_DIMS = 6  # minor-to-major dims kept per tensor

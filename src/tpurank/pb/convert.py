@@ -25,7 +25,7 @@ from tpurank.pb.configs import (
     tile_runs,
 )
 from tpurank.pb.graph import ModuleError, encode_module
-from tpurank.pb.node_features import DEFAULT_LAYOUT_PAD
+from tpurank.pb.hlo_features import DEFAULT_LAYOUT_PAD
 from tpurank.pb.schema import ModuleTuningData, TuningData
 
 KINDS = ("layout", "tile")

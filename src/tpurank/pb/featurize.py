@@ -25,7 +25,7 @@ from tpurank.core.provenance import write_sidecar
 from tpurank.core.staleness import Files, StageIO, content_key, current
 from tpurank.data.npz import save_graph, validate_file
 from tpurank.pb.convert import KINDS, PbWarning, layout_graph, parse_pb, read_bytes, tile_graphs
-from tpurank.pb.node_features import DEFAULT_LAYOUT_PAD
+from tpurank.pb.hlo_features import DEFAULT_LAYOUT_PAD
 
 TILE_SIDECAR = "featurize-pb.json"  # provenance of a tile folder
 PAD_CHOICES = (0, -1)  # 0 = the dataset's padding of node layouts; -1 = unambiguous

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tpurank.pb.node_features import DEFAULT_LAYOUT_PAD, instruction_features, to_float32
+from tpurank.pb.hlo_features import DEFAULT_LAYOUT_PAD, instruction_features, to_float32
 from tpurank.pb.opcodes import opcode_id
 
 SPLIT_MARKERS = ("cluster", "while", "cond")  # computation names that end a node_splits segment

@@ -20,7 +20,7 @@ from tpurank.core.errors import DataError, TpurankError
 from tpurank.data.npz import LayoutGraph, TileGraph, read_header, save_graph
 from tpurank.pb.configs import MIN_TILE_RUNTIME_NS
 from tpurank.pb.convert import layout_arrays, parse_pb, read_bytes, tile_arrays, tile_name
-from tpurank.pb.node_features import DEFAULT_LAYOUT_PAD
+from tpurank.pb.hlo_features import DEFAULT_LAYOUT_PAD
 
 
 @dataclass

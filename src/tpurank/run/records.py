@@ -1,4 +1,5 @@
-"""Step records: the one place that decides whether a stage run is up to date.
+"""Step records: what a stage run leaves in `reports/steps/`, so that the next run of it can be
+skipped (the decision is tpurank.core.staleness's `current`, over the stage's declared key).
 
 Every successful run of a stage that declares a record (its `declare(args) -> StageIO`, beside its
 code), alone or inside `all`, leaves a record in `reports/steps/`: its options that change the

@@ -1,5 +1,5 @@
 """The training loop shared by the GNN rankers, read top to bottom: `fit` = `build` (model,
-optimizer, schedule; training.py) -> `resume` (from `last.pt`; training.py) -> `loop` (`step_once`; a
+optimizer, schedule; loop_state.py) -> `resume` (from `last.pt`; loop_state.py) -> `loop` (`step_once`; a
 training-loss row of `metrics.csv` every `loss_interval` steps; `score_valid` and `record` every
 `eval_interval` steps) -> `finetune` (GST only) -> `finish` (`model.pt` complete, `model.json`).
 
@@ -33,7 +33,9 @@ from tpurank.gnn.nets import tile_inputs
 from tpurank.gnn.recipe import ModelSpec
 from tpurank.gnn.scoring import evaluate
 from tpurank.gnn.train import run_log
-from tpurank.gnn.train.budget import (
+from tpurank.gnn.train.checkpoints import load_checkpoint, save_checkpoint
+from tpurank.gnn.train.loop_state import LoopState, Training, build, patience_ends, resume
+from tpurank.gnn.train.pacing import (
     budget_share,
     closing_estimate,
     eval_interval,
@@ -42,10 +44,8 @@ from tpurank.gnn.train.budget import (
     synced_seconds,
     validation_work,
 )
-from tpurank.gnn.train.checkpoints import load_checkpoint, save_checkpoint
-from tpurank.gnn.train.gst_step import SegmentStep, finetune_head
+from tpurank.gnn.train.segment_step import SegmentStep, finetune_head
 from tpurank.gnn.train.step import micro_batches, train_step
-from tpurank.gnn.train.training import LoopState, Training, build, patience_ends, resume
 
 SIDECAR = "model.json"
 
@@ -116,7 +116,7 @@ def step_once(training: Training, st: LoopState, train: list[GraphData], every: 
     rng = np.random.default_rng([training.cfg.seed, st.step, rt.rank])
     graphs = [train[i] for i in step_graphs(order, pos, rt, r.graphs_per_batch)]
     rows = [sample_rows(g, r.configs_per_graph, rng) for g in graphs]
-    if training.segmented is not None:  # Graph Segment Training (gst_step.py)
+    if training.segmented is not None:  # Graph Segment Training (segment_step.py)
         inputs = SegmentStep(training.segmented, graphs, rows, rng)
     else:
         inputs = micro_batches(graphs, rows, r.max_batch_nodes, tile_inputs.wanted(unwrap(training.model)))

@@ -1,6 +1,6 @@
 """One optimisation step of a GNN ranker: the optimizer, gradient clipping, micro-batches that
 bound memory on big graphs, and the step itself (mixed precision with an optional grad scaler),
-whole graphs or, as a branch of the same step, Graph Segment Training (`gst_step.py`)."""
+whole graphs or, as a branch of the same step, Graph Segment Training (`segment_step.py`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from torch import nn
 from tpurank.gnn.data import Batch, GraphData, make_batch
 from tpurank.gnn.device import autocast, unwrap
 from tpurank.gnn.recipe import Recipe
-from tpurank.gnn.train.gst_step import SegmentStep, segment_backward
 from tpurank.gnn.train.losses import ranking_loss
+from tpurank.gnn.train.segment_step import SegmentStep, segment_backward
 
 
 def make_optimizer(model: nn.Module, r: Recipe) -> torch.optim.Optimizer:
@@ -76,7 +76,7 @@ def train_step(
 
     Whole graphs: each micro-batch's loss (a mean over its graphs) is weighted by its share of the
     step's graphs, so the gradient equals that of one batch holding all of them. Graph Segment
-    Training (a `SegmentStep`): the unwrapped model's gradients from `gst_step.segment_backward`.
+    Training (a `SegmentStep`): the unwrapped model's gradients from `segment_step.segment_backward`.
     Either way the gradients are then clipped and the optimizer steps.
 
     Args:

@@ -24,7 +24,6 @@ from tpurank.gnn.device import Runtime, unwrap
 from tpurank.gnn.gst.state import GstState
 from tpurank.gnn.recipe import ModelSpec, Recipe, check_recipe
 from tpurank.gnn.train import run_log
-from tpurank.gnn.train.budget import budget_share
 from tpurank.gnn.train.checkpoints import (
     CHECKPOINT,
     CHECKPOINT_FORMAT,
@@ -33,7 +32,8 @@ from tpurank.gnn.train.checkpoints import (
     load_resume_state,
     training_key,
 )
-from tpurank.gnn.train.schedule import make_scheduler
+from tpurank.gnn.train.lr_schedule import make_scheduler
+from tpurank.gnn.train.pacing import budget_share
 from tpurank.gnn.train.step import make_optimizer
 
 
@@ -82,7 +82,7 @@ class Training:
     progress: bool
     spent: float = 0.0  # training seconds spent, as of the last step (the same on every rank)
     closing: float = 0.0  # the last validation's seconds (every rank's slowest): reserved for the closing one
-    closing_guess: float = 0.0  # its estimate until a validation ran (budget.closing_estimate)
+    closing_guess: float = 0.0  # its estimate until a validation ran (pacing.closing_estimate)
     board: Any = None  # a TensorBoard writer when $TPURANK_TENSORBOARD is set (run_log.py)
     logged: int = -1  # the tenth of the budget of the last progress line (run_log.log_mark)
 
