@@ -106,7 +106,7 @@ def test_a_tree_of_another_generator_version_is_regenerated(tmp_path: Path, caps
 
 
 def test_difficulty_table_on_the_real_sample(sample_root: Path) -> None:
-    from tpurank.report.synth_difficulty import COLUMNS, difficulty_rows, difficulty_table
+    from tpurank.models.difficulty import COLUMNS, difficulty_rows, difficulty_table
 
     rows = difficulty_rows(sample_root, seeds=1)
     assert [(r["task"], r["side"].split()[0]) for r in rows] == [
@@ -137,7 +137,7 @@ def test_difficulty_needs_the_real_pair(tmp_path: Path, capsys) -> None:
     assert main(["compare-synth", "--real", str(tmp_path), "--difficulty-seeds", "-1"]) == 1
     assert "must be 0 or more" in capsys.readouterr().err
     # the statistics table needs only some npz files; the difficulty table needs the xla pair
-    from tpurank.report.synth_difficulty import difficulty_rows
+    from tpurank.models.difficulty import difficulty_rows
 
     with pytest.raises(Exception, match="unet3d.npz: missing"):
         difficulty_rows(tmp_path, seeds=1)

@@ -13,6 +13,8 @@ import os
 import signal
 import sys
 
+import psutil
+
 PR_SET_PDEATHSIG = 1
 
 
@@ -50,8 +52,6 @@ def usable_cores(sample_s: float = BUSY_SAMPLE_S) -> int:
     if omp.isdigit() and int(omp) > 0:
         cores = min(cores, int(omp))
     if sample_s > 0 and cores > 1:
-        import psutil
-
         busy = psutil.cpu_percent(interval=sample_s) / 100 * (os.cpu_count() or 1)
         cores = min(cores, max(1, (os.cpu_count() or 1) - int(busy + 0.5)))
     return max(1, cores)

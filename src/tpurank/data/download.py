@@ -45,6 +45,7 @@ def _api_class() -> type:
     """
     try:
         with contextlib.redirect_stdout(io.StringIO()):
+            # an optional client: importing kaggle authenticates (see above)
             from kaggle.api.kaggle_api_extended import KaggleApi
             from kagglesdk import KaggleClient
     except ImportError as e:

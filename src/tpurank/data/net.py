@@ -39,6 +39,7 @@ def timeout_seconds() -> float:
 
 def is_timeout(error: BaseException | None) -> bool:
     """Whether a requests / urllib3 error (or any error in its chain) is a connect or read timeout."""
+    # the network client's libraries load only when a command goes online
     import requests
     from urllib3.exceptions import MaxRetryError
     from urllib3.exceptions import TimeoutError as Urllib3Timeout
@@ -62,6 +63,7 @@ def network_timeouts(what: str) -> Iterator[None]:
     Args:
         what: what the block does, for the message (e.g. "download").
     """
+    # the network client's libraries load only when a command goes online
     from requests.adapters import HTTPAdapter
     from urllib3.util.retry import Retry
 

@@ -102,7 +102,7 @@ def _worker_start(parent_pid: int, threads: int | None, side_by_side: bool) -> N
     lines (the workers share the terminal)."""
     die_with_parent(parent_pid)
     if threads is not None:
-        import torch
+        import torch  # in the worker: the stage's own process, waiting on it, stays light
 
         torch.set_num_threads(threads)
     if side_by_side:

@@ -3,9 +3,9 @@
 Prints the statistics of a synthetic tree and a real sample side by side (tpurank.synth.compare),
 then their runtimes and rankings with a distance per statistic (tpurank.synth.realism), then how
 hard each is to rank: the real train/valid pairs and synthetic counterparts of the same sizes,
-ranked by the random, heuristic and LightGBM rankers (report/synth_difficulty.py), and a last
-summary line. It lives on the report side because it trains a model; the generator itself stands
-below every model.
+ranked by the random, heuristic and LightGBM rankers (models/difficulty.py, which trains the
+LightGBM ranker: models live with models), and a last summary line. It stands above the models;
+the generator itself stands below every model.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 from tpurank.core.errors import TpurankError
-from tpurank.report.synth_difficulty import difficulty_rows, difficulty_table
+from tpurank.models.difficulty import difficulty_rows, difficulty_table
 from tpurank.synth.compare import compare
 from tpurank.synth.scales import SCALES
 

@@ -22,7 +22,8 @@ from typing import Any
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.declared import ENSEMBLE
 from tpurank.core.errors import TpurankError
-from tpurank.core.paths import Paths
+from tpurank.core.paths import Paths, synthetic_scale
+from tpurank.models.registry import MODEL_NAMES
 from tpurank.models.weights import WEIGHTS_FILE
 from tpurank.report.config_show import flat
 
@@ -53,8 +54,6 @@ def dataset(data_root: str | None, report: dict[str, Any]) -> str:
     if "synthetic_scale" in report:
         scale = report["synthetic_scale"]
         return f"synthetic {scale}: {name}" if scale else f"real: {name}"
-    from tpurank.core.paths import synthetic_scale
-
     if not Path(data_root).is_dir():
         return f"?: {name}"
     scale = synthetic_scale(Path(data_root))
@@ -162,8 +161,6 @@ def newest_first(names: list[str], runs: list[dict[str, Any]]) -> list[tuple[str
 
 def model_order(models: set[str]) -> list[str]:
     """The registry's order (the untrained rankers first, the ensemble last), then any other name."""
-    from tpurank.models.registry import MODEL_NAMES
-
     return [m for m in MODEL_NAMES if m in models] + sorted(models - set(MODEL_NAMES))
 
 

@@ -91,7 +91,7 @@ def resolve_data(paths: Paths, seed: int) -> tuple[Path, str | None]:
         raise TpurankError(f"{root}: no dataset here (expected {NPZ_SUBDIR}/...); {DATA_FIX}")
     if have_credentials():
         return download(root), None
-    from tpurank.synth import generate
+    from tpurank.synth import generate  # only without data: all's own process stays light
 
     demo = Paths.demo_data(DEMO_SCALE)
     print(BANNER.format(scale=DEMO_SCALE, root=demo), file=sys.stderr)

@@ -16,6 +16,7 @@ from typing import Any
 from tpurank.core.errors import TpurankError, command
 from tpurank.data.download import COMPETITION, kaggle_api
 from tpurank.data.net import network_timeouts
+from tpurank.submission.check import check_submission_file
 
 UPLOAD_FAILED = "Could not submit to competition"  # KaggleApi.COMPETITION_SUBMIT_UPLOAD_FAILED_MESSAGE
 
@@ -39,8 +40,6 @@ def accepted(response: Any) -> tuple[bool, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tpurank.submission.check import check_submission_file
-
     csv = Path(args.file) if args.file else args.paths.submission
     if not csv.exists():
         raise TpurankError(

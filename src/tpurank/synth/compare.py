@@ -19,6 +19,7 @@ from tpurank.data.dataset import discover, require_npz_root
 from tpurank.data.npz import load_graph
 from tpurank.synth.hlo import OP
 from tpurank.synth.realism import layout_runtime_stats, pb_tile_stats, realism_table, tile_runtime_stats
+from tpurank.synth.tree import generate
 
 VALUES = range(-1, 6)
 TILE_PB = Path("pb") / "op_tuning_data.pb"  # the real sample's measured tile kernels
@@ -162,8 +163,6 @@ def compare(sample_root: Path, synth_root: Path | None, scale: str = "tiny", see
         synth_recs = tree_stats(synth_root)
         label = str(synth_root)
     else:
-        from tpurank.synth.tree import generate
-
         with tempfile.TemporaryDirectory(prefix="tpurank-synth-") as tmp:
             generate(Path(tmp), scale, seed, progress=True)
             synth_recs = tree_stats(Path(tmp))

@@ -9,12 +9,14 @@ config counts.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from tpurank.core.paths import NPZ_SUBDIR
 from tpurank.data.npz import TileGraph, load_graph, member_shapes, save_graph
+from tpurank.pb.convert import read_pb, tile_graphs
 from tpurank.synth import configs as cfgs
 from tpurank.synth.graph_families import layout_graph, tile_graph
 from tpurank.synth.layout_file import write_layout_file
@@ -107,10 +109,6 @@ def real_tile_root(pb: Path, out: Path) -> list[tuple[str, int, int]]:
     Returns:
         (split, nodes, configs) per kernel, in the order written (for `synthetic_tile_root`).
     """
-    import warnings
-
-    from tpurank.pb.convert import read_pb, tile_graphs
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         graphs = tile_graphs(pb, read_pb(pb, "tile")[1])

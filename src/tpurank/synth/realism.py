@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import kendalltau
 
+from tpurank.pb.convert import read_pb, tile_graphs
+
 RATIO_TOL = 3.0  # scale statistics: same order of magnitude (the two real default files differ 5x)
 TAU_TOL = 0.1  # rank correlations
 LANE = 128
@@ -120,8 +122,6 @@ def _mxu_slow(feat: np.ndarray, node_feat: np.ndarray, opcode: np.ndarray) -> np
 
 def pb_tile_stats(pb: Path) -> list[dict]:
     """Tile runtime statistics of the kernels of a raw TuningData (the real sample's 15 kernels)."""
-    from tpurank.pb.convert import read_pb, tile_graphs
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         graphs = tile_graphs(pb, read_pb(pb, "tile")[1])

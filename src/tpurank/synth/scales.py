@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tpurank.core.collections import COLLECTIONS, SPLITS
+from tpurank.core.errors import TpurankError
 
 REAL_COUNTS: dict[str, tuple[int, int, int]] = {  # train / valid / test files of the real dataset
     "tile:xla": (5709, 676, 844),
@@ -104,8 +105,6 @@ def log_uniform(rng: np.random.Generator, lo: int, hi: int) -> int:
 
 
 def get_scale(name: str) -> Scale:
-    from tpurank.core.errors import TpurankError
-
     if name not in SCALES:
         raise TpurankError(f"unknown scale {name!r}; expected one of {', '.join(SCALES)}")
     return SCALES[name]

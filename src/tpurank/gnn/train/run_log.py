@@ -99,7 +99,7 @@ def tensorboard(model: str, collection: str, member: str) -> Any | None:
         return None
     root = TENSORBOARD.given()
     try:
-        from torch.utils.tensorboard import SummaryWriter
+        from torch.utils.tensorboard import SummaryWriter  # optional: only with $TPURANK_TENSORBOARD
     except ImportError as e:
         raise TpurankError(
             f"{TENSORBOARD_ENV}={root}: TensorBoard logging needs the tensorboard package "

@@ -27,8 +27,13 @@ from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
 from tpurank.core.metrics import kendall_tau, order_from_costs
 from tpurank.core.paths import NPZ_SUBDIR, Paths
+from tpurank.features import io as tab_io
+from tpurank.features.tables import build_features
+from tpurank.lgbm import model as lgbm
 from tpurank.models.untrained import heuristic_costs, random_costs
 from tpurank.prepare.cache import PreparedGraph, iter_prepared
+from tpurank.prepare.stage import prepare_dataset
+from tpurank.synth.counterpart import layout_counterpart, real_tile_root, synthetic_tile_root
 
 RANKERS = ("random", "heuristic", "lgbm")
 RANDOM_SEEDS = 5
@@ -49,10 +54,6 @@ def runtime_stats(runtime: np.ndarray) -> dict[str, float]:
 
 def _lgbm_costs(paths: Paths, cfg: Config, collection: str) -> dict[str, np.ndarray]:
     """Train the LightGBM ranker on the train split (fixed rounds) and score the valid split."""
-    from tpurank.features import io as tab_io
-    from tpurank.features.tables import build_features
-    from tpurank.lgbm import model as lgbm
-
     cfg = cfg.for_collection(collection)
     cfg = dataclasses.replace(cfg, lgbm=dataclasses.replace(cfg.lgbm, num_boost_round=LGBM_ROUNDS, threads=1))
     with contextlib.redirect_stdout(io.StringIO()):  # stage chatter would break the table
@@ -73,8 +74,6 @@ def ranker_taus(root: Path, collection: str, cfg: Config | None = None) -> list[
     Returns:
         One dict per valid graph: stem, configs, spread, cv, distinct, tau_random, tau_heuristic, tau_lgbm.
     """
-    from tpurank.prepare.stage import prepare_dataset
-
     cfg = cfg or Config()
     with tempfile.TemporaryDirectory(prefix="tpurank-difficulty-") as tmp:
         paths = Paths(data=root, out=Path(tmp))
@@ -105,8 +104,6 @@ MAX_GAP = 0.1  # realism target: each synthetic tau within this of the real one
 
 def _layout_side(sample_root: Path, seed: int | None) -> list[dict]:
     """The real pair (seed None) or its synthetic counterpart of one seed, scored."""
-    from tpurank.synth.counterpart import layout_counterpart
-
     collection, train, valid = LAYOUT_PAIR
     real_dir = sample_root / NPZ_SUBDIR / "layout" / "xla" / "default"
     if seed is None:
@@ -119,8 +116,6 @@ def _layout_side(sample_root: Path, seed: int | None) -> list[dict]:
 
 def _tile_side(sample_root: Path, seed: int | None) -> list[dict]:
     """The real kernels of the tile protobuf (seed None) or synthetic kernels of their sizes."""
-    from tpurank.synth.counterpart import real_tile_root, synthetic_tile_root
-
     with tempfile.TemporaryDirectory(prefix="tpurank-tile-") as tmp:
         sizes = real_tile_root(sample_root / TILE_PB, Path(tmp))
         if seed is None:
