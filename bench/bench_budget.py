@@ -49,6 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import provenance  # noqa: E402
 import real_rows as rr  # noqa: E402
 
+from tpurank.core.paths import NPZ_SUBDIR  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 DATA = ROOT / "data" / "synthetic-full"
@@ -356,7 +358,7 @@ def main() -> int:
             else report(results, rr.RealRows(REAL, rr.folders(a.real_dir)))
         )
         return 0
-    if not (a.data / "npz_all").exists():
+    if not (a.data / NPZ_SUBDIR).exists():
         sys.exit(
             f"{a.data}: no full-scale synthetic data; python -m tpurank synth --scale full --out {a.data} "
             f"--collections {' '.join(COLLECTIONS)} --splits train valid --jobs 2"

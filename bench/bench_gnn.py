@@ -30,6 +30,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tpurank.core.paths import NPZ_SUBDIR
+
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_ROOT = ROOT / "data" / "synthetic-demo"
 WORK = (
@@ -37,7 +39,7 @@ WORK = (
 )  # prepared demo cache and the comparison's models (data/ is gitignored)
 BIG_ROOT = ROOT / "data" / "bench" / "gnn-big"
 BIG = {"nodes": 25_000, "configurable": 2_500, "configs": 10_000}  # synth `full` nlp: up to 25,000 nodes
-BIG_FILE = BIG_ROOT / "npz_all/npz/layout/nlp/random/train/bench_gnn_big_nlp.npz"
+BIG_FILE = BIG_ROOT / NPZ_SUBDIR / "layout/nlp/random/train/bench_gnn_big_nlp.npz"
 MEMORY_TARGET = 8 * 10**9  # bytes: peak RSS of training on the largest graph (docs/scale.md)
 PYTHON = sys.executable
 RESULTS = ROOT / "bench" / "results"

@@ -62,7 +62,7 @@ def missing_sample(sample: Path) -> str | None:
     if (sample / NPZ_SUBDIR).is_dir():
         return None
     return (
-        f"the real sample is not at {sample} (no npz_all/npz there; the default is "
+        f"the real sample is not at {sample} (no {NPZ_SUBDIR} there; the default is "
         "../shared/data/tpugraphs-sample beside the checkout): pass --sample DIR"
     )
 
@@ -127,7 +127,7 @@ def step_flops(paths: Paths, collection: str, overrides: list[str], profile: str
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sample", type=Path, default=SAMPLE, help="the real sample (npz_all/npz below it)")
+    p.add_argument("--sample", type=Path, default=SAMPLE, help=f"the real sample ({NPZ_SUBDIR} below it)")
     p.add_argument("--utilisation", type=float, default=UTILISATION, help="share of the published peak")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     p.add_argument(

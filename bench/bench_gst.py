@@ -45,6 +45,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 import provenance  # noqa: E402
 import real_rows as rr  # noqa: E402
 
+from tpurank.core.paths import NPZ_SUBDIR  # noqa: E402
+
 # variant -> its real-sample rows: `bench_real.py --only layout --models gnn --quick` (seeds 0 1), saved
 # under `real` in gst.json; the GST run with 1000-node segments and 30 fine-tuning steps
 _QUICK = "gnn, 150 steps, bench_real --quick"
@@ -161,7 +163,7 @@ def memory(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench_gst_"))
     try:
         data = tmp / "data"
-        folder = data / "npz_all" / "npz" / "layout" / "nlp" / "default" / "train"
+        folder = data / NPZ_SUBDIR / "layout" / "nlp" / "default" / "train"
         folder.mkdir(parents=True)
         (folder / src.name).symlink_to(src)
         out = tmp / "out"
@@ -326,7 +328,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="part", required=True)
     m = sub.add_parser("memory", help="peak RSS and time per step on the largest full-scale nlp graph")
-    m.add_argument("--full-root", default="/work/full/npz_all/npz/layout/nlp")
+    m.add_argument("--full-root", default=str(Path("/work/full") / NPZ_SUBDIR / "layout/nlp"))
     m.add_argument("--segment-nodes", type=int, nargs="+", default=[4000])
     m.add_argument("--steps", type=int, default=3)
     m.add_argument("--configs", type=int, default=64)

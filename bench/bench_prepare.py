@@ -20,9 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from tpurank.core.paths import NPZ_SUBDIR
+
 ROOT = Path(__file__).resolve().parents[1]
 BIG_ROOT = ROOT / "data" / "bench" / "prepare-big"  # a one-file dataset tree (data/ is gitignored)
-BIG_FILE = BIG_ROOT / "npz_all/npz/layout/nlp/random/train/bench_big_nlp.npz"
+BIG_FILE = BIG_ROOT / NPZ_SUBDIR / "layout/nlp/random/train/bench_big_nlp.npz"
 DEMO_ROOT = ROOT / "data" / "synthetic-demo"
 MIN_CONFIG_BYTES = int(1.5 * 2**30)  # the target's ">= 1.5 GB" taken as GiB, the stricter reading
 BIG_CONFIGS = 32_000  # x ~700 configurable nodes x 18 x 4 bytes: ~1.6 GB float32

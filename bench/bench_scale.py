@@ -103,7 +103,7 @@ def synthetic_vs_real(data: Path, collections: list[str], per_collection: int = 
         out[f"synthetic {c}"] = config_stats([files[i] for i in pick])
     if SHARED.is_dir():
         for fam in ("xla", "nlp"):
-            real = sorted((SHARED / "npz_all/npz/layout" / fam).rglob("*.npz"))
+            real = sorted((SHARED / NPZ_SUBDIR / "layout" / fam).rglob("*.npz"))
             if real:
                 out[f"real sample layout:{fam}"] = config_stats(real)
     return out

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 from runners import script_helps
 
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.data.npz import LayoutGraph
 
 if TYPE_CHECKING:
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_ROOT = ROOT.parent / "shared" / "data" / "tpugraphs-sample"
-SAMPLE_NPZ = SAMPLE_ROOT / "npz_all" / "npz"
-NPZ = Path("npz_all/npz")
+SAMPLE_NPZ = SAMPLE_ROOT / NPZ_SUBDIR
+NPZ = NPZ_SUBDIR
 
 # Small budgets so a whole `all` runs in well under a minute on tiny data; same code paths as the defaults.
 # One LightGBM thread: its default, a thread per core, spins beside a busy worker (13 s, not 0.3 s).

@@ -12,6 +12,7 @@ from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import Config
 from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
+from tpurank.core.paths import NPZ_SUBDIR
 from tpurank.data.dataset import GraphFile, classify_path, discover
 
 
@@ -140,7 +141,7 @@ def test_data_root_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_discover_real_sample_and_ids(sample_root: Path) -> None:
-    files = discover(sample_root / "npz_all/npz")
+    files = discover(sample_root / NPZ_SUBDIR)
     assert len(files) == 15
     assert [f.collection for f in files] == sorted((f.collection for f in files), key=COLLECTIONS.index)
     ids = {f.id for f in files if f.split == "test"}
@@ -148,7 +149,7 @@ def test_discover_real_sample_and_ids(sample_root: Path) -> None:
         line.split(",")[0] for line in (sample_root / "sample_submission.csv").read_text().splitlines()[1:]
     }
     assert ids <= sample_ids and len(ids) == 10
-    tests = discover(sample_root / "npz_all/npz", collections=["layout:xla:random"], splits=["test"])
+    tests = discover(sample_root / NPZ_SUBDIR, collections=["layout:xla:random"], splits=["test"])
     assert tests == [
         GraphFile("layout:xla:random", "test", "cd708819d3f5103afd6460b15e74eaf3", tests[0].path)
     ]

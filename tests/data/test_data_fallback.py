@@ -14,7 +14,7 @@ import pytest
 
 from tpurank import cli
 from tpurank.core import paths as paths_mod
-from tpurank.core.paths import LAST_DATA_ROOT, Paths, remember_data_root
+from tpurank.core.paths import LAST_DATA_ROOT, NPZ_SUBDIR, Paths, remember_data_root
 
 
 @pytest.fixture
@@ -28,8 +28,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _tree(root: Path, scale: str | None) -> Path:
-    """A dataset folder (npz_all/npz); with `scale`, a finished synthetic tree (its synth.json)."""
-    (root / "npz_all" / "npz").mkdir(parents=True)
+    """A dataset folder (NPZ_SUBDIR); with `scale`, a finished synthetic tree (its synth.json)."""
+    (root / NPZ_SUBDIR).mkdir(parents=True)
     if scale is not None:
         (root / "synth.json").write_text(json.dumps({"scale": scale}))
     return root
@@ -92,7 +92,7 @@ def test_no_data_errors_name_the_folder_and_the_option(
         (home / "submissions" / name).write_text("ID,TopConfigs\ntile:xla:a,0;1\n")
     assert cli.main(argv) == 1
     line = _one_error(capsys)
-    assert str(home / "data" / "npz_all" / "npz") in line, line
+    assert str(home / "data" / NPZ_SUBDIR) in line, line
     assert "--data-dir DIR" in line and "$TPURANK_DATA" in line, line
 
 
@@ -106,7 +106,7 @@ def test_validate_without_the_data_of_its_csvs_names_the_folder_and_the_option(
     skipped, last = err[0], err[-1]
     assert skipped.startswith("validate: skipped random: ") and "--data-dir DIR" in skipped, err
     assert last.startswith("tpurank validate: error: no valid_<model>.csv passed its check"), err
-    assert str(home / "data" / "npz_all" / "npz") in last and "--data-dir DIR" in last, err
+    assert str(home / "data" / NPZ_SUBDIR) in last and "--data-dir DIR" in last, err
     assert "$TPURANK_DATA" in last
 
 

@@ -23,7 +23,7 @@ import pytest
 from runners import forked
 
 from tpurank.core.errors import TpurankError
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.data.net import DEFAULT_TIMEOUT_S, TIMEOUT_ENV, network_timeouts, timeout_seconds
 from tpurank.submission.format import expected_for_split, render
 
@@ -114,7 +114,7 @@ def test_download_from_a_silent_server_fails_in_one_line(silent_server: SilentSe
     assert f"download: localhost:{PORT} did not answer within 1 s" in line and TIMEOUT_ENV in line
     assert silent_server.accepted == 1 and b"POST /api/v1/competitions" in silent_server.received
     assert took < 20  # one timeout, no retries
-    assert not (tmp_path / "data" / "npz_all").exists()
+    assert not (tmp_path / "data" / NPZ_SUBDIR.parts[0]).exists()
 
 
 def test_submit_to_a_silent_server_fails_in_one_line(

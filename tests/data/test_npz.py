@@ -13,6 +13,7 @@ from helpers import sample_files
 from runners import forked
 
 from tpurank.core.errors import DataError
+from tpurank.core.paths import NPZ_SUBDIR
 from tpurank.data.dataset import classify_path
 from tpurank.data.npz import LayoutGraph, TileGraph, iter_rows, load_graph, save_graph, validate_file
 
@@ -65,7 +66,7 @@ def test_every_real_sample_file_is_accepted(path: Path) -> None:
 
 
 def test_real_sample_shapes(sample_root: Path) -> None:
-    g = load_graph(sample_root / "npz_all/npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz")
+    g = load_graph(sample_root / NPZ_SUBDIR / "layout/xla/default/valid/unet_3d.4x4.bf16.npz")
     assert isinstance(g, LayoutGraph)
     assert g.node_feat.shape == (3163, 140) and g.node_config_feat.shape == (1965, 62, 18)
     assert not g.is_test

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tpurank.core.paths import NPZ_SUBDIR
 from tpurank.features.layout import effective_layout
 from tpurank.features.mxu import CONVOLUTION, DOT, MxuDims, mxu_columns, mxu_flags
 from tpurank.gnn.nets.tile_inputs import (
@@ -159,7 +160,7 @@ def test_mxu_dims_of_real_convolutions_come_from_their_dimension_numbers(sample_
     """The real unet3d graph trains: beside its forward convolutions (input feature dim 4) its backward
     pass has weight-gradient ones contracting over dim 0, and kernels contract over dim 3 or 4, so no
     fixed dimension would do: each convolution's own dimension numbers are read."""
-    d = np.load(sample_root / "npz_all/npz/layout/xla/default/train/unet3d.npz")
+    d = np.load(sample_root / NPZ_SUBDIR / "layout/xla/default/train/unet3d.npz")
     ids = d["node_config_ids"]
     raw = d["node_feat"][ids]
     dims = MxuDims.from_raw(raw, d["node_opcode"][ids])

@@ -11,7 +11,7 @@ import pytest
 
 from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.core.toml_write import to_toml
 from tpurank.kaggle.infer import find_manifest, unpack
 from tpurank.kaggle.models_dataset import ARCHIVE, MANIFEST, build
@@ -199,7 +199,7 @@ def test_build_models_dataset_with_broken_ensemble_weights_is_one_line(tmp_path:
 
 def _data_tree(root: Path, scale: str | None) -> Path:
     """A data root (npz_all/npz); with `scale`, a synthetic tree (its synth.json)."""
-    (root / "npz_all" / "npz").mkdir(parents=True)
+    (root / NPZ_SUBDIR).mkdir(parents=True)
     if scale is not None:
         (root / "synth.json").write_text(json.dumps({"scale": scale}))
     return root

@@ -10,13 +10,14 @@ import pytest
 
 from tpurank.cli import main
 from tpurank.core.errors import DataError
+from tpurank.core.paths import NPZ_SUBDIR
 from tpurank.data.npz import load_graph
 from tpurank.pb.convert import PbWarning, layout_graph, read_pb, tile_graphs
 from tpurank.pb.featurize import featurize
 from tpurank.pb.opcodes import OPCODE_IDS, opcode_id
 from tpurank.pb.schema import ModuleTuningData, TuningData
 
-UNET_NPZ = "npz_all/npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz"
+UNET_NPZ = NPZ_SUBDIR / "layout/xla/default/valid/unet_3d.4x4.bf16.npz"
 LAYOUT_PB = "pb/module_tuning_data_layout.pb"
 TILE_PB = "pb/op_tuning_data.pb"
 

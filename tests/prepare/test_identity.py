@@ -14,7 +14,7 @@ from tpurank.core.config import Config
 from tpurank.core.declared import prepare_io
 from tpurank.core.errors import DataError
 from tpurank.core.identity import file_identity, regular_file, zip_identity
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.core.provenance import data_fingerprint
 from tpurank.data.dataset import discover
 from tpurank.prepare.build import BuildParams, build_file, build_key
@@ -85,7 +85,7 @@ def test_touch_and_copies_rebuild_nothing_a_content_change_rebuilds_that_graph(
     assert data_fingerprint(copy) == before
     result = prepare_dataset(moved, Config(), jobs=1, progress=False)
     assert (result.built, result.reused) == (0, len(files))
-    changed = next(gf for gf in discover(copy / "npz_all/npz") if gf.collection == "layout:nlp:default")
+    changed = next(gf for gf in discover(copy / NPZ_SUBDIR) if gf.collection == "layout:nlp:default")
     reorder_configs(changed.path)
     assert data_fingerprint(copy) != before
     result = prepare_dataset(moved, Config(), jobs=1, progress=False)

@@ -22,12 +22,13 @@ import pytest
 from tpurank.cli import main as cli_main
 from tpurank.core.config import Config
 from tpurank.core.lock import LOCK_NAME
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.data.dataset import GraphFile, classify_path, discover
 from tpurank.data.npz import load_graph, save_graph
 from tpurank.prepare.build import BuildParams, build_graph
 from tpurank.prepare.cache import (
     FIELD_NAMES,
+    INDEX_FILE,
     SUMMARY_OPCODE,
     PreparedGraph,
     iter_prepared,
@@ -47,7 +48,7 @@ ALL_COLUMNS = FeatureRule(keep=list(range(140)), fitted_on=0, train_key="")
 
 
 def graph_file(sample_root: Path, rel: str) -> GraphFile:
-    path = sample_root / "npz_all/npz" / rel
+    path = sample_root / NPZ_SUBDIR / rel
     collection, split = classify_path(path)
     return GraphFile(collection, split, path.stem, path)
 
@@ -94,7 +95,7 @@ def assert_same_graph_field(a: PreparedGraph, b: PreparedGraph, name: str) -> No
 
 def test_dedup_unet_finds_1469_of_1965_and_keeps_runtimes(sample_root: Path) -> None:
     g = build(sample_root, UNET)
-    raw = load_graph(sample_root / "npz_all/npz" / UNET)
+    raw = load_graph(sample_root / NPZ_SUBDIR / UNET)
     assert (g.num_configs, g.num_unique) == (1965, 1469)
     assert g.count.sum() == 1965 and g.count.min() >= 1
     # every original config maps to a row equal to it on the varying nodes, which are exact int8
@@ -119,7 +120,7 @@ def test_dedup_unet_finds_1469_of_1965_and_keeps_runtimes(sample_root: Path) -> 
 
 def test_test_file_inverse_reproduces_every_original_config(sample_root: Path) -> None:
     g = build(sample_root, NLP_TEST)
-    raw = load_graph(sample_root / "npz_all/npz" / NLP_TEST, config_dtype=np.int8)
+    raw = load_graph(sample_root / NPZ_SUBDIR / NLP_TEST, config_dtype=np.int8)
     flat = raw.node_config_feat.reshape(raw.num_configs, -1)
     _, first, ref_inverse = np.unique(flat, axis=0, return_index=True, return_inverse=True)
     assert g.is_test and len(g.inverse) == raw.num_configs == 1001
@@ -132,7 +133,7 @@ def test_test_file_inverse_reproduces_every_original_config(sample_root: Path) -
 
 def test_tile_runtimes_are_normalized(sample_root: Path) -> None:
     g = build(sample_root, TILE_VALID)
-    raw = load_graph(sample_root / "npz_all/npz" / TILE_VALID)
+    raw = load_graph(sample_root / NPZ_SUBDIR / TILE_VALID)
     np.testing.assert_array_equal(g.configs[g.inverse], raw.config_feat)
     y = raw.config_runtime / raw.config_runtime_normalizers
     np.testing.assert_array_equal(g.runtime_min, pd.Series(y).groupby(g.inverse).min().to_numpy())
@@ -165,7 +166,7 @@ def bfs(num_nodes: int, edges: np.ndarray, seeds: np.ndarray, hops: int) -> set[
 @pytest.mark.parametrize("hops", [0, 1, 2, 3])
 @pytest.mark.parametrize("graph", [UNET, NLP_TEST])
 def test_prune_keeps_exactly_the_khop_neighbourhood(sample_root: Path, graph: str, hops: int) -> None:
-    raw = load_graph(sample_root / "npz_all/npz" / graph, config_dtype=np.int8)
+    raw = load_graph(sample_root / NPZ_SUBDIR / graph, config_dtype=np.int8)
     p = prune(raw.num_nodes, raw.edge_index, raw.node_config_ids, hops)
     expected = bfs(raw.num_nodes, raw.edge_index, raw.node_config_ids, hops)
     assert set(p.node_map.tolist()) == expected and p.num_summary == 0
@@ -186,7 +187,7 @@ def test_prune_reaches_a_hub_with_many_configurable_neighbours(leaves: int) -> N
 
 
 def test_prune_negative_hops_keeps_everything(sample_root: Path) -> None:
-    raw = load_graph(sample_root / "npz_all/npz" / UNET, config_dtype=np.int8)
+    raw = load_graph(sample_root / NPZ_SUBDIR / UNET, config_dtype=np.int8)
     p = prune(raw.num_nodes, raw.edge_index, raw.node_config_ids, -1)
     np.testing.assert_array_equal(p.node_map, np.arange(raw.num_nodes))
     np.testing.assert_array_equal(p.edge_index, raw.edge_index)
@@ -202,7 +203,7 @@ def test_collapse_turns_each_removed_run_into_one_summary_node() -> None:
 
 
 def test_collapse_preserves_connectivity_of_kept_nodes(sample_root: Path) -> None:
-    raw = load_graph(sample_root / "npz_all/npz" / UNET, config_dtype=np.int8)
+    raw = load_graph(sample_root / NPZ_SUBDIR / UNET, config_dtype=np.int8)
     p = prune(raw.num_nodes, raw.edge_index, raw.node_config_ids, hops=1, collapse=True)
     real = p.node_map >= 0
     # two kept nodes are connected after collapsing exactly when they were connected originally
@@ -287,9 +288,9 @@ def test_cache_round_trip_is_exact(sample_root: Path, tmp_path: Path) -> None:
 
 def link_tree(src_root: Path, dest: Path, keep=lambda gf: True) -> Path:
     """A dataset tree of symlinks to some of src_root's files (cheap; the source is never touched)."""
-    for gf in discover(src_root / "npz_all/npz"):
+    for gf in discover(src_root / NPZ_SUBDIR):
         if keep(gf):
-            target = dest / "npz_all/npz" / gf.path.relative_to(src_root / "npz_all/npz")
+            target = dest / NPZ_SUBDIR / gf.path.relative_to(src_root / NPZ_SUBDIR)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.symlink_to(gf.path)
     return dest
@@ -365,13 +366,13 @@ def test_scoped_run_keeps_other_index_rows(tiny_root: Path, tmp_path: Path) -> N
 
 def test_bad_file_gets_one_line_and_nonzero_exit(tiny_root: Path, tmp_path: Path, capsys) -> None:
     root = link_tree(tiny_root, tmp_path / "data", few)
-    good = discover(root / "npz_all/npz")
+    good = discover(root / NPZ_SUBDIR)
     layout_file = next(gf.path for gf in good if gf.kind == "layout")
-    bad = root / "npz_all/npz/tile/xla/test/broken.npz"
+    bad = root / NPZ_SUBDIR / "tile/xla/test/broken.npz"
     bad.write_bytes(b"not a zip at all")
-    truncated = root / "npz_all/npz/layout/xla/random/test/cut.npz"
+    truncated = root / NPZ_SUBDIR / "layout/xla/random/test/cut.npz"
     truncated.write_bytes(layout_file.read_bytes()[:2000])
-    out_of_range = root / "npz_all/npz/layout/xla/random/valid/range.npz"
+    out_of_range = root / NPZ_SUBDIR / "layout/xla/random/valid/range.npz"
     g = load_graph(layout_file)
     g.node_config_feat[-1, 0, 7] = 9  # a valid zip whose streamed configs break the -1..5 rule
     save_graph(out_of_range, g)
@@ -408,7 +409,7 @@ sys.exit(main(sys.argv[1:]))
 
 def test_killed_run_completes_on_rerun_identically(tiny_root: Path, tmp_path: Path) -> None:
     root = link_tree(tiny_root, tmp_path / "data", few)
-    files = discover(root / "npz_all/npz")
+    files = discover(root / NPZ_SUBDIR)
     killed, clean = tmp_path / "killed", tmp_path / "clean"
     args = ["prepare", "--data-dir", str(root), "--out", str(killed), "--jobs", "1", "--no-progress"]
     proc = subprocess.Popen([sys.executable, "-c", _SLOW_RUN, *args], stderr=subprocess.PIPE)
@@ -419,7 +420,7 @@ def test_killed_run_completes_on_rerun_identically(tiny_root: Path, tmp_path: Pa
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     done = [p for p in killed.rglob("*.tpg") if not p.name.startswith(".")]
-    assert 1 <= len(done) < len(files) and not (killed / "index.parquet").exists()
+    assert 1 <= len(done) < len(files) and not (killed / INDEX_FILE).exists()
     stale = killed / "tile/xla/test/.x.tpg.x1y2.tmp.tpg"  # what a kill in mid-write leaves
     stale.parent.mkdir(parents=True, exist_ok=True)
     stale.write_bytes(b"partial")
@@ -458,7 +459,7 @@ def test_tiny_cache_covers_every_file(tiny_paths: Paths) -> None:
 
 @pytest.mark.parametrize("hops", [0, 1, 2])
 def test_prune_khop_on_every_tiny_layout_graph(tiny_root: Path, hops: int) -> None:
-    for gf in discover(tiny_root / "npz_all/npz", splits=["valid"]):
+    for gf in discover(tiny_root / NPZ_SUBDIR, splits=["valid"]):
         if gf.kind == "layout":
             raw = load_graph(gf.path, config_dtype=np.int8)
             p = prune(raw.num_nodes, raw.edge_index, raw.node_config_ids, hops)
@@ -515,7 +516,7 @@ def test_varying_nodes_are_those_of_the_file(tiny_root: Path, tmp_path: Path) ->
     (duplicated rows change nothing), and keeps exactly those nodes of each unique row."""
     from tpurank.prepare import dedup
 
-    src = next(gf for gf in discover(tiny_root / "npz_all/npz") if gf.kind == "layout")
+    src = next(gf for gf in discover(tiny_root / NPZ_SUBDIR) if gf.kind == "layout")
     g = load_graph(src.path)
     twice = replace(
         g,

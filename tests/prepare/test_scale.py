@@ -22,11 +22,11 @@ from helpers import sample_files
 from tpurank.cli import main as cli_main
 from tpurank.core.config import Config
 from tpurank.core.lock import LOCK_NAME
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.data.dataset import GraphFile, classify_path
 from tpurank.data.npz import load_graph
 from tpurank.prepare.build import BuildParams, build_graph
-from tpurank.prepare.cache import CACHE_FORMAT, load_prepared, prepared_path, save_prepared
+from tpurank.prepare.cache import CACHE_FORMAT, INDEX_FILE, load_prepared, prepared_path, save_prepared
 from tpurank.prepare.node_features import FeatureRule
 from tpurank.prepare.stage import prepare_dataset
 from tpurank.prepare.store import META_MEMBER
@@ -68,7 +68,7 @@ def test_cache_is_smaller_than_the_real_npz(sample_root: Path, tmp_path: Path) -
     paths = Paths(sample_root, tmp_path)
     result = prepare_dataset(paths, Config(), jobs=1, progress=False)
     assert not result.failed
-    npz = sum(p.stat().st_size for p in (sample_root / "npz_all/npz").rglob("*.npz"))
+    npz = sum(p.stat().st_size for p in (sample_root / NPZ_SUBDIR).rglob("*.npz"))
     cache = sum(p.stat().st_size for p in paths.prepared.rglob("*") if p.is_file())
     assert cache <= 1.5 * npz, (cache, npz)
 
@@ -210,8 +210,8 @@ def test_prepare_on_a_full_disk_fails_in_one_line_and_resumes_identically(
             resumed = _tree(disk / "prepared")[rel]
             assert resumed == data, (rel, _meta_diff(resumed, data))
     pd.testing.assert_frame_equal(
-        pd.read_parquet(disk / "prepared/index.parquet"),
-        pd.read_parquet(clean / "features/prepared/index.parquet"),
+        pd.read_parquet(disk / "prepared" / INDEX_FILE),
+        pd.read_parquet(clean / "features" / "prepared" / INDEX_FILE),
     )
 
 

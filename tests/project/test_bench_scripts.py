@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from helpers import SAMPLE_ROOT, bench_helps
 
+from tpurank.prepare.cache import INDEX_FILE
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 SCRIPTS = sorted(BENCH.glob("*.py"))
 
@@ -356,4 +358,4 @@ def test_gpu_projection_prepares_the_sample_where_it_reads_it(
     monkeypatch.setenv("TPURANK_WORK", str(elsewhere))
     paths = projection.prepare_sample(sample_root, tmp_path / "bench")
     assert paths.prepared == tmp_path / "bench" / "features" / "prepared"
-    assert (paths.prepared / "index.parquet").is_file() and not elsewhere.exists()
+    assert (paths.prepared / INDEX_FILE).is_file() and not elsewhere.exists()

@@ -10,6 +10,7 @@ import pytest
 from helpers import ROOT
 
 from tpurank.core.errors import TpurankError, command
+from tpurank.prepare.cache import INDEX_FILE
 
 SRC = ROOT / "src" / "tpurank"
 MODULE_SPELLING = "python -m tpurank"
@@ -63,6 +64,4 @@ def test_a_missing_prerequisite_names_the_command_as_typed(tmp_path: Path) -> No
     assert command("predict --split test") == "`tpurank predict --split test`"
     with pytest.raises(TpurankError) as raised:
         read_index(tmp_path)
-    assert (
-        str(raised.value) == f"{tmp_path / 'index.parquet'}: no prepared index; run `tpurank prepare` first"
-    )
+    assert str(raised.value) == f"{tmp_path / INDEX_FILE}: no prepared index; run `tpurank prepare` first"

@@ -14,7 +14,7 @@ from scipy.stats import kendalltau
 
 from tpurank.cli import main
 from tpurank.core.metrics import order_from_costs, rank_from_order
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.data.npz import save_graph
 from tpurank.data.subsets import spread_configs
 from tpurank.models.predictions import save_predictions
@@ -31,7 +31,7 @@ def _tree(tmp_path: Path) -> tuple[Paths, float]:
     rng = np.random.default_rng(5)
     runtime = rng.permutation(N) + 100
     save_graph(
-        tmp_path / "data/npz_all/npz/layout/xla/default/valid/big.npz", chain_layout_graph(runtime, rng)
+        tmp_path / "data" / NPZ_SUBDIR / "layout/xla/default/valid/big.npz", chain_layout_graph(runtime, rng)
     )
     paths = Paths(data=tmp_path / "data", out=tmp_path / "out")
     expected = expected_for_split(paths, "valid")

@@ -17,8 +17,9 @@ from helpers import fake_clock
 from tpurank.core.collections import COLLECTIONS, collection_dir
 from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.core.profiles import DEFAULT_BUDGET, Profile, default_budget_s, format_duration, parse_duration
+from tpurank.prepare.cache import INDEX_FILE
 from tpurank.run import budget as run_budget
 from tpurank.run import plan as planning
 from tpurank.run.plan import MARGIN, make_plan
@@ -46,7 +47,7 @@ def demo_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A data root of the five collections (small files: small data), the demo's graph sizes, and
     two processes side by side, biggest first, whatever this machine's cores."""
     for c in COLLECTIONS:
-        folder = tmp_path / "data" / "npz_all" / "npz" / c.replace(":", "/") / "train"
+        folder = tmp_path / "data" / NPZ_SUBDIR / c.replace(":", "/") / "train"
         folder.mkdir(parents=True)
         (folder / "g.npz").write_bytes(b"x" * 1000)
     monkeypatch.setattr(planning, "graph_size", lambda root, c: NODES[c])
@@ -210,7 +211,7 @@ def test_the_nodes_a_step_costs_are_those_prepare_keeps(tiny_paths: Paths) -> No
 
     from tpurank.run.shares import kept_nodes
 
-    index = pd.read_parquet(tiny_paths.prepared / "index.parquet")
+    index = pd.read_parquet(tiny_paths.prepared / INDEX_FILE)
     rows = index[index["split"] == "train"].groupby("collection").head(3)
     assert set(rows["collection"]) == set(COLLECTIONS)
     for row in rows.itertuples():

@@ -32,6 +32,7 @@ from tpurank.core.lock import LOCK_NAME, output_lock
 from tpurank.core.paths import Paths
 from tpurank.data.npz import load_graph, save_graph
 from tpurank.models.predictions import load_predictions
+from tpurank.prepare.cache import INDEX_FILE
 
 EMPTY_TEST = "0 configs: a test graph needs at least one for its submission row"
 
@@ -94,13 +95,13 @@ def test_predict_test_names_a_file_missing_from_the_prepared_cache(run_copy: Pat
 
 def test_a_second_run_into_a_folder_in_use_is_refused_in_one_line(run_copy: Paths, capsys) -> None:
     prepared = run_copy.prepared
-    index_before = (prepared / "index.parquet").read_bytes()
+    index_before = (prepared / INDEX_FILE).read_bytes()
     with held_by_another_run(prepared):
         rc = main(["prepare", "--jobs", "1", "--no-progress", "--set", "prepare.hops=3", *common(run_copy)])
     assert rc == 1
     line = one_error(capsys, "prepare")
     assert f"{prepared} is in use by another tpurank run (pid 4242, tpurank prepare)" in line
-    assert (prepared / "index.parquet").read_bytes() == index_before  # nothing written meanwhile
+    assert (prepared / INDEX_FILE).read_bytes() == index_before  # nothing written meanwhile
     # released: the same run now goes ahead, and its provenance matches its files
     assert (
         main(["prepare", "--jobs", "1", "--no-progress", "--set", "prepare.hops=3", *common(run_copy)]) == 0

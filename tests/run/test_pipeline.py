@@ -32,9 +32,10 @@ from runners import Forked, in_process
 
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import Config
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.models.ensemble import collection_score, normalize, train, valid_truth, weight_grid
 from tpurank.models.predictions import save_predictions
+from tpurank.prepare.cache import INDEX_FILE
 
 
 def test_weight_grid_covers_the_simplex() -> None:
@@ -253,7 +254,7 @@ def test_all_follows_the_data_content_and_a_killed_all_resumes(
     assert r.returncode == 0 and r.stderr.count("up to date, skipped") == 14, r.stderr[-3000:]
     assert ": tpurank " not in r.stderr  # nothing ran, training least of all
 
-    f = sorted((data / "npz_all/npz/layout/nlp/random/test").glob("*.npz"))[0]
+    f = sorted((data / NPZ_SUBDIR / "layout/nlp/random/test").glob("*.npz"))[0]
     with np.load(f) as z:
         arrays = {k: z[k] for k in z.files}
     order = np.arange(len(arrays["config_runtime"]))[::-1]
@@ -303,7 +304,7 @@ def test_infer_on_a_copy_of_the_data_keeps_the_models_rule(
     assert rc == 0, capsys.readouterr().err[-2000:]
     data = tmp_path / "input"
     copy_without_times(clean_all.data, data)
-    shutil.rmtree(data / "npz_all/npz/layout/xla/random/train")  # a rule refitted would differ
+    shutil.rmtree(data / NPZ_SUBDIR / "layout/xla/random/train")  # a rule refitted would differ
     out, work = tmp_path / "working", tmp_path / "temp"
     capsys.readouterr()
     rc = main(
@@ -324,14 +325,14 @@ def test_infer_on_a_copy_of_the_data_keeps_the_models_rule(
     assert "fit feature rule" not in err
     rule = "features/prepared/node_feature_rule.json"
     assert (work / rule).read_bytes() == (clean / rule).read_bytes()
-    assert (work / "features/prepared/index.parquet").is_file() and not (out / "features").exists()
+    assert (work / "features/prepared" / INDEX_FILE).is_file() and not (out / "features").exists()
     sub = "submissions/submission.csv"
     assert (out / sub).read_bytes() == (clean / sub).read_bytes()
     # the same models dataset serves `rank`: a test graph ranked as `all` predicted it
     from tpurank.models.predictions import load_predictions
     from tpurank.rank import Ranker
 
-    f = sorted((clean_all.data / "npz_all/npz/tile/xla/test").glob("*.npz"))[0]
+    f = sorted((clean_all.data / NPZ_SUBDIR / "tile/xla/test").glob("*.npz"))[0]
     with Ranker.load(pack, tmp_path / "rank-work") as ranker:
         (ranked,) = ranker.rank(f)
     costs = load_predictions(clean / "predictions/ensemble/test.npz")[f"tile:xla:{f.stem}"]

@@ -17,7 +17,7 @@ from tpurank.core import profiles
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config_files import config_layers, from_layers, load_config
 from tpurank.core.errors import TpurankError
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.run import plan as planning
 from tpurank.run import shares, step_costs
 from tpurank.run.plan import MARGIN, apply_plan, make_plan
@@ -132,7 +132,7 @@ def test_bad_durations_are_one_line(text: str) -> None:
 def _tree(root: Path, sizes: dict[str, int]) -> Path:
     """A data root whose train files of each collection have the given size (bytes), two files each."""
     for c, size in sizes.items():
-        folder = root / "npz_all" / "npz" / c.replace(":", "/") / "train"
+        folder = root / NPZ_SUBDIR / c.replace(":", "/") / "train"
         folder.mkdir(parents=True)
         for i in range(2):
             (folder / f"g{i}.npz").write_bytes(b"x" * size)
@@ -144,10 +144,10 @@ def test_graph_size_reads_the_pruned_size_from_the_headers(sample_root: Path) ->
     nodes and their neighbours (never more than the graph), tile the whole kernel."""
     from tpurank.data.npz import load_graph
 
-    g = load_graph(sample_root / "npz_all/npz/layout/xla/default/train/unet3d.npz", config_dtype=None)
+    g = load_graph(sample_root / NPZ_SUBDIR / "layout/xla/default/train/unet3d.npz", config_dtype=None)
     want = min(len(g.node_opcode), planning.NEIGHBOURHOOD * len(g.node_config_ids))
     assert planning.graph_size(sample_root, "layout:xla:default") == want
-    t = load_graph(sample_root / "npz_all/npz/tile/xla/train/retinanet.2x2.fp32_-342c949e14733d96.npz")
+    t = load_graph(sample_root / NPZ_SUBDIR / "tile/xla/train/retinanet.2x2.fp32_-342c949e14733d96.npz")
     assert planning.graph_size(sample_root, "tile:xla") == len(t.node_opcode)
 
 

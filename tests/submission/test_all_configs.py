@@ -13,7 +13,7 @@ from scipy.stats import kendalltau
 
 from tpurank.cli import main
 from tpurank.core.metrics import order_from_costs, rank_from_order
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.data.npz import save_graph
 from tpurank.data.subsets import spread_configs
 from tpurank.submission.format import expected_for_split, render
@@ -34,7 +34,7 @@ def hand_made(root: Path) -> tuple[Path, dict[str, float]]:
     big graph's 1,000 spread configs, at random elsewhere. Returns the CSV and, per graph, its tau
     over all its configs."""
     rng = np.random.default_rng(7)
-    folder = root / "data" / "npz_all" / "npz" / "layout" / "xla" / "default" / "valid"
+    folder = root / "data" / NPZ_SUBDIR / "layout" / "xla" / "default" / "valid"
     costs, taus = {}, {}
     for name, n in (("big", BIG), ("small", SMALL)):
         runtime = rng.permutation(n) + 100

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tpurank.core.errors import TpurankError
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.submission.check import check_submission_file
 from tpurank.submission.csvio import HEADER, csv_text, format_row, parse_rows, read_rows
 from tpurank.submission.format import ExpectedGraph, expected_for_split, render, write_submission
@@ -72,7 +72,7 @@ def _odd_copy(tiny_root: Path, tmp_path: Path) -> tuple[Paths, dict[str, str]]:
         (TILE, "tile/xla", 'a,b"c\nd'),
         (XLA, "layout/xla/random", 'q"r,s\r\nt'),
     ):
-        valid = data / "npz_all" / "npz" / folder / "valid"
+        valid = data / NPZ_SUBDIR / folder / "valid"
         source = sorted(valid.glob("*.npz"))[0]
         shutil.copyfile(source, valid / f"{stem}.npz")
         odd[f"{collection}:{stem}"] = f"{collection}:{source.stem}"

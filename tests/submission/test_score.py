@@ -11,7 +11,7 @@ from helpers import chain_layout_graph
 
 from tpurank import cli
 from tpurank.core.errors import TpurankError
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.data.npz import TileGraph, save_graph
 from tpurank.data.subsets import EVAL_MAX_CONFIGS, spread_configs
 from tpurank.submission.score import load_runtimes, score_csv
@@ -26,7 +26,7 @@ LAYOUT_RT = {
 
 def make_mini_dataset(root):
     """A valid split with 2 tile and 2 layout graphs in the real file format (tiny graphs)."""
-    npz = root / "npz_all" / "npz"
+    npz = root / NPZ_SUBDIR
     rng = np.random.default_rng(0)
     for stem, (rt, norm) in TILE_RT.items():
         c = len(rt)
@@ -125,7 +125,7 @@ def test_official_subsets_restrict_the_permutation(mini, tmp_path):
 def test_real_sample_true_ranking_with_ties(sample_root, tmp_path):
     """unet_3d has runtimes measured equal: tau-b of the true order is then sqrt(untied/all) < 1."""
     paths = Paths(data=sample_root, out=tmp_path)
-    npz = sample_root / "npz_all" / "npz"
+    npz = sample_root / NPZ_SUBDIR
     tile = npz / "tile/xla/valid/inception_v3_batch_128_train_426e203f19335d17.npz"
     unet = npz / "layout/xla/default/valid/unet_3d.4x4.bf16.npz"
     y_tile = load_runtimes(tile, "tile:xla")

@@ -10,7 +10,7 @@ from helpers import chain_layout_graph
 
 from tpurank.core.errors import TpurankError
 from tpurank.core.normalize import normalize
-from tpurank.core.paths import Paths
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.data.npz import save_graph
 from tpurank.data.subsets import EVAL_MAX_CONFIGS, scored_configs, spread_configs
 from tpurank.gnn.data import load_split
@@ -101,7 +101,7 @@ def test_validation_refuses_a_subset_the_predictions_left_unscored(tmp_path) -> 
 def test_the_reports_rank_scatter_draws_the_scored_configs(tmp_path) -> None:
     n, rng = 1_500, np.random.default_rng(1)
     g = chain_layout_graph(rng.permutation(n) + 100, rng)
-    save_graph(tmp_path / "data" / "npz_all" / "npz" / "layout" / "xla" / "default" / "valid" / "big.npz", g)
+    save_graph(tmp_path / "data" / NPZ_SUBDIR / "layout" / "xla" / "default" / "valid" / "big.npz", g)
     paths = Paths(data=tmp_path / "data", out=tmp_path / "out")
     order = list(np.argsort(g.config_runtime))  # the true order: every scored config on the diagonal
     row = {"id": "layout:xla:default:big", "collection": "layout:xla:default", "score": 1.0}

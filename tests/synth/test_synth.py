@@ -13,6 +13,7 @@ from sklearn.linear_model import Ridge
 
 from tpurank.cli import main
 from tpurank.core.collections import COLLECTIONS
+from tpurank.core.paths import NPZ_SUBDIR
 from tpurank.data.dataset import discover
 from tpurank.data.npz import LAYOUT_KEYS, load_graph, validate_file
 from tpurank.synth import generate, write_big_layout_graph
@@ -28,12 +29,12 @@ SPLIT_COUNTS = {"tile:xla": (12, 4, 4), "layout": (4, 2, 2)}
 
 
 def _graphs(root: Path, collection: str, splits=("train", "valid")):
-    return [(gf, load_graph(gf.path)) for gf in discover(root / "npz_all/npz", [collection], splits)]
+    return [(gf, load_graph(gf.path)) for gf in discover(root / NPZ_SUBDIR, [collection], splits)]
 
 
 def test_tiny_tree_passes_check_and_has_every_collection(tiny_root: Path, capsys) -> None:
     assert main(["check", str(tiny_root)]) == 0
-    files = discover(tiny_root / "npz_all/npz")
+    files = discover(tiny_root / NPZ_SUBDIR)
     for c in COLLECTIONS:
         want = SPLIT_COUNTS["tile:xla" if c == "tile:xla" else "layout"]
         got = tuple(
@@ -126,7 +127,7 @@ def test_sample_submission_lists_every_test_file_in_real_order(tiny_root: Path) 
     assert lines[0] == "ID,TopConfigs"
     rows = [line.split(",") for line in lines[1:]]
     ids = [r[0] for r in rows]
-    tests = discover(tiny_root / "npz_all/npz", splits=["test"])
+    tests = discover(tiny_root / NPZ_SUBDIR, splits=["test"])
     assert sorted(ids) == sorted(f.id for f in tests)
     order = [COLLECTIONS.index(i.rsplit(":", 1)[0]) for i in ids]
     assert order == sorted(order)  # tile, xla:default, xla:random, nlp:default, nlp:random
@@ -309,7 +310,7 @@ def test_synth_cli_writes_selected_collections(tmp_path: Path, capsys) -> None:
         ]
     )
     assert rc == 0
-    files = discover(out / "npz_all/npz")
+    files = discover(out / NPZ_SUBDIR)
     assert {f.collection for f in files} == {"tile:xla"} and len(files) == 4
     assert len((out / "sample_submission.csv").read_text().splitlines()) == 5
     # same folder, another seed: refused with one line rather than mixing two datasets
@@ -332,12 +333,12 @@ def test_synth_cli_errors_are_one_line(tmp_path: Path, capsys) -> None:
 
 def test_synth_refuses_to_write_into_a_real_dataset(tmp_path: Path, capsys) -> None:
     real = tmp_path / "real"
-    (real / "npz_all" / "npz").mkdir(parents=True)
+    (real / NPZ_SUBDIR).mkdir(parents=True)
     (real / "sample_submission.csv").write_text("ID,TopConfigs\n")
     assert main(["synth", "--out", str(real)]) == 1
     assert "did not write" in capsys.readouterr().err
     assert (real / "sample_submission.csv").read_text() == "ID,TopConfigs\n"
-    assert not list((real / "npz_all" / "npz").iterdir())
+    assert not list((real / NPZ_SUBDIR).iterdir())
 
 
 def test_compare_real_prints_both_columns(tiny_root: Path, sample_root: Path) -> None:
@@ -357,7 +358,7 @@ def test_synthetic_configs_tie_tensors_like_the_real_files(tiny_root: Path) -> N
     nlp graph hold 66 distinct sequences), so a config has far fewer distinct columns than tensors."""
     from tpurank.data.npz import load_graph
 
-    for f in sorted((tiny_root / "npz_all/npz/layout/xla/random/train").glob("*.npz")):
+    for f in sorted((tiny_root / NPZ_SUBDIR / "layout/xla/random/train").glob("*.npz")):
         g = load_graph(f, config_dtype=np.int8)
         t = g.node_config_feat.reshape(g.num_configs, -1, 6)
         codes = ((t.astype(np.int64) + 1) * 7 ** np.arange(6)).sum(axis=2)
@@ -369,7 +370,7 @@ def test_parallel_generation_writes_the_same_bytes(tiny_root: Path, tmp_path: Pa
     from tpurank.synth import generate
 
     generate(tmp_path, scale="tiny", seed=0, collections=["layout:nlp:default"], jobs=2)
-    ours = sorted((tmp_path / "npz_all/npz/layout/nlp/default").rglob("*.npz"))
+    ours = sorted((tmp_path / NPZ_SUBDIR / "layout/nlp/default").rglob("*.npz"))
     assert ours
     for f in ours:
         assert f.read_bytes() == (tiny_root / f.relative_to(tmp_path)).read_bytes(), f

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tpurank.core.paths import NPZ_SUBDIR
 from tpurank.synth import generate
 from tpurank.synth.cost_model import LayoutCostModel, measure, program_noise
 from tpurank.synth.hlo_builder import Builder
@@ -94,7 +95,7 @@ def test_program_noise_is_repeatable_and_jitter_is_small() -> None:
 
 
 def test_a_tree_of_another_generator_version_is_regenerated(tmp_path: Path, capsys) -> None:
-    stale = tmp_path / "npz_all/npz/tile/xla/test/stale.npz"
+    stale = tmp_path / NPZ_SUBDIR / "tile/xla/test/stale.npz"
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"old")
     (tmp_path / "synth.json").write_text(json.dumps({"scale": "tiny", "synth_seed": 0}))  # version 1
@@ -133,7 +134,7 @@ def test_difficulty_table_on_the_real_sample(sample_root: Path) -> None:
 def test_difficulty_needs_the_real_pair(tmp_path: Path, capsys) -> None:
     from tpurank.cli import main
 
-    (tmp_path / "npz_all/npz/tile/xla/train").mkdir(parents=True)
+    (tmp_path / NPZ_SUBDIR / "tile/xla/train").mkdir(parents=True)
     assert main(["compare-synth", "--real", str(tmp_path), "--difficulty-seeds", "-1"]) == 1
     assert "must be 0 or more" in capsys.readouterr().err
     # the statistics table needs only some npz files; the difficulty table needs the xla pair

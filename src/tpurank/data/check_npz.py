@@ -13,7 +13,7 @@ from tpurank.core.collections import kind_of
 from tpurank.core.errors import DataError, TpurankError
 from tpurank.core.links import not_a_file
 from tpurank.core.options import add_jobs
-from tpurank.core.paths import DATA_FIX
+from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR
 from tpurank.core.progress import tqdm
 from tpurank.core.workers import die_with_parent
 from tpurank.data.dataset import classify_path
@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "targets",
         nargs="*",
         metavar="PATH",
-        help="npz files or folders, searched recursively (default: the data root's npz_all/npz)",
+        help=f"npz files or folders, searched recursively (default: the data root's {NPZ_SUBDIR})",
     )
     add_jobs(p, 1, "worker processes (default: 1; 0 = one per core)")
     p.add_argument("--quiet", action="store_true", help="print only bad files")

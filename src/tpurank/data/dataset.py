@@ -104,7 +104,7 @@ def classify_path(path: Path) -> tuple[str, str] | None:
 def require_npz_root(npz_root: Path) -> Path:
     if not npz_root.is_dir():
         raise TpurankError(
-            f"{npz_root}: no dataset here (expected npz_all/npz/...); {DATA_FIX}, "
+            f"{npz_root}: no dataset here (expected {NPZ_SUBDIR}/...); {DATA_FIX}, "
             f"or run {command('download')} or generate one with {command('synth')}"
         )
     return npz_root

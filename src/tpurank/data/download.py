@@ -114,7 +114,7 @@ def download(data_root: Path, force: bool = False) -> Path:
     except zipfile.BadZipFile as e:
         raise TpurankError(f"{archive}: corrupt archive ({e}); delete it and download again") from None
     if not (data_root / NPZ_SUBDIR).is_dir():
-        raise TpurankError(f"{archive}: unpacked, but it holds no npz_all/npz folder")
+        raise TpurankError(f"{archive}: unpacked, but it holds no {NPZ_SUBDIR} folder")
     archive.unlink()
     return data_root
 
