@@ -88,6 +88,23 @@ def test_average_costs_is_the_mean_of_normalized_costs(how: str) -> None:
     assert how != "rank" or average_costs([a, b], how).tolist() == pytest.approx([1 / 3, 1 / 2, 1 / 3, 5 / 6])
 
 
+def assert_rank_average(
+    averaged: dict, members: list[dict], reported: float, paths: Paths, collection: str
+) -> None:
+    """The seed average is the mean of the members' normalised ranks, and the score reported for it
+    is that of the averaged predictions (tiny graphs: all configs)."""
+    assert any(not np.allclose(members[0][g], members[1][g]) for g in averaged)  # the seeds differ
+    for gid, cost in averaged.items():
+        want = ((rankdata(members[0][gid]) - 1) + (rankdata(members[1][gid]) - 1)) / (2 * (len(cost) - 1))
+        np.testing.assert_allclose(cost, want)
+    valid = {g.id: g for g in load_split(paths, collection, "valid", progress=False)}
+    scores = [
+        graph_metrics(collection, order_from_costs(c), valid[g].config_runtime)["score"]
+        for g, c in averaged.items()
+    ]
+    assert reported == pytest.approx(np.nanmean(scores), abs=1e-9)
+
+
 def test_seed_members_train_resumably_and_average(tiny_paths: Paths, tmp_path) -> None:
     collection = "layout:xla:default"
     paths = Paths(data=tiny_paths.data, out=tmp_path)
@@ -122,17 +139,7 @@ def test_seed_members_train_resumably_and_average(tiny_paths: Paths, tmp_path) -
     one = replace(cfg, gnn=replace(cfg.gnn, seeds=1))
     again = GNN.predict(paths, one, collection, "valid")
     assert all(np.array_equal(again[g], averaged[g]) for g in averaged)
-    assert any(not np.allclose(members[0][g], members[1][g]) for g in averaged)  # the seeds differ
-    for gid, cost in averaged.items():
-        want = ((rankdata(members[0][gid]) - 1) + (rankdata(members[1][gid]) - 1)) / (2 * (len(cost) - 1))
-        np.testing.assert_allclose(cost, want)
-    # the reported score of the average is that of the averaged predictions (tiny graphs: all configs)
-    valid = {g.id: g for g in load_split(paths, collection, "valid", progress=False)}
-    scores = [
-        graph_metrics(collection, order_from_costs(c), valid[g].config_runtime)["score"]
-        for g, c in averaged.items()
-    ]
-    assert summary["averaged_valid_score"] == pytest.approx(np.nanmean(scores), abs=1e-9)
+    assert_rank_average(averaged, members, summary["averaged_valid_score"], paths, collection)
     # up to date: a rerun, or a one-seed run of member 0, retrains nothing
     mtimes = [(top / CHECKPOINT).stat().st_mtime_ns, (top / "seed-1" / CHECKPOINT).stat().st_mtime_ns]
     train_seeds(gnn_model.SPEC, paths, cfg, collection, progress=False)

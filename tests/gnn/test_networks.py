@@ -1,6 +1,6 @@
 """The networks and their config: each argument comes from its family's config section, by name,
 with no default of the network's own; both networks share one base; checkpoints written before
-the arguments were typed still load."""
+the arguments were typed still load; the recomputed layers (`checkpoint_layers`) change no number."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from helpers import FEAT, prepared_graph, small_gnn
 
 from tpurank.core.config import Config
 from tpurank.core.config_build import from_dict
+from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.gnn.data import from_prepared, make_batch
 from tpurank.gnn.families import baseline
@@ -21,6 +22,7 @@ from tpurank.gnn.nets.gnn_ranker import GnnRanker
 from tpurank.gnn.nets.ranker_net import RankerNet
 from tpurank.gnn.recipe import ModelSpec
 from tpurank.gnn.train.checkpoints import CHECKPOINT, CHECKPOINT_FORMAT, load_model, save_checkpoint
+from tpurank.gnn.train.losses import ranking_loss
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
@@ -108,3 +110,46 @@ def test_a_checkpoint_with_an_argument_the_network_lacks_is_one_line(tmp_path) -
     save(path, net, {**net.saved_args(), "final_mlp_layers": 2})
     with pytest.raises(TpurankError, match=r"does not fit its model \(.*final_mlp_layers.*\); retrain"):
         load_model(gnn_model.SPEC, path, "layout:xla:random")
+
+
+@pytest.mark.parametrize("layer_attention", [False, True])
+def test_checkpointed_layers_give_the_same_loss_and_gradients(layer_attention: bool) -> None:
+    g = from_prepared(prepared_graph("layout", seed=2, n=30))
+    batch = make_batch([g], [np.arange(10)])
+    grads, losses = [], []
+    for ck in (False, True):
+        torch.manual_seed(0)
+        m = small_gnn(
+            "layout", FEAT, hidden=16, layers=3, checkpoint_layers=ck, layer_attention=layer_attention
+        )
+        m.train()
+        loss = ranking_loss("listmle", m(batch), batch.runtime, batch.mask, 0.1, batch.weight)
+        loss.backward()
+        losses.append(loss.item())
+        grads.append({k: p.grad.clone() for k, p in m.named_parameters() if p.grad is not None})
+    assert losses[0] == pytest.approx(losses[1], rel=1e-6)
+    assert grads[0].keys() == grads[1].keys()
+    for k in grads[0]:
+        assert torch.allclose(grads[0][k], grads[1][k], atol=1e-6), k
+
+
+@pytest.mark.parametrize(
+    ("checkpoint_layers", "min_states", "recomputes"),
+    [(True, 0, True), (True, 10 * 30 * 16, True), (True, 10 * 30 * 16 + 1, False), (False, 0, False)],
+)
+def test_only_passes_of_at_least_checkpoint_min_states_recompute(
+    checkpoint_layers: bool, min_states: int, recomputes: bool
+) -> None:
+    """A pass of 10 configs x 30 nodes x width 16 recomputes its layers only from the threshold up,
+    and only in training with gradients; the config's key reaches the network's arguments."""
+    g = from_prepared(prepared_graph("layout", seed=2, n=30))
+    batch = make_batch([g], [np.arange(10)])
+    m = small_gnn(
+        "layout", FEAT, hidden=16, checkpoint_layers=checkpoint_layers, checkpoint_min_states=min_states
+    )
+    states = m.encode_nodes(batch).unsqueeze(0).expand(10, -1, -1)
+    assert states.numel() == 10 * 30 * 16
+    assert m.train().recomputes(states) is recomputes
+    assert not m.eval().recomputes(states)
+    cfg = load_config(overrides=[f"gnn.checkpoint_min_states={min_states}"])
+    assert gnn_model.SPEC.new_network(cfg, "layout", FEAT).args.checkpoint_min_states == min_states

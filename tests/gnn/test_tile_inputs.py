@@ -3,14 +3,23 @@ LightGBM: hand-worked layouts against the TPU's (8, 128) tile and its matrix uni
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+from helpers import FEAT, prepared_graph, small_cfg, small_gnn
 
-from tpurank.core.paths import NPZ_SUBDIR
+from tpurank.core.errors import TpurankError
+from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.features.layout import effective_layout
 from tpurank.features.mxu import CONVOLUTION, DOT, MxuDims, mxu_columns, mxu_flags
+from tpurank.gnn.data import from_prepared, load_split, make_batch
+from tpurank.gnn.device import Runtime
+from tpurank.gnn.entry import GNN
+from tpurank.gnn.families import gnn as gnn_model
+from tpurank.gnn.gst.segments import segment_batch, split_graph
 from tpurank.gnn.nets.tile_inputs import (
     DIM_COLUMNS,
     NODE_TILE_INPUTS,
@@ -19,6 +28,13 @@ from tpurank.gnn.nets.tile_inputs import (
     node_tile_inputs,
     tile_inputs,
 )
+from tpurank.gnn.predict import predict_collection
+from tpurank.gnn.scoring import score_rows
+from tpurank.gnn.train.checkpoints import CHECKPOINT, load_model
+from tpurank.gnn.train.loop import fit
+from tpurank.prepare.cache import PreparedGraph
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 RESHAPE = 75
 
@@ -204,3 +220,113 @@ def test_a_matrix_vector_dot_contracts_its_vectors_only_dimension() -> None:
     x = tile_inputs(config([0], [], inputs=[[1, 0], [0]], kernels=[[0], [0]]), s)[0]
     assert x[0, 7:10].tolist() == [1.0, 1.0, 1.0]
     assert x[1, 9] == 0.0
+
+
+def shaped_graph(seed: int) -> PreparedGraph:
+    """`prepared_graph` with real shape dims and own layouts at its nodes (the tile-aware inputs read them)."""
+    p = prepared_graph("layout", seed=seed)
+    r = np.random.default_rng(seed)
+    raw = np.zeros((len(p.node_opcode), 140), np.float32)
+    raw[:, 21:24] = r.integers(1, 300, size=(len(raw), 3))
+    raw[:, 134:137] = [2, 1, 0]
+    return replace(p, node_feat_raw=raw, configs=r.integers(-1, 3, size=p.configs.shape).astype(np.int8))
+
+
+def test_tile_features_feed_the_configured_layout_to_the_model() -> None:
+    """A model with `tile_features` reads `make_batch(..., tile=True)`'s inputs: they change its scores,
+    configs scored together or alone still get the same costs, and gradients reach the new layer."""
+    g = from_prepared(shaped_graph(seed=5))
+    torch.manual_seed(0)
+    m = small_gnn("layout", FEAT, hidden=16, layers=2, tile_features=True).eval()
+    rows = np.arange(8)
+    with pytest.raises(ValueError, match="tile=True"):
+        m(make_batch([g], [rows]))
+    batch = make_batch([g], [rows], tile=True)
+    assert batch.config_tile.shape == (8, len(g.config_nodes), TILE_INPUTS)
+    together = score_rows(m, g, rows, chunk=8, device=torch.device("cpu"), precision="fp32")
+    alone = score_rows(m, g, rows, chunk=1, device=torch.device("cpu"), precision="fp32")
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    with torch.no_grad():
+        m.tile_in.weight.zero_()
+    blind = score_rows(m, g, rows, chunk=8, device=torch.device("cpu"), precision="fp32")
+    assert not np.allclose(blind, together)  # the inputs mattered
+    m.train()
+    m(make_batch([g], [rows], tile=True)).sum().backward()
+    assert m.tile_in.weight.grad.abs().sum() > 0
+
+
+def test_segments_carry_their_nodes_tile_inputs() -> None:
+    g = from_prepared(shaped_graph(seed=6))
+    full = make_batch([g], [np.arange(6)], tile=True)
+    segs = split_graph(g, 10)
+    part = segment_batch(full, segs)
+    cols = np.concatenate([s.config_cols for s in segs])
+    np.testing.assert_array_equal(part.config_tile.numpy(), full.config_tile.numpy()[:, cols])
+
+
+def test_a_model_with_tile_features_trains_saves_and_predicts(tiny_paths: Paths, tmp_path) -> None:
+    paths = Paths(data=tiny_paths.data, out=tmp_path)
+    collection = "layout:xla:random"
+    train = load_split(tiny_paths, collection, "train", progress=False)
+    valid = load_split(tiny_paths, collection, "valid", progress=False)
+    cfg = small_cfg(max_steps=3, eval_every=3, graphs_per_batch=2, configs_per_graph=8, tile_features=True)
+    model, _ = fit(
+        gnn_model.SPEC, paths, cfg, collection, train, valid, Runtime(torch.device("cpu")), progress=False
+    )
+    reloaded, ckpt = load_model(gnn_model.SPEC, paths.model_dir("gnn", collection) / CHECKPOINT)
+    assert ckpt["model_args"]["tile_features"] is True and reloaded.tile_in is not None
+    preds = predict_collection(gnn_model.SPEC, paths, cfg, collection, "valid", graphs=valid, progress=False)
+    for g in valid:
+        again = score_rows(reloaded, g, np.arange(g.num_unique), 64, torch.device("cpu"), "fp32")
+        np.testing.assert_array_equal(preds[g.id], again[g.inverse])
+
+
+@pytest.mark.parametrize("seeds", [1, 2])
+def test_dim_features_widen_the_node_inputs_and_predict_reads_them_as_trained(
+    tiny_paths: Paths, tmp_path, seeds: int
+) -> None:
+    """`gnn.dim_features` adds NODE_TILE_INPUTS node columns; `predict` (one model or a seed average)
+    loads the graphs as the checkpoint's recipe says, whatever the predicting config says."""
+    paths = Paths(data=tiny_paths.data, out=tmp_path, work=tiny_paths.work or tiny_paths.out)
+    collection = "layout:xla:random"
+    cfg = small_cfg(
+        max_steps=2, eval_every=2, graphs_per_batch=2, configs_per_graph=8, dim_features=True, seeds=seeds
+    )
+    GNN.train(paths, cfg, collection)
+    plain = load_split(tiny_paths, collection, "valid", progress=False)
+    wide = load_split(tiny_paths, collection, "valid", progress=False, dim_features=True)
+    assert wide[0].node_feat.shape[1] == plain[0].node_feat.shape[1] + NODE_TILE_INPUTS
+    np.testing.assert_array_equal(wide[0].node_feat[:, : plain[0].node_feat.shape[1]], plain[0].node_feat)
+    model, ckpt = load_model(gnn_model.SPEC, paths.model_dir("gnn", collection) / CHECKPOINT)
+    assert ckpt["recipe"]["dim_features"] is True
+    assert ckpt["model_args"]["node_feat_dim"] == wide[0].node_feat.shape[1]
+    preds = GNN.predict(paths, small_cfg(), collection, "valid")  # the default config: no dim_features
+    assert set(preds) == {g.id for g in wide}
+    if seeds == 1:
+        for g in wide:
+            again = score_rows(model, g, np.arange(g.num_unique), 64, torch.device("cpu"), "fp32")
+            np.testing.assert_array_equal(preds[g.id], again[g.inverse])
+
+
+def test_a_checkpoint_from_before_the_mxu_inputs_names_what_differs(tmp_path) -> None:
+    """A model trained with 7 tile inputs (before the MXU flags) is one line naming the layer, not
+    torch's header line."""
+    from tpurank.gnn.train.checkpoints import CHECKPOINT_FORMAT, save_checkpoint
+
+    m = small_gnn("layout", FEAT, hidden=16, layers=2, tile_features=True)
+    state = m.state_dict()
+    state["tile_in.weight"] = state["tile_in.weight"][:, :7]
+    args = m.saved_args()
+    path = tmp_path / CHECKPOINT
+    save_checkpoint(
+        path,
+        {
+            "format": CHECKPOINT_FORMAT,
+            "model": "gnn",
+            "collection": "layout:xla:random",
+            "model_args": args,
+            "state_dict": state,
+        },
+    )
+    with pytest.raises(TpurankError, match=r"size mismatch for tile_in.weight.*; retrain this model$"):
+        load_model(gnn_model.SPEC, path, "layout:xla:random")

@@ -1,5 +1,5 @@
 """The size rules of the code, read by a reviewer and kept here: no module over 400 lines and no
-function over 60 in the package and the benchmarks, and no comment that turns the formatter off
+function over 60 in the package, the benchmarks and the tests, and no comment that turns the formatter off
 anywhere (hand-packed lines hide a function's real length from the rule, and from the reader)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from helpers import ROOT
 
 MAX_MODULE_LINES = 400  # past it a module holds two ideas: split it along its own seams
 MAX_FUNCTION_LINES = 60  # a function a reader takes in at once
-CHECKED = [ROOT / "src" / "tpurank", ROOT / "bench"]
+CHECKED = [ROOT / "src" / "tpurank", ROOT / "bench", ROOT / "tests"]
 GENERATED = "_pb2.py"  # protoc's output
 # the spellings ruff and black accept, and yapf's; spelled apart so this file does not hold them
 ESCAPES = tuple("fmt" + s for s in (": skip", ":skip", ": off", ":off")) + ("yapf" + ": disable",)
@@ -38,7 +38,7 @@ def test_no_long_module_or_function(folder: Path) -> None:
 
 
 def test_no_formatter_escapes() -> None:
-    folders = [*CHECKED, ROOT / "tests", ROOT / "notebooks"]
+    folders = [*CHECKED, ROOT / "notebooks"]
     files = [*_sources(folders), *sorted((ROOT / "notebooks").rglob("*.ipynb"))]
     found = [
         f"{f.relative_to(ROOT)}:{i}"
