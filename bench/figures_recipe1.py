@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 
-from figure_kit import GB, Figure, Source, figure, gb, minutes, results, table
+from figure_kit import GB, Figure, Source, figure, gb, minutes, results, step_name, table
+
+from tpurank.core.names import Model, Stage
 
 H2 = "recipe1_full_2h.json"  # `--budget 2h`, every step in one process
 H90 = "recipe1_full_90m_declared.json"  # `--budget 90m`, each step and GNN collection in its own process
@@ -15,23 +17,29 @@ H90_FIRST = "recipe1_full_90m.json"  # the first run that held its budget, every
 BUSY_5M = "budget5m_busy_side_by_side.json"  # the demo, `--budget 5m`, one core kept busy
 
 # the rows of a step table: a label and the steps it groups (their walls joined by " / ")
+TRAIN_GNN = step_name(Stage.TRAIN, Model.GNN)
 ROWS = [
-    ("prepare (the parent and 2 workers)", ["prepare"]),
-    ("features", ["features"]),
-    ("train lgbm", ["train lgbm"]),
-    ("train gnn (5 collections x 3 seeds)", ["train gnn"]),
+    ("prepare (the parent and 2 workers)", [step_name(Stage.PREPARE)]),
+    ("features", [step_name(Stage.FEATURES)]),
+    ("train lgbm", [step_name(Stage.TRAIN, Model.LGBM)]),
+    ("train gnn (5 collections x 3 seeds)", [TRAIN_GNN]),
     (
         "predict random / heuristic / lgbm valid",
-        ["predict random valid", "predict heuristic valid", "predict lgbm valid"],
+        [step_name(Stage.PREDICT, m, "valid") for m in (Model.RANDOM, Model.HEURISTIC, Model.LGBM)],
     ),
-    ("predict gnn valid", ["predict gnn valid"]),
+    ("predict gnn valid", [step_name(Stage.PREDICT, Model.GNN, "valid")]),
     (
         "train ensemble, predict ensemble valid, validate",
-        ["train ensemble", "predict ensemble valid", "validate"],
+        [
+            step_name(Stage.TRAIN, Model.ENSEMBLE),
+            step_name(Stage.PREDICT, Model.ENSEMBLE, "valid"),
+            step_name(Stage.VALIDATE),
+        ],
     ),
-    ("predict lgbm test", ["predict lgbm test"]),
-    ("predict gnn test", ["predict gnn test"]),
-    ("predict ensemble test", ["predict ensemble test"]),
+    *(
+        (f"predict {m} test", [step_name(Stage.PREDICT, m, "test")])
+        for m in (Model.LGBM, Model.GNN, Model.ENSEMBLE)
+    ),
 ]
 
 
@@ -85,7 +93,7 @@ def readme_recipe1() -> Figure:
 @figure("recipe1_where_it_stands")
 def where_it_stands() -> Figure:
     a, b = results(H2), results(H90)
-    (pb, _), (rest, _) = peak(b), peak(b, exclude="train gnn")
+    (pb, _), (rest, _) = peak(b), peak(b, exclude=TRAIN_GNN)
     text = (
         f"`--budget 2h` ended in {minutes(a['seconds'])} and `--budget 90m` in {minutes(b['seconds'])}, "
         f"each with a checked submission and {gb(b['disk_bytes']['work'], GB)} in the work folder. With each "
@@ -149,7 +157,7 @@ def before_90m() -> Figure:
 @figure("recipe1_90m_one_gnn_process")
 def one_gnn_process() -> Figure:
     r = results(H90_ONE_GNN)
-    g = step(r, "train gnn")
+    g = step(r, TRAIN_GNN)
     text = (
         f"({minutes(r['seconds'])}, {under(r)} under): its GNN step peaked at {gb(g['peak_rss_gb'])} RSS / "
         f"{gb(g['peak_pss_gb'])} PSS"

@@ -4,7 +4,9 @@ PROJECTION of the GPU profiles."""
 
 from __future__ import annotations
 
-from figure_kit import GB, Figure, Source, figure, gb, results, span, table
+from figure_kit import GB, Figure, Source, figure, gb, results, span, step_name, table
+
+from tpurank.core.names import Model, Stage
 
 ALL5 = "scale_all.json"  # every step of `all` on the five full-scale synthetic collections, CPU budget
 TWO = "scale.json"  # the same on tile:xla and layout:xla:random
@@ -18,6 +20,19 @@ BUDGET = "budget.json"  # xla:random's training peak with its layers kept (xla-s
 REAL_NPZ_GB = 7  # the real dataset's npz, as its documentation gives it (no full real run here)
 SHORT = {"tile:xla": "tile", "layout:xla:default": "xla:default", "layout:xla:random": "xla:random"}
 SHORT |= {"layout:nlp:default": "nlp:default", "layout:nlp:random": "nlp:random"}
+
+
+# the steps of `all` by their typed names (tpurank.run.steps.StepName), as bench_scale records them
+PREPARE, FEATURES = step_name(Stage.PREPARE), step_name(Stage.FEATURES)
+TRAIN_LGBM, TRAIN_GNN = step_name(Stage.TRAIN, Model.LGBM), step_name(Stage.TRAIN, Model.GNN)
+PREDICT_GNN_VALID = step_name(Stage.PREDICT, Model.GNN, "valid")
+VALID_OTHERS = [step_name(Stage.PREDICT, m, "valid") for m in (Model.RANDOM, Model.HEURISTIC, Model.LGBM)]
+ENSEMBLE_AND_REPORT = [
+    step_name(Stage.TRAIN, Model.ENSEMBLE),
+    step_name(Stage.PREDICT, Model.ENSEMBLE, "valid"),
+    step_name(Stage.VALIDATE),
+]
+TESTS = [step_name(Stage.PREDICT, m, "test") for m in (Model.LGBM, Model.GNN, Model.ENSEMBLE)]
 
 
 def stage(run: dict, name: str) -> dict:
@@ -42,7 +57,7 @@ def gnn_slices(run: dict) -> list[float]:
 
 
 def features_lgbm_s(run: dict) -> float:
-    return stage(run, "features")["seconds"] + stage(run, "train lgbm")["seconds"]
+    return stage(run, FEATURES)["seconds"] + stage(run, TRAIN_LGBM)["seconds"]
 
 
 @figure("scale_where_it_stands")
@@ -54,7 +69,7 @@ def where_it_stands() -> Figure:
 - The prepared cache is {r["cache"]["ratio"]:.3f}x the npz ({r["real_sample_cache"]["ratio"]:.3f}x on the real sample).
 - `prepare` takes {stage(r, "prepare")["seconds"] / r["decompress"]["seconds"]:.2f}x the time of decompressing every input array once.
 - Features + LightGBM take {features_lgbm_s(r) / 60:.1f} min; the steps of `all` {r["all_seconds"] / 60:.1f} min in total.
-- No stage goes above {gb(top["peak_rss"], GB)} ({top["stage"]}); GNN training peaks at {gb(stage(r, "train gnn")["peak_rss"], GB)}.
+- No stage goes above {gb(top["peak_rss"], GB)} ({top["stage"]}); GNN training peaks at {gb(stage(r, TRAIN_GNN)["peak_rss"], GB)}.
 - The `cpu` profile recomputes xla:random's layers in the backward pass, as this run did: kept, its
   training process peaks at {kept} GB, against {recomputed} GB when it recomputes them
   ([validation](validation.md#the-cpu-profiles-gnn-recipe-change-by-change)).
@@ -173,21 +188,19 @@ def all5_stages() -> Figure:
             "",
         ]
     ]
-    rows += [stage_row(r, n, [n]) for n in ("prepare", "features", "train lgbm")]
-    rows.append(stage_row(r, "train gnn (5 collections, 10-minute budget each)", ["train gnn"]))
-    valid = ["predict random valid", "predict heuristic valid", "predict lgbm valid"]
-    rows.append(stage_row(r, "predict random / heuristic / lgbm valid", valid, io=False))
-    rows.append(stage_row(r, "predict gnn valid (every config of every valid graph)", ["predict gnn valid"]))
+    rows += [stage_row(r, n, [n]) for n in (PREPARE, FEATURES, TRAIN_LGBM)]
+    rows.append(stage_row(r, "train gnn (5 collections, 10-minute budget each)", [TRAIN_GNN]))
+    rows.append(stage_row(r, "predict random / heuristic / lgbm valid", VALID_OTHERS, io=False))
+    rows.append(stage_row(r, "predict gnn valid (every config of every valid graph)", [PREDICT_GNN_VALID]))
     rows.append(
         stage_row(
             r,
             "train ensemble / predict ensemble valid / validate",
-            ["train ensemble", "predict ensemble valid", "validate"],
+            ENSEMBLE_AND_REPORT,
             io=False,
         )
     )
-    test = ["predict lgbm test", "predict gnn test", "predict ensemble test"]
-    rows.append(stage_row(r, "predict lgbm / gnn / ensemble test", test, io=False))
+    rows.append(stage_row(r, "predict lgbm / gnn / ensemble test", TESTS, io=False))
     rows.append(["**the steps of `all`, in total**", f"**{r['all_seconds'] / 60:.1f} min**", "", "", ""])
     sl = r["gnn_slice"]
     names = " / ".join(SHORT[c] for c in sl)
@@ -229,23 +242,23 @@ def cpu_profile() -> Figure:
         f"{SHORT[c]} {v['seconds'] / 60:.1f}" + (" (patience)" if v["stopped_by"] == "patience" else "")
         for c, v in g.items()
     )
-    first = ("prepare", "features", "train lgbm", "train gnn")
+    first = (PREPARE, FEATURES, TRAIN_LGBM, TRAIN_GNN)
     rest = [s for s in r["stages"] if s["stage"] not in first]
     top = max(s["peak_rss"] for s in r["stages"])
     rows = [
-        ["`prepare`", f"{stage(r, 'prepare')['seconds'] / 60:.1f}", gb(stage(r, "prepare")["peak_rss"], GB)],
+        ["`prepare`", f"{stage(r, PREPARE)['seconds'] / 60:.1f}", gb(stage(r, PREPARE)["peak_rss"], GB)],
         [
             "`features` + LightGBM",
-            f"{stage(r, 'features')['seconds'] / 60:.1f} + {stage(r, 'train lgbm')['seconds'] / 60:.1f}",
-            gb(max(stage(r, n)["peak_rss"] for n in ("features", "train lgbm")), GB),
+            f"{stage(r, FEATURES)['seconds'] / 60:.1f} + {stage(r, TRAIN_LGBM)['seconds'] / 60:.1f}",
+            gb(max(stage(r, n)["peak_rss"] for n in (FEATURES, TRAIN_LGBM)), GB),
         ],
         [
             f"GNN training: {per}",
-            f"{stage(r, 'train gnn')['seconds'] / 60:.1f}",
-            f"{gb(stage(r, 'train gnn')['peak_rss'], GB)} ({kept} GB with xla:random's layers kept)",
+            f"{stage(r, TRAIN_GNN)['seconds'] / 60:.1f}",
+            f"{gb(stage(r, TRAIN_GNN)['peak_rss'], GB)} ({kept} GB with xla:random's layers kept)",
         ],
         [
-            f"predictions, ensemble, report (GNN valid predictions {stage(r, 'predict gnn valid')['seconds'] / 60:.1f})",
+            f"predictions, ensemble, report (GNN valid predictions {stage(r, PREDICT_GNN_VALID)['seconds'] / 60:.1f})",
             f"{sum(s['seconds'] for s in rest) / 60:.1f}",
             gb(max(s["peak_rss"] for s in rest), GB),
         ],
@@ -257,7 +270,7 @@ def cpu_profile() -> Figure:
 def disk_figures() -> dict[str, str]:
     """The measured ratios and sizes of the disk a run keeps (docs/scale.md's disk table, docs/data.md)."""
     r, loaded, nlp = results(ALL5), results(LGBM_LOADED), results(LGBM_NLP)
-    after = [s for s in r["stages"] if s["stage"] not in ("prepare", "features")]
+    after = [s for s in r["stages"] if s["stage"] not in (PREPARE, FEATURES)]
     default_tables = sum(
         c["features"]["written_bytes"] for run in (loaded, nlp) for c in run["per_collection"].values()
     )

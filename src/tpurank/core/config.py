@@ -264,8 +264,6 @@ class BaselineConfig:
 
 
 PROFILE_NAMES = ("cpu", "kaggle-t4", "gpu")  # core/profiles.py: configs/profile-<name>.toml
-LEARNED_MODELS = ("lgbm", "gnn", "baseline")  # what an ensemble may combine, in training order
-UNTRAINED = ("random", "heuristic")  # rankers with nothing to learn: no folder, no config section
 
 
 @dataclass

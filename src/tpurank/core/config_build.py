@@ -9,9 +9,10 @@ from typing import Any
 
 from tpurank.core.collection_defaults import collection_defaults
 from tpurank.core.collections import COLLECTIONS
-from tpurank.core.config import LEARNED_MODELS, Config, config_fields, to_dict
+from tpurank.core.config import Config, config_fields, to_dict
 from tpurank.core.config_schema import build_checked, merge_tables
 from tpurank.core.errors import TpurankError
+from tpurank.core.names import LEARNED_MODELS
 
 
 def from_dict(data: dict[str, Any]) -> Config:

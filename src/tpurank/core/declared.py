@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from tpurank.core.config import LEARNED_MODELS, UNTRAINED, Config
+from tpurank.core.config import Config
+from tpurank.core.names import LEARNED_MODELS, NEURAL_MODELS, UNTRAINED, Model
 from tpurank.core.paths import SYNTH_MARKER, Paths
 from tpurank.core.staleness import Files, StageIO
 
-ENSEMBLE = "ensemble"
-NEURAL_MODELS = ("gnn", "baseline")  # the models whose training time the budget plan splits
+ENSEMBLE = Model.ENSEMBLE.value
 # the config sections of the stages that read every model (predict, the ensemble, validate)
 EVERY_SECTION = ("prepare", "features", *LEARNED_MODELS, ENSEMBLE)
 

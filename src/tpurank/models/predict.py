@@ -21,6 +21,7 @@ from typing import ClassVar
 
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.declared import predict_io
+from tpurank.core.names import Stage
 from tpurank.core.options import add_collections
 from tpurank.core.staleness import StageIO, option
 from tpurank.models.registry import MODEL_NAMES
@@ -30,7 +31,7 @@ from tpurank.models.registry import MODEL_NAMES
 class Options:
     """The stage's options (`all` builds them directly; the CLI parses them)."""
 
-    STAGE: ClassVar[str] = "predict"
+    STAGE: ClassVar[Stage] = Stage.PREDICT
 
     model: str
     split: str

@@ -18,9 +18,10 @@ import numpy as np
 
 from tpurank.core.collections import COLLECTIONS, check_collection
 from tpurank.core.config import Config
-from tpurank.core.declared import ENSEMBLE, NEURAL_MODELS, member_predictions, model_sections, predict_io
+from tpurank.core.declared import ENSEMBLE, member_predictions, model_sections, predict_io
 from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.core.metrics import summarize
+from tpurank.core.names import NEURAL_MODELS
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import data_fingerprint, write_sidecar

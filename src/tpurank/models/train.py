@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tpurank.core.collections import COLLECTIONS
-from tpurank.core.config import UNTRAINED, Config
+from tpurank.core.config import Config
 from tpurank.core.declared import starting_points, train_io
+from tpurank.core.names import UNTRAINED, Stage
 from tpurank.core.options import add_collections
 from tpurank.core.paths import Paths
 from tpurank.core.staleness import StageIO, option
@@ -28,7 +29,7 @@ from tpurank.models.staging import staged
 class Options:
     """The stage's options (`all` builds them directly; the CLI parses them)."""
 
-    STAGE: ClassVar[str] = "train"
+    STAGE: ClassVar[Stage] = Stage.TRAIN
 
     model: str
     collections: list[str] = option(factory=lambda: list(COLLECTIONS))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from tpurank.core.declared import prepare_io
+from tpurank.core.names import Stage
 from tpurank.core.options import add_collections, add_jobs, add_splits
 from tpurank.core.staleness import StageIO, option
 
@@ -18,7 +19,7 @@ from tpurank.core.staleness import StageIO, option
 class Options:
     """The stage's options (`all` builds them directly; the CLI parses them)."""
 
-    STAGE: ClassVar[str] = "prepare"
+    STAGE: ClassVar[Stage] = Stage.PREPARE
 
     out: Path | None = None
     collections: list[str] | None = None

@@ -24,8 +24,8 @@ import argparse
 from pathlib import Path
 
 from tpurank.core.config_files import config_layers, from_layers
-from tpurank.core.declared import NEURAL_MODELS
 from tpurank.core.errors import TpurankError
+from tpurank.core.names import NEURAL_MODELS, Model
 from tpurank.core.paths import NPZ_SUBDIR, Paths, preset_file, synthetic_scale
 from tpurank.core.profiles import default_budget_s, parse_duration, resolve_profile, with_cpu_warning
 
@@ -80,7 +80,7 @@ def resolve_config(args: argparse.Namespace, data_root: Path) -> None:
     preset = preset_file(DEMO_PRESET) if scale in SMALL_SCALES else None
     args.layers = config_layers(args.config_file, args.set, preset, profile.file)
     args.cfg = from_layers(args.layers)
-    model = getattr(args, "model", None) or "gnn"  # `all` trains the GNN
+    model = getattr(args, "model", None) or Model.GNN.value  # `all` trains the GNN
     if model in NEURAL_MODELS:  # a GPU profile on a CPU: its projected training time, in its line
         collections = getattr(args, "collections", None)
         profile = with_cpu_warning(profile, args.cfg, collections, model, run_budget_s(args))

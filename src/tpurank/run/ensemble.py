@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tpurank.core.collections import COLLECTIONS
+from tpurank.core.names import Stage
 from tpurank.core.options import add_collections
 from tpurank.core.staleness import option
 from tpurank.models import predict, train
@@ -22,7 +23,7 @@ from tpurank.run.stages import run_step
 class Options:
     """The command's options (the CLI parses them)."""
 
-    STAGE: ClassVar[str] = "ensemble"
+    STAGE: ClassVar[Stage] = Stage.ENSEMBLE
 
     collections: list[str] = option(factory=lambda: list(COLLECTIONS))
     force: bool = option(False, result=False)

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from tpurank.core.collections import COLLECTIONS
-from tpurank.core.config import LEARNED_MODELS, UNTRAINED, Config
+from tpurank.core.config import Config
 from tpurank.core.declared import run_io
 from tpurank.core.errors import TpurankError
 from tpurank.core.isolated import run_isolated
 from tpurank.core.memory import release_between_steps, thaw_after_steps
+from tpurank.core.names import LEARNED_MODELS, UNTRAINED, Model
 from tpurank.core.options import add_collections, add_jobs
 from tpurank.core.paths import DATA_FIX, NPZ_SUBDIR, Paths, remember_data_root, synthetic_scale
 from tpurank.core.profiles import DEFAULT_BUDGET, parse_duration
@@ -115,13 +116,13 @@ def plan(
     subset = [c for c in COLLECTIONS if c in (collections or COLLECTIONS)]
     cs: dict[str, Any] = {} if subset == list(COLLECTIONS) else {"collections": subset}
     steps = [Step(prepare.Options(jobs=jobs or None, **cs))]
-    if "lgbm" in models:
+    if Model.LGBM in models:
         steps.append(Step(features.Options(**cs)))
     steps += [Step(train.Options(model=m, **cs)) for m in models]
     for m in [*UNTRAINED, *models]:
         steps.append(Step(predict.Options(model=m, split="valid", **cs)))
-    steps.append(Step(train.Options(model="ensemble", **cs)))
-    steps.append(Step(predict.Options(model="ensemble", split="valid", **cs)))
+    steps.append(Step(train.Options(model=Model.ENSEMBLE.value, **cs)))
+    steps.append(Step(predict.Options(model=Model.ENSEMBLE.value, split="valid", **cs)))
     steps.append(Step(validate.Options()))
     for m in [*models, SUBMITTED_MODEL]:
         steps.append(Step(predict.Options(model=m, split="test", partial=partial, **cs)))

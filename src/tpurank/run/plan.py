@@ -36,8 +36,9 @@ from tpurank.core.collection_defaults import DEFAULT_COLLECTIONS
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import Config, to_dict
 from tpurank.core.config_files import Layer
-from tpurank.core.declared import NEURAL_MODELS, run_io
+from tpurank.core.declared import run_io
 from tpurank.core.errors import DataError
+from tpurank.core.names import NEURAL_MODELS, Model
 from tpurank.core.paths import Paths
 from tpurank.core.profiles import format_duration
 from tpurank.core.staleness import Files, current
@@ -149,7 +150,7 @@ def graph_size(data_root: Path, collection: str) -> float:
 
 def need(cfg: Config, collection: str, nodes: float) -> float:
     """A collection's relative training need: the 1st place's steps x configs a step x nodes a graph."""
-    steps = DEFAULT_COLLECTIONS.get(collection, {}).get("gnn", {}).get("max_steps", 1)
+    steps = DEFAULT_COLLECTIONS.get(collection, {}).get(Model.GNN, {}).get("max_steps", 1)
     configs = cfg.for_collection(collection).gnn.configs_per_graph
     return steps * configs * nodes
 
@@ -159,7 +160,7 @@ def model_shares(models: list[str]) -> dict[str, float]:
     neural = [m for m in NEURAL_MODELS if m in models]
     if len(neural) == 1:
         return {neural[0]: 1.0}
-    return {m: {"gnn": 1.0 - BASELINE_SHARE, "baseline": BASELINE_SHARE}[m] for m in neural}
+    return {m: {Model.GNN: 1.0 - BASELINE_SHARE, Model.BASELINE: BASELINE_SHARE}[m] for m in neural}
 
 
 def least_share(cfg: Config, expected_min: float) -> float:
@@ -229,7 +230,7 @@ def make_plan(
         speed = slowdown * neural_predict_scale(cfg.profile)  # a GPU trains faster too
         for m, part in neural.items():
             expected = {c: expected_s(m, cfg, c, kept[c]) * speed for c in collections}
-            seeds = {c: cfg.for_collection(c).gnn.seeds if m == "gnn" else 1 for c in collections}
+            seeds = {c: cfg.for_collection(c).gnn.seeds if m == Model.GNN else 1 for c in collections}
             if cfg.budget.split == "steps":
                 weights = {c: expected[c] * seeds[c] for c in collections}
             else:
@@ -237,7 +238,7 @@ def make_plan(
             floor = {c: least_share(cfg, expected[c] / 60) for c in collections}
             minutes, seeds = split_span(left * part / 60, weights, seeds, floor, order, at_once)
             shares += [Share(m, c, seeds[c], minutes[c], round(expected[c] / 60, 4)) for c in order]
-    lgbm = cfg.lgbm.num_boost_round if "lgbm" in models else None
+    lgbm = cfg.lgbm.num_boost_round if Model.LGBM in models else None
     plan = Plan(budget_s, spent_s + fixed_left, shares, lgbm, at_once=at_once)
     over = plan.fixed_s + plan.training_s - budget_s  # the margin spent too: the run ends past its budget
     return dataclasses.replace(plan, over_s=round(over, 1) if over > 5.0 else 0.0)  # rounding is no overrun
@@ -338,7 +339,7 @@ def apply_plan(cfg: Config, plan: Plan, layers: list[Layer]) -> Config:
     collections = copy.deepcopy(cfg.collections)
     for s in plan.shares:
         section = collections.setdefault(s.collection, {}).setdefault(s.model, {})
-        if s.model == "gnn" and s.seeds < cfg.for_collection(s.collection).gnn.seeds:
+        if s.model == Model.GNN and s.seeds < cfg.for_collection(s.collection).gnn.seeds:
             section["seeds"] = s.seeds
         if not user_set_time(layers, s.model, s.collection):
             section["time_budget_min"] = s.minutes

@@ -27,6 +27,7 @@ import numpy as np
 
 from tpurank.core.collections import collection_dir, kind_of
 from tpurank.core.config import Config
+from tpurank.core.names import Model
 from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.core.profiles import gpu
 from tpurank.models.collection_processes import training_order, training_processes
@@ -112,7 +113,7 @@ def side_by_side(model: str, data_root: Path, collections: list[str], gpu: bool)
 def processes(data_root: Path, collections: list[str]) -> tuple[int, list[str]]:
     """`side_by_side` for the GNN and the official baseline (both train so), a GPU found as the
     profile finds one."""
-    return side_by_side("gnn", data_root, collections, gpu() is not None)
+    return side_by_side(Model.GNN.value, data_root, collections, gpu() is not None)
 
 
 def span_s(jobs: list[float], at_once: int) -> float:

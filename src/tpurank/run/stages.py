@@ -23,6 +23,7 @@ from typing import Any
 from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
 from tpurank.core.lock import output_locks
+from tpurank.core.names import Stage
 from tpurank.core.paths import Paths
 from tpurank.core.pipes import stdout_closed
 from tpurank.core.staleness import StageIO
@@ -51,7 +52,7 @@ class StageRun:
         if self.io is None or not self.io.record:
             return
         paths: Paths = args.paths
-        if args.stage != "prepare" and any(f.root == paths.prepared for f in self.io.reads):
+        if args.stage != Stage.PREPARE and any(f.root == paths.prepared for f in self.io.reads):
             check_prepared(paths.prepared, args.cfg, getattr(args, "collections", None))
         options = result_options(getattr(module, "Options", None), args)
         self.record = StepRecord(args.stage, self.io, options, args.cfg, paths.reports)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tpurank.core.config import Config
-from tpurank.core.declared import ENSEMBLE, NEURAL_MODELS
+from tpurank.core.names import NEURAL_MODELS, Model, Stage
 from tpurank.core.profiles import gpu
 from tpurank.data.dataset import npz_bytes
 from tpurank.run.steps import StepName
@@ -20,9 +20,13 @@ from tpurank.run.steps import StepName
 # bench/results/recipe1_full_90m.json): prepare 240 s, features 105 s, LightGBM 87 s; the GNN's
 # predictions per seed: valid 80 s (at most 1,000 configs of a layout graph: data/subsets.py), test
 # 129 s. They run on the GPU under the GPU profiles (NEURAL_PREDICT_SCALE)
-STEP_S_PER_GB = {StepName("prepare"): 20.8, StepName("features"): 9.1, StepName("train", "lgbm"): 7.5}
+STEP_S_PER_GB = {
+    StepName(Stage.PREPARE): 20.8,
+    StepName(Stage.FEATURES): 9.1,
+    StepName(Stage.TRAIN, Model.LGBM): 7.5,
+}
 STEP_S_PER_GB |= {
-    StepName("predict", m, split): rate
+    StepName(Stage.PREDICT, Model(m), split): rate
     for m in NEURAL_MODELS
     for split, rate in (("valid", 6.9), ("test", 11.2))
 }
@@ -32,17 +36,29 @@ FIXED_S_MIN = 60.0  # process start-ups and small files: what even the tiny data
 # how FIXED_S_MIN spreads over the steps: each one's seconds in a demo run, where the size term is
 # nothing (a fresh clone of 90ccb63, 2 cores, load 1-3: bench/LOG.md, 2026-11-28); the GNN's
 # predictions the bulk, per seed (they score up to 1,000 configs of a graph in one pass: attention)
-SMALL_STEP_S = {StepName("prepare"): 5.2, StepName("features"): 7.2, StepName("train", "lgbm"): 17.3}
-SMALL_STEP_S |= {StepName("validate"): 3.6}
+SMALL_STEP_S = {
+    StepName(Stage.PREPARE): 5.2,
+    StepName(Stage.FEATURES): 7.2,
+    StepName(Stage.TRAIN, Model.LGBM): 17.3,
+}
+SMALL_STEP_S |= {StepName(Stage.VALIDATE): 3.6}
 SMALL_STEP_S |= {
-    StepName("predict", m, split): s for m in NEURAL_MODELS for split, s in (("valid", 18.0), ("test", 24.9))
+    StepName(Stage.PREDICT, Model(m), split): s
+    for m in NEURAL_MODELS
+    for split, s in (("valid", 18.0), ("test", 24.9))
 }
 OTHER_SMALL_STEP_S = 1.0  # the untrained rankers, LightGBM's predictions, the ensemble
 # the steps of `all` with its default models (lgbm, gnn), for an estimate without a step list
-DEFAULT_STEPS = (StepName("prepare"), StepName("features"), StepName("train", "lgbm"))
-DEFAULT_STEPS += tuple(StepName("predict", m, "valid") for m in ("random", "heuristic", "lgbm", "gnn"))
-DEFAULT_STEPS += (StepName("train", ENSEMBLE), StepName("predict", ENSEMBLE, "valid"), StepName("validate"))
-DEFAULT_STEPS += tuple(StepName("predict", m, "test") for m in ("lgbm", "gnn", ENSEMBLE))
+DEFAULT_STEPS = (StepName(Stage.PREPARE), StepName(Stage.FEATURES), StepName(Stage.TRAIN, Model.LGBM))
+DEFAULT_STEPS += tuple(
+    StepName(Stage.PREDICT, m, "valid") for m in (Model.RANDOM, Model.HEURISTIC, Model.LGBM, Model.GNN)
+)
+DEFAULT_STEPS += (
+    StepName(Stage.TRAIN, Model.ENSEMBLE),
+    StepName(Stage.PREDICT, Model.ENSEMBLE, "valid"),
+    StepName(Stage.VALIDATE),
+)
+DEFAULT_STEPS += tuple(StepName(Stage.PREDICT, m, "test") for m in (Model.LGBM, Model.GNN, Model.ENSEMBLE))
 
 
 def data_bytes(data_root: Path, collection: str) -> float:
@@ -58,9 +74,9 @@ def step_s_per_gb(step: StepName, cfg: Config, collections: list[str]) -> float:
 def neural_predictions(step: StepName, cfg: Config, collections: list[str]) -> float:
     """How many times a step's work a neural model's predictions take: once per seed, at the
     profile's GPU rate where one runs them (1 for any other step)."""
-    if step.stage != "predict" or step.model not in NEURAL_MODELS:
+    if step.stage != Stage.PREDICT or step.model not in NEURAL_MODELS:
         return 1.0
-    seeds = [cfg.for_collection(c).gnn.seeds if step.model == "gnn" else 1 for c in collections] or [1]
+    seeds = [cfg.for_collection(c).gnn.seeds if step.model == Model.GNN else 1 for c in collections] or [1]
     return sum(seeds) / len(seeds) * neural_predict_scale(cfg.profile)
 
 
@@ -87,14 +103,14 @@ def step_estimates_s(
 def seeds_scoring_s(model: str, cfg: Config, data_root: Path, collections: list[str]) -> float:
     """Seconds a neural training step spends outside its shares: with more than one seed it scores
     every member on the configs validation scores (`gnn/seeds.py`), the work of its valid predictions."""
-    if model != "gnn" or all(cfg.for_collection(c).gnn.seeds <= 1 for c in collections):
+    if model != Model.GNN or all(cfg.for_collection(c).gnn.seeds <= 1 for c in collections):
         return 0.0
     gb = sum(data_bytes(data_root, c) for c in collections) / 1e9
-    return gb * step_s_per_gb(StepName("predict", model, "valid"), cfg, collections)
+    return gb * step_s_per_gb(StepName(Stage.PREDICT, Model(model), "valid"), cfg, collections)
 
 
 def fixed_estimate_s(cfg: Config, data_root: Path, collections: list[str]) -> float:
     """Seconds of every step of a default `all` but neural training, and the GNN seeds' scoring,
     from the data's size."""
     steps = sum(step_estimates_s(DEFAULT_STEPS, cfg, data_root, collections).values())
-    return steps + seeds_scoring_s("gnn", cfg, data_root, collections)
+    return steps + seeds_scoring_s(Model.GNN, cfg, data_root, collections)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tpurank.core.declared import ENSEMBLE, NEURAL_MODELS
+from tpurank.core.names import NEURAL_MODELS, Model, Stage
 
 
 @dataclass(frozen=True)
@@ -19,18 +19,19 @@ class StepName:
 
     Args:
         stage: the stage it runs (`prepare`, `train`, `predict` ...).
-        model: the model it trains or predicts with ("" for the others).
+        model: the model it trains or predicts with (None for the others).
         split: the split it predicts ("" for the others).
     """
 
-    stage: str
-    model: str = ""
+    stage: Stage
+    model: Model | None = None
     split: str = ""
 
     @classmethod
     def of(cls, options: Any) -> StepName:
         """The name of the step that runs a stage's typed `options`."""
-        return cls(options.STAGE, getattr(options, "model", ""), getattr(options, "split", ""))
+        model = getattr(options, "model", "")
+        return cls(Stage(options.STAGE), Model(model) if model else None, getattr(options, "split", ""))
 
     def __str__(self) -> str:
         return " ".join(p for p in (self.stage, self.model, self.split) if p)
@@ -41,11 +42,11 @@ class StepName:
     @property
     def neural_training(self) -> bool:
         """It trains a neural model: the step whose time the budget's plan sets."""
-        return self.stage == "train" and self.model in NEURAL_MODELS
+        return self.stage == Stage.TRAIN and self.model in NEURAL_MODELS
 
     def reads_neural(self) -> bool:
         """It reads what neural training writes (a new plan retrains, so it runs again too)."""
-        return self.model in (*NEURAL_MODELS, ENSEMBLE) or self.stage == "validate"
+        return self.model in (*NEURAL_MODELS, Model.ENSEMBLE) or self.stage == Stage.VALIDATE
 
 
 @dataclass

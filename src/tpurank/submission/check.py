@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from tpurank.core.names import Stage
 from tpurank.core.options import add_collections
 from tpurank.core.paths import Paths
 from tpurank.core.staleness import option
@@ -73,7 +74,7 @@ def check_submission_file(
 class Options:
     """The stage's options (`all` and `infer` build them directly; the CLI parses them)."""
 
-    STAGE: ClassVar[str] = "check-submission"
+    STAGE: ClassVar[Stage] = Stage.CHECK_SUBMISSION
 
     csv: str = option(positional=True)
     split: str = "test"
