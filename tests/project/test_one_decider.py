@@ -85,3 +85,28 @@ def test_every_module_that_skips_work_is_listed_in_the_docs() -> None:
 
 def test_the_list_of_where_work_is_skipped_has_one_entry() -> None:
     assert _listed("## Where work is skipped") == {DECIDER}
+
+
+def _calls(tree: ast.AST, name: str) -> list[int]:
+    """Lines that call `name` (as a bare name or an attribute)."""
+    return [
+        n.lineno
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and (getattr(n.func, "id", None) == name or getattr(n.func, "attr", None) == name)
+    ]
+
+
+def test_every_key_comes_from_a_declaration() -> None:
+    """A stage's declaration is built in core/declared.py alone, and every key of a stage run or of
+    a finer cache is made through one (`StageIO.piece_key`, `config_key`): a change to what a stage
+    reads is made in its declaration and nowhere else."""
+    outside = {}
+    for f in _modules():
+        rel = _rel(f)
+        tree = ast.parse(f.read_text())
+        if rel != "core/declared.py" and (lines := _calls(tree, "StageIO")):
+            outside[f"{rel} builds a StageIO"] = lines
+        if rel != DECIDER and (lines := _calls(tree, "content_key")):
+            outside[f"{rel} calls content_key"] = lines
+    assert outside == {}

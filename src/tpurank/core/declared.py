@@ -110,3 +110,15 @@ def validate_io(paths: Paths, subsets: Path | None = None) -> StageIO:
         reads.append(Files(subsets))
     writes = [Files(paths.reports, "validation*"), Files(paths.reports / "plots")]
     return StageIO(reads, writes, EVERY_SECTION)
+
+
+def synth_io(out: Path) -> StageIO:
+    """`synth` reads nothing and writes a data root (no step record: the generator keys the tree it
+    wrote by its scale, seed and generator version, `tree_key`)."""
+    return StageIO([], [Files(out)], record=False)
+
+
+def featurize_pb_io(source: Path, folder: Path | None) -> StageIO:
+    """`featurize-pb` reads a protobuf (or a folder of them) and writes npz files into a folder (a
+    missing one is left to the error); no step record: each output's sidecar keys it."""
+    return StageIO([Files(source)], [Files(folder)] if folder is not None else [], record=False)

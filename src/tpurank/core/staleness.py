@@ -130,6 +130,24 @@ class StageIO:
         """The folders written, each once, in order."""
         return list(dict.fromkeys(f.folder() for f in self.writes if f.lock))
 
+    def config_key(self, cfg: Config) -> str:
+        """The key of the config sections the stage reads (with the seed, and of the per-collection
+        tables only those sections: a new GNN time budget does not make the prepared cache stale)."""
+        d = to_dict(cfg)
+        over = {c: {s: v for s, v in t.items() if s in self.sections} for c, t in d["collections"].items()}
+        config = {s: d.get(s) for s in self.sections}
+        return content_key({"seed": cfg.seed, "config": config, "overrides": over})
+
+    def section_keys(self, cfg: Config) -> dict[str, str]:
+        """The key of the seed and of each section the stage reads, alone (its per-collection values
+        with it): what a rerun names as its reason."""
+        d = to_dict(cfg)
+        over = {s: {c: t.get(s) for c, t in d["collections"].items()} for s in self.sections}
+        return {
+            SEED: content_key({"seed": cfg.seed}),
+            **{s: content_key({s: d.get(s), "over": over[s]}) for s in self.sections},
+        }
+
     def piece_key(
         self,
         parts: Mapping[str, Any],

@@ -13,6 +13,8 @@ import argparse
 import contextlib
 import io
 import os
+import shutil
+import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -91,7 +93,8 @@ def have_credentials() -> bool:
 
 
 def download(data_root: Path, force: bool = False) -> Path:
-    """Download the competition archive into data_root and unpack it there."""
+    """Download the competition archive into data_root and unpack it there. The npz folder is
+    whole when it exists (`unpack` moves it into place last), so its presence skips the download."""
     if (data_root / NPZ_SUBDIR).is_dir() and not force:
         print(f"data already present at {data_root} (use --force to download again)")
         return data_root
@@ -108,15 +111,31 @@ def download(data_root: Path, force: bool = False) -> Path:
     archive = data_root / f"{COMPETITION}.zip"
     if not archive.exists():
         raise TpurankError(f"{archive}: the download produced no archive")
-    try:
-        with zipfile.ZipFile(archive) as zf:
-            zf.extractall(data_root)
-    except zipfile.BadZipFile as e:
-        raise TpurankError(f"{archive}: corrupt archive ({e}); delete it and download again") from None
+    unpack(archive, data_root)
     if not (data_root / NPZ_SUBDIR).is_dir():
         raise TpurankError(f"{archive}: unpacked, but it holds no {NPZ_SUBDIR} folder")
     archive.unlink()
     return data_root
+
+
+def unpack(archive: Path, data_root: Path) -> None:
+    """Unpack `archive` into a folder inside `data_root`, then move each top-level entry into place,
+    the npz folder last: an unpack killed halfway leaves no npz folder, so the next run downloads
+    again instead of taking half the data for the whole."""
+    staging = Path(tempfile.mkdtemp(prefix=".unpacking-", dir=data_root))
+    try:
+        try:
+            with zipfile.ZipFile(archive) as zf:
+                zf.extractall(staging)
+        except zipfile.BadZipFile as e:
+            raise TpurankError(f"{archive}: corrupt archive ({e}); delete it and download again") from None
+        for entry in sorted(staging.iterdir(), key=lambda e: e.name == NPZ_SUBDIR.parts[0]):
+            dest = data_root / entry.name
+            if dest.is_dir() and not dest.is_symlink():
+                shutil.rmtree(dest)  # --force: the new archive's folder replaces the old one whole
+            os.replace(entry, dest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def run(args: argparse.Namespace) -> int:

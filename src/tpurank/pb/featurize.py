@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from tpurank.core.config import Config
+from tpurank.core.declared import featurize_pb_io
 from tpurank.core.errors import TpurankError
 from tpurank.core.provenance import write_sidecar
-from tpurank.core.staleness import Files, StageIO, content_key, current
+from tpurank.core.staleness import StageIO, current
 from tpurank.data.npz import save_graph, validate_file
 from tpurank.pb.convert import KINDS, PbWarning, layout_graph, parse_pb, read_bytes, tile_graphs
 from tpurank.pb.hlo_features import DEFAULT_LAYOUT_PAD
@@ -50,8 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def source_key(source: dict) -> str:
     """The key of an output: the input's path and content (its sha256, read once for the parse) and
     the options that change the npz. This stage keeps no step record: each output's sidecar is its
-    record, so the key is the whole declaration (tpurank.core.staleness.content_key)."""
-    return content_key(source)
+    record, keyed as a piece of the stage's declaration (`featurize_pb_io`)."""
+    return featurize_pb_io(Path(source["input"]), None).piece_key(source)
 
 
 def _up_to_date(sidecar: Path, source: dict, outputs: list[Path] | None = None) -> bool:
@@ -111,7 +112,7 @@ def declare(args: argparse.Namespace) -> StageIO:
     is left to the error; no step record: each file's sidecar says whether it is up to date)."""
     out = Path(args.output)
     folder = out if out.is_dir() or out.suffix != ".npz" else out.parent
-    return StageIO([Files(Path(args.input))], [Files(folder)] if folder.is_dir() else [], record=False)
+    return featurize_pb_io(Path(args.input), folder if folder.is_dir() else None)
 
 
 def layout_target(src: Path, out: Path) -> Path:

@@ -25,9 +25,9 @@ from typing import Any
 
 import tpurank
 from tpurank.core.atomic import write_json
-from tpurank.core.config import Config, to_dict
+from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
-from tpurank.core.staleness import Files, StageIO, content_key, current, files_identity
+from tpurank.core.staleness import Files, StageIO, current, files_identity
 
 RECORDS = "steps"  # reports/steps/<stage>-<options digest>.json
 NEVER_RAN = "no earlier run with these options"
@@ -62,30 +62,6 @@ def result_options(options_type: type | None, args: argparse.Namespace) -> dict[
     return {f.name: getattr(args, f.name) for f in fields if f.metadata.get("result", True)}
 
 
-def config_key(cfg: Config, sections: tuple[str, ...]) -> str:
-    """The key of the config sections a stage reads (with the seed, and of the per-collection tables
-    only those sections: a new GNN time budget does not make the prepared cache stale)."""
-    d = to_dict(cfg)
-    over = {c: {s: v for s, v in t.items() if s in sections} for c, t in d["collections"].items()}
-    return content_key({"seed": cfg.seed, "config": {s: d.get(s) for s in sections}, "overrides": over})
-
-
-def section_keys(cfg: Config, sections: tuple[str, ...]) -> dict[str, str]:
-    """The key of the seed and of each section alone (its per-collection values with it): what a
-    rerun names as its reason."""
-    d = to_dict(cfg)
-    over = {s: {c: t.get(s) for c, t in d["collections"].items()} for s in sections}
-    return {
-        "seed": content_key({"seed": cfg.seed}),
-        **{s: content_key({s: d.get(s), "over": over[s]}) for s in sections},
-    }
-
-
-def record_key(fields: dict[str, Any]) -> str:
-    """One key over a record's KEYED fields (saved or computed now)."""
-    return content_key({k: fields.get(k) for k in KEYED})
-
-
 def group_name(group: Files) -> str:
     """A declared group of files as a user reads it: its folder or file name and pattern."""
     return f"{group.root.name}/{group.pattern}" if group.pattern else group.root.name
@@ -108,7 +84,7 @@ class StepRecord:
             "stage": stage,
             "options": json.loads(json.dumps(options, sort_keys=True, default=str)),
             "code": source_hash(),
-            "config": config_key(cfg, io.sections),
+            "config": io.config_key(cfg),
             "reads": files_identity(io.reads),
         }
         digest = hashlib.sha256(json.dumps(self.key["options"], sort_keys=True).encode()).hexdigest()[:12]
@@ -136,6 +112,10 @@ class StepRecord:
             return None
         return rec
 
+    def record_key(self, fields: dict[str, Any]) -> str:
+        """One key over a record's KEYED fields (saved or computed now)."""
+        return self.io.piece_key({k: fields.get(k) for k in KEYED})
+
     def up_to_date(self) -> bool:
         """Same options, code, config and inputs as its last success, and its outputs untouched:
         the record's fields (KEYED) keyed now and as saved, compared by `current` (asked once: a
@@ -143,7 +123,9 @@ class StepRecord:
         if not hasattr(self, "_up_to_date"):
             rec = self.previous()
             now = {**self.key, "writes": files_identity(self.io.writes)}
-            self._up_to_date = current(record_key(rec) if rec is not None else None, record_key(now))
+            self._up_to_date = current(
+                self.record_key(rec) if rec is not None else None, self.record_key(now)
+            )
         return self._up_to_date
 
     def stale_reason(self) -> str | None:
@@ -159,7 +141,7 @@ class StepRecord:
             return "the code changed"
         if rec["config"] != self.key["config"]:
             before = rec.get("sections") if isinstance(rec.get("sections"), dict) else {}
-            now = section_keys(self.cfg, self.io.sections)
+            now = self.io.section_keys(self.cfg)
             changed = [s for s in now if before.get(s) != now[s]] or list(self.io.sections)
             return f"config changed: {', '.join(changed)}"
         if rec["reads"] != self.key["reads"]:
@@ -180,7 +162,7 @@ class StepRecord:
 
     def save(self, seconds: float | None = None) -> None:
         """Record a success: what it read (named before it ran), what it wrote, and how long it took."""
-        extra = {"sections": section_keys(self.cfg, self.io.sections), "groups": self.groups}
+        extra = {"sections": self.io.section_keys(self.cfg), "groups": self.groups}
         if seconds is not None:
             extra["seconds"] = round(seconds, 3)
         self.__dict__.pop("_previous", None)  # the record on disk is this one now

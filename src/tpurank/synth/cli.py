@@ -6,9 +6,10 @@ import argparse
 import os
 from pathlib import Path
 
+from tpurank.core.declared import synth_io
 from tpurank.core.errors import TpurankError
 from tpurank.core.options import add_collections, add_jobs, add_splits
-from tpurank.core.staleness import Files, StageIO
+from tpurank.core.staleness import StageIO
 from tpurank.synth.scales import SCALES
 
 
@@ -26,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def declare(args: argparse.Namespace) -> StageIO:
     """It reads nothing and writes the data root (locked while it runs; no step record: the
     generator keeps finished files itself)."""
-    return StageIO([], [Files(Path(args.out) if args.out else args.paths.data)], record=False)
+    return synth_io(Path(args.out) if args.out else args.paths.data)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -21,11 +21,12 @@ import numpy as np
 from tpurank.core.atomic import write_json, write_text
 from tpurank.core.collections import COLLECTIONS, SPLITS, check_collection
 from tpurank.core.config import Config
+from tpurank.core.declared import synth_io
 from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.core.paths import NPZ_SUBDIR, SAMPLE_SUBMISSION, SYNTH_MARKER
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import write_sidecar
-from tpurank.core.staleness import content_key, current
+from tpurank.core.staleness import current
 from tpurank.core.workers import die_with_parent
 from tpurank.data.npz import TileGraph, member_shapes, read_header, save_graph
 from tpurank.synth import configs as cfgs
@@ -248,9 +249,10 @@ def generate(
     )
 
 
-def tree_key(record: dict) -> str:
-    """The key of a generated tree: its scale, seed and generator version (the files follow from them)."""
-    return content_key({k: record.get(k) for k in ("scale", "synth_seed", "generator")})
+def tree_key(out: Path, record: dict) -> str:
+    """The key of a generated tree: its scale, seed and generator version (the files follow from
+    them), a piece of `synth`'s declaration."""
+    return synth_io(out).piece_key({k: record.get(k) for k in ("scale", "synth_seed", "generator")})
 
 
 def _finished(out: Path, record: dict, specs: list[FileSpec], with_test: bool) -> bool:
@@ -260,11 +262,10 @@ def _finished(out: Path, record: dict, specs: list[FileSpec], with_test: bool) -
         old = json.loads((out / PLAN_FILE).read_text())
     except (OSError, ValueError):
         return False
-    stored = tree_key(old) if isinstance(old, dict) else None
+    stored = tree_key(out, old) if isinstance(old, dict) else None
     outputs = [out / SAMPLE_SUBMISSION] if with_test else []
-    if not current(stored, tree_key(record), outputs):
-        return False
-    return all(_readable(s, out) for s in specs)  # a damaged file is generated again (write_file)
+    # a damaged file is generated again (write_file): the tree is whole when every file reads
+    return current(stored, tree_key(out, record), outputs, whole=all(_readable(s, out) for s in specs))
 
 
 def _readable(spec: FileSpec, out: Path) -> bool:
