@@ -71,7 +71,7 @@ from tpurank.gnn.data import sample_rows
 from tpurank.gnn import device as devices
 from tpurank.gnn.data import load_split
 from tpurank.gnn.device import setup_runtime
-from tpurank.gnn.train.step import make_optimizer, micro_batches, train_step
+from tpurank.gnn.training.step import make_optimizer, micro_batches, train_step
 from tpurank.core.paths import Paths
 
 from pathlib import Path
@@ -193,7 +193,7 @@ def train_and_score(spec, out: Path, cfg, collection: str) -> tuple[float, float
     from tpurank.core.paths import Paths
     from tpurank.gnn.data import load_split
     from tpurank.gnn.predict import predict_collection
-    from tpurank.gnn.train.collection import train_collection
+    from tpurank.gnn.training.collection import train_collection
 
     paths = Paths(data=DEMO_ROOT, out=out)
     valid = load_split(paths, collection, "valid", progress=False)

@@ -47,7 +47,7 @@ from tpurank.gnn import device as devices  # noqa: E402
 from tpurank.gnn.data import load_split  # noqa: E402
 from tpurank.gnn.device import setup_runtime  # noqa: E402
 from tpurank.gnn.families import gnn as gnn_model  # noqa: E402
-from tpurank.gnn.train import loop  # noqa: E402
+from tpurank.gnn.training import loop  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:

@@ -43,7 +43,7 @@ from tpurank.core.profiles import DEFAULT_BUDGET, PROFILES, Profile, parse_durat
 from tpurank.gnn.data import load_split, make_batch, sample_rows  # noqa: E402
 from tpurank.gnn.families import gnn  # noqa: E402
 from tpurank.gnn.nets import tile_inputs  # noqa: E402
-from tpurank.gnn.train.losses import ranking_loss  # noqa: E402
+from tpurank.gnn.training.losses import ranking_loss  # noqa: E402
 from tpurank.run.plan import make_plan  # noqa: E402
 
 # the real sample beside the checkout, where tests/helpers.py finds it too

@@ -86,8 +86,8 @@ def _timed_steps(model, opt, g, r, cpu, state, steps: int) -> list[float]:
     """`steps` training steps, each timed, after one that warms the allocators (not counted)."""
     from tpurank.core.memory import release_free_memory
     from tpurank.gnn.data import sample_rows
-    from tpurank.gnn.train.segment_step import SegmentStep
-    from tpurank.gnn.train.step import micro_batches, train_step
+    from tpurank.gnn.training.segment_step import SegmentStep
+    from tpurank.gnn.training.step import micro_batches, train_step
 
     times = []
     for step in range(steps + 1):
@@ -115,7 +115,7 @@ def child(args: argparse.Namespace) -> None:
     from tpurank.gnn.gst.segments import cut_edges, split_graph
     from tpurank.gnn.gst.state import GstState
     from tpurank.gnn.scoring import score_rows
-    from tpurank.gnn.train.step import make_optimizer
+    from tpurank.gnn.training.step import make_optimizer
 
     torch.set_num_threads(args.threads)
     cfg = load_config(overrides=[f"gnn.segment_nodes={args.child}", f"gnn.configs_per_graph={args.configs}"])

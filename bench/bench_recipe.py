@@ -79,7 +79,7 @@ def run_variant(variant: str, seed: int, collection: str, max_steps: int) -> tup
     from tpurank.gnn.data import load_split
     from tpurank.gnn.families import gnn
     from tpurank.gnn.predict import predict_collection
-    from tpurank.gnn.train.collection import train_collection
+    from tpurank.gnn.training.collection import train_collection
 
     folder = WORK / "recipe" / variant.replace("=", "-").replace(",", "+") / f"seed-{seed}"
     (folder / "features").mkdir(parents=True, exist_ok=True)

@@ -361,7 +361,7 @@ def script_help(factory: pytest.TempPathFactory, script: str | Path, *sub: str) 
 def fake_clock(monkeypatch: pytest.MonkeyPatch, step_s: float, validation_s: float, score: float = 0.5):
     """The loop's clock advances `step_s` per optimizer step and `validation_s` per validation (which
     scores `score`): a time budget's behaviour without a real machine's speed in it."""
-    from tpurank.gnn.train import loop
+    from tpurank.gnn.training import loop
 
     clock = types.SimpleNamespace(now=0.0)
     monkeypatch.setattr(loop, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))

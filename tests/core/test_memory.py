@@ -17,8 +17,8 @@ from tpurank.core.config_build import from_dict
 from tpurank.core.memory import release_free_memory
 from tpurank.core.paths import Paths
 from tpurank.gnn.families import gnn as gnn_model
-from tpurank.gnn.train import loop
-from tpurank.gnn.train.collection import train_collection
+from tpurank.gnn.training import loop
+from tpurank.gnn.training.collection import train_collection
 
 
 def test_malloc_trim_runs_on_linux() -> None:

@@ -19,8 +19,8 @@ from tpurank.gnn.data import from_prepared, load_split
 from tpurank.gnn.device import Runtime, setup_runtime
 from tpurank.gnn.families import gnn as gnn_model
 from tpurank.gnn.predict import predict_collection
-from tpurank.gnn.train import loop
-from tpurank.gnn.train.checkpoints import CHECKPOINT, load_checkpoint
+from tpurank.gnn.training import loop
+from tpurank.gnn.training.checkpoints import CHECKPOINT, load_checkpoint
 
 # what recent CUDA 12 torch wheels list: no sm_60 (P100) any more
 RECENT = ["sm_75", "sm_80", "sm_86", "sm_90", "compute_90"]

@@ -24,11 +24,11 @@ from tpurank.gnn.families import gnn as gnn_model
 from tpurank.gnn.nets.early_join import EarlyJoinArgs, EarlyJoinSAGE
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.scoring import score_rows
-from tpurank.gnn.train import loop
-from tpurank.gnn.train.checkpoints import CHECKPOINT, load_model
-from tpurank.gnn.train.collection import train_collection
-from tpurank.gnn.train.loop import fit
-from tpurank.gnn.train.losses import listmle, pairwise_hinge, ranking_loss, resolve_loss
+from tpurank.gnn.training import loop
+from tpurank.gnn.training.checkpoints import CHECKPOINT, load_model
+from tpurank.gnn.training.collection import train_collection
+from tpurank.gnn.training.loop import fit
+from tpurank.gnn.training.losses import listmle, pairwise_hinge, ranking_loss, resolve_loss
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 

@@ -28,7 +28,7 @@ from tpurank.core.config_build import from_dict
 from tpurank.gnn.families import gnn as gm
 from tpurank.gnn.data import load_split
 from tpurank.gnn.device import setup_runtime
-from tpurank.gnn.train.loop import fit
+from tpurank.gnn.training.loop import fit
 from tpurank.core.paths import Paths
 
 out = Path(sys.argv[1])

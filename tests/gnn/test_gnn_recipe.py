@@ -24,10 +24,10 @@ from tpurank.gnn.nets.gnn_ranker import GnnRanker
 from tpurank.gnn.nets.standardize import feature_stats
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.seeds import SUMMARY, average_costs, member_paths, predict_seeds, train_seeds
-from tpurank.gnn.train.checkpoints import CHECKPOINT, load_model
-from tpurank.gnn.train.loop import fit
-from tpurank.gnn.train.losses import ranking_loss
-from tpurank.gnn.train.lr_schedule import lr_factor, make_scheduler
+from tpurank.gnn.training.checkpoints import CHECKPOINT, load_model
+from tpurank.gnn.training.loop import fit
+from tpurank.gnn.training.losses import ranking_loss
+from tpurank.gnn.training.lr_schedule import lr_factor, make_scheduler
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 

@@ -19,7 +19,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("data", "device", "recipe"),
     ("gst",),
     ("scoring",),
-    ("train",),
+    ("training",),
     ("predict",),
     ("seeds", "families"),
     ("entry",),

@@ -19,9 +19,9 @@ from tpurank.gnn.gst.state import GstState
 from tpurank.gnn.gst.sums import segment_sums
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.scoring import score_rows
-from tpurank.gnn.train.loop import fit
-from tpurank.gnn.train.losses import ranking_loss
-from tpurank.gnn.train.segment_step import graph_loss
+from tpurank.gnn.training.loop import fit
+from tpurank.gnn.training.losses import ranking_loss
+from tpurank.gnn.training.segment_step import graph_loss
 
 CPU = torch.device("cpu")
 

@@ -21,9 +21,9 @@ from tpurank.gnn.device import Runtime
 from tpurank.gnn.families import baseline
 from tpurank.gnn.families import gnn as gnn_model
 from tpurank.gnn.nets.standardize import STATISTICS
-from tpurank.gnn.train.checkpoints import CHECKPOINT, training_key
-from tpurank.gnn.train.loop import fit
-from tpurank.gnn.train.loop_state import build
+from tpurank.gnn.training.checkpoints import CHECKPOINT, training_key
+from tpurank.gnn.training.loop import fit
+from tpurank.gnn.training.loop_state import build
 
 COLLECTION = "layout:xla:default"
 CPU = Runtime(device=torch.device("cpu"))

@@ -21,8 +21,8 @@ from tpurank.gnn.families import gnn as gnn_model
 from tpurank.gnn.nets.gnn_ranker import GnnRanker
 from tpurank.gnn.nets.ranker_net import RankerNet
 from tpurank.gnn.recipe import ModelSpec
-from tpurank.gnn.train.checkpoints import CHECKPOINT, CHECKPOINT_FORMAT, load_model, save_checkpoint
-from tpurank.gnn.train.losses import ranking_loss
+from tpurank.gnn.training.checkpoints import CHECKPOINT, CHECKPOINT_FORMAT, load_model, save_checkpoint
+from tpurank.gnn.training.losses import ranking_loss
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 

@@ -18,10 +18,10 @@ from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.gnn.data import eval_configs, load_split
 from tpurank.gnn.families import gnn as gnn_model
-from tpurank.gnn.train import loop, pacing, run_log
-from tpurank.gnn.train.checkpoints import CHECKPOINT, load_model
-from tpurank.gnn.train.collection import train_collection
-from tpurank.gnn.train.lr_schedule import lr_factor
+from tpurank.gnn.training import loop, pacing, run_log
+from tpurank.gnn.training.checkpoints import CHECKPOINT, load_model
+from tpurank.gnn.training.collection import train_collection
+from tpurank.gnn.training.lr_schedule import lr_factor
 
 COLLECTION = "layout:xla:random"
 

@@ -30,8 +30,8 @@ from tpurank.gnn.nets.tile_inputs import (
 )
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.scoring import score_rows
-from tpurank.gnn.train.checkpoints import CHECKPOINT, load_model
-from tpurank.gnn.train.loop import fit
+from tpurank.gnn.training.checkpoints import CHECKPOINT, load_model
+from tpurank.gnn.training.loop import fit
 from tpurank.prepare.cache import PreparedGraph
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
@@ -311,7 +311,7 @@ def test_dim_features_widen_the_node_inputs_and_predict_reads_them_as_trained(
 def test_a_checkpoint_from_before_the_mxu_inputs_names_what_differs(tmp_path) -> None:
     """A model trained with 7 tile inputs (before the MXU flags) is one line naming the layer, not
     torch's header line."""
-    from tpurank.gnn.train.checkpoints import CHECKPOINT_FORMAT, save_checkpoint
+    from tpurank.gnn.training.checkpoints import CHECKPOINT_FORMAT, save_checkpoint
 
     m = small_gnn("layout", FEAT, hidden=16, layers=2, tile_features=True)
     state = m.state_dict()

@@ -19,7 +19,7 @@ from tpurank.cli import main
 from tpurank.core.config import Config
 from tpurank.core.errors import DataError
 from tpurank.core.paths import Paths
-from tpurank.gnn.train.checkpoints import CHECKPOINT, load_checkpoint
+from tpurank.gnn.training.checkpoints import CHECKPOINT, load_checkpoint
 from tpurank.models import collection_processes as cp
 from tpurank.models.collection_processes import Processes
 from tpurank.models.staging import staging_folder

@@ -62,7 +62,7 @@ def test_an_interrupted_retrain_leaves_the_finished_model_and_resumes(
 def test_a_full_disk_during_training_is_one_line_and_keeps_the_model(
     trained: Paths, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from tpurank.gnn.train import loop
+    from tpurank.gnn.training import loop
 
     final = trained.model_dir("gnn", COLLECTION)
     before = snapshot(final)

@@ -31,7 +31,7 @@ INNER: dict[str, set[str]] = {
     # optional clients: the network, Kaggle, TensorBoard
     "data/net.py": {"requests", "requests.adapters", "urllib3.exceptions", "urllib3.util.retry"},
     "data/download.py": {"kaggle.api.kaggle_api_extended", "kagglesdk"},
-    "gnn/train/run_log.py": {"torch.utils.tensorboard"},
+    "gnn/training/run_log.py": {"torch.utils.tensorboard"},
 }
 
 

@@ -14,8 +14,8 @@ from tpurank.core.config_build import from_dict
 from tpurank.core.paths import Paths
 from tpurank.gnn.data import load_split
 from tpurank.gnn.families import gnn as gnn_model
-from tpurank.gnn.train import run_log
-from tpurank.gnn.train.collection import train_collection
+from tpurank.gnn.training import run_log
+from tpurank.gnn.training.collection import train_collection
 from tpurank.report.curves import read_curve, read_curves
 
 COLLECTION = "layout:xla:random"

@@ -115,7 +115,7 @@ CHUNK_CACHE_MB = Number("TPURANK_CHUNK_CACHE_MB", 256, minimum=0, whole=True)  #
 HOME = Folder("TPURANK_HOME")  # core/paths.py: the outputs' root
 DATA = Folder("TPURANK_DATA")  # core/paths.py: the data root
 WORK = Folder("TPURANK_WORK")  # core/paths.py: the intermediates' root
-TENSORBOARD = Folder("TPURANK_TENSORBOARD")  # gnn/train/run_log.py
+TENSORBOARD = Folder("TPURANK_TENSORBOARD")  # gnn/training/run_log.py
 PROFILE = Choice("TPURANK_PROFILE", ("auto", "cpu", "kaggle-t4", "gpu"))  # core/profiles.py
 
 VARIABLES: tuple[Number | Folder | Choice, ...] = (

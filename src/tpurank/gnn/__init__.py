@@ -9,8 +9,8 @@ Rooms, from the ground floor up (each imports only the rooms below it):
 - `gst/`: Graph Segment Training's inference side: segments, their summed readouts, and the table
   of stale segment embeddings.
 - `scoring.py`: scoring configs with a model, and the validation metric.
-- `train/`: the training loop and everything it uses (step, losses, pacing, schedule, checkpoints,
-  run log); `train/collection.py` trains one collection.
+- `training/`: the training loop and everything it uses (step, losses, pacing, schedule, checkpoints,
+  run log); `training/collection.py` trains one collection.
 - `predict.py`: one collection's predictions from its `model.pt`.
 - `seeds.py`: several seeds trained and their predictions averaged.
 - `families/`: the two model families, one `ModelSpec` each.

@@ -13,7 +13,7 @@ from tpurank.gnn.families import baseline, gnn
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.recipe import ModelSpec
 from tpurank.gnn.seeds import forget_seeds, predict_seeds, train_seeds, trained_seeds
-from tpurank.gnn.train.collection import train_collection
+from tpurank.gnn.training.collection import train_collection
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from tpurank.gnn.data import GraphData, load_split
 from tpurank.gnn.device import setup_runtime
 from tpurank.gnn.recipe import ModelSpec, Recipe
 from tpurank.gnn.scoring import score_rows
-from tpurank.gnn.train.checkpoints import CHECKPOINT, load_model
+from tpurank.gnn.training.checkpoints import CHECKPOINT, load_model
 
 
 def predict_collection(

@@ -39,13 +39,13 @@ class Recipe:
     predict_chunk: int
     bf16: bool
     max_batch_nodes: int = 0  # nodes per training forward pass; 0 = the whole step at once
-    # Graph Segment Training (gnn/gst/, gnn/train/segment_step.py; layout only): 0 = off
+    # Graph Segment Training (gnn/gst/, gnn/training/segment_step.py; layout only): 0 = off
     segment_nodes: int = 0
     segments_per_step: int = 1
     stale_dropout: float = 0.0
     finetune_steps: int = 0
     history_mb: int = 1024
-    warmup_steps: int = 0  # linear learning-rate warm-up before the schedule (gnn/train/lr_schedule.py)
+    warmup_steps: int = 0  # linear learning-rate warm-up before the schedule (gnn/training/lr_schedule.py)
     min_train_share: float = 0.0  # patience stops no run before this share of its budget
     dim_features: bool = False  # node inputs: dimensions against the 128-lane tile (gnn/nets/tile_inputs.py)
 

@@ -33,8 +33,8 @@ from tpurank.gnn.device import setup_runtime
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.recipe import ModelSpec, Recipe
 from tpurank.gnn.scoring import graph_score, score_rows
-from tpurank.gnn.train.checkpoints import CHECKPOINT, finished_model, load_checkpoint, load_model
-from tpurank.gnn.train.collection import train_collection
+from tpurank.gnn.training.checkpoints import CHECKPOINT, finished_model, load_checkpoint, load_model
+from tpurank.gnn.training.collection import train_collection
 
 SUMMARY = "seeds.json"
 

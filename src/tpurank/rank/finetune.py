@@ -3,9 +3,9 @@
 A copy of the first trained seed member (`FineTune.members`: more of them) is loaded from its
 `model.pt` (the file is only read) and takes a few optimizer steps on the program's own graph, with
 the program's measured configs as the one ranking query: the member's training loss and step
-(`tpurank.gnn.train.step.train_step`, the recipe's loss, optimizer and gradient clipping), a cosine
+(`tpurank.gnn.training.step.train_step`, the recipe's loss, optimizer and gradient clipping), a cosine
 learning rate that follows the steps or the time limit, whichever is spent faster
-(`tpurank.gnn.train.lr_schedule`). The fine-tuned members then score every config of the graph as
+(`tpurank.gnn.training.lr_schedule`). The fine-tuned members then score every config of the graph as
 `predict` scores it, and their costs are averaged as the seed members' are
 (`tpurank.gnn.seeds.average_costs`).
 
@@ -35,9 +35,9 @@ from tpurank.gnn.nets import tile_inputs
 from tpurank.gnn.recipe import ModelSpec, Recipe
 from tpurank.gnn.scoring import score_rows
 from tpurank.gnn.seeds import average_costs
-from tpurank.gnn.train.checkpoints import load_model
-from tpurank.gnn.train.lr_schedule import make_scheduler
-from tpurank.gnn.train.step import make_optimizer, micro_batches, train_step
+from tpurank.gnn.training.checkpoints import load_model
+from tpurank.gnn.training.lr_schedule import make_scheduler
+from tpurank.gnn.training.step import make_optimizer, micro_batches, train_step
 
 MIN_MEASURED = 2  # configs of different runtimes: fewer hold no order to learn
 

@@ -2,7 +2,7 @@
 
 Two kinds of file (both under `models/<model>/<collection-folder>/`, seed members in `seed-k/`):
 
-- GNN and official baseline (tpurank.gnn.train.run_log): `step, elapsed, lr, train_loss, valid_score`, a
+- GNN and official baseline (tpurank.gnn.training.run_log): `step, elapsed, lr, train_loss, valid_score`, a
   training-loss row every few steps and a row at each validation (`valid_score` empty elsewhere).
 - LightGBM (tpurank.lgbm.model): `round, valid_score`, the validation metric after each round.
 

@@ -7,7 +7,7 @@ from tpurank.core.config import GnnConfig
 from tpurank.gnn.nets.gnn_ranker import GnnRanker, GnnRankerArgs
 from tpurank.gnn.nets.standardize import fit_train_stats
 from tpurank.gnn.recipe import ModelSpec, Recipe
-from tpurank.gnn.train.losses import resolve_loss
+from tpurank.gnn.training.losses import resolve_loss
 
 ALL_CONFIGS = 1 << 30  # configs_per_graph of `gnn.tile_all_configs`: sample_rows then takes every config
 

@@ -1,5 +1,5 @@
 """The table of stale segment embeddings of Graph Segment Training: the sums a segment gave when it
-was last trained, read back while other segments of its graph train (`gnn/train/segment_step.py`).
+was last trained, read back while other segments of its graph train (`gnn/training/segment_step.py`).
 
 Keys: one per (graph, segment, the segment's own part of a config). A layout config changes a
 segment's embedding only through the configurable nodes inside it (edges between segments are cut),

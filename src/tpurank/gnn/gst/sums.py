@@ -7,7 +7,7 @@ three sums over its nodes: node states (H), states at its configurable nodes (H)
 which `head_from_sums` turns into costs exactly as `GnnRanker._layout` does for the whole graph
 (with one segment the two are the same numbers). Scoring (validation, prediction) computes every
 segment fresh, one at a time, so memory is bounded by the segment size (`fresh_costs`); the
-training step mixes fresh and stale sums (`gnn/train/segment_step.py`).
+training step mixes fresh and stale sums (`gnn/training/segment_step.py`).
 """
 
 from __future__ import annotations

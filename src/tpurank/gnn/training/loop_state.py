@@ -23,8 +23,8 @@ from tpurank.gnn.data import GraphData
 from tpurank.gnn.device import Runtime, unwrap
 from tpurank.gnn.gst.state import GstState
 from tpurank.gnn.recipe import ModelSpec, Recipe, check_recipe
-from tpurank.gnn.train import run_log
-from tpurank.gnn.train.checkpoints import (
+from tpurank.gnn.training import run_log
+from tpurank.gnn.training.checkpoints import (
     CHECKPOINT,
     CHECKPOINT_FORMAT,
     RESUME,
@@ -32,9 +32,9 @@ from tpurank.gnn.train.checkpoints import (
     load_resume_state,
     training_key,
 )
-from tpurank.gnn.train.lr_schedule import make_scheduler
-from tpurank.gnn.train.pacing import budget_share
-from tpurank.gnn.train.step import make_optimizer
+from tpurank.gnn.training.lr_schedule import make_scheduler
+from tpurank.gnn.training.pacing import budget_share
+from tpurank.gnn.training.step import make_optimizer
 
 
 @dataclass

@@ -13,8 +13,8 @@ from torch import nn
 from tpurank.gnn.data import Batch, GraphData, make_batch
 from tpurank.gnn.device import autocast, unwrap
 from tpurank.gnn.recipe import Recipe
-from tpurank.gnn.train.losses import ranking_loss
-from tpurank.gnn.train.segment_step import SegmentStep, segment_backward
+from tpurank.gnn.training.losses import ranking_loss
+from tpurank.gnn.training.segment_step import SegmentStep, segment_backward
 
 
 def make_optimizer(model: nn.Module, r: Recipe) -> torch.optim.Optimizer:

@@ -22,8 +22,8 @@ from tpurank.core.paths import Paths
 from tpurank.gnn.data import GraphData, load_split
 from tpurank.gnn.device import setup_runtime
 from tpurank.gnn.recipe import ModelSpec, check_recipe
-from tpurank.gnn.train.checkpoints import CHECKPOINT, finished_model
-from tpurank.gnn.train.loop import fit
+from tpurank.gnn.training.checkpoints import CHECKPOINT, finished_model
+from tpurank.gnn.training.loop import fit
 
 
 def train_collection(

@@ -32,10 +32,10 @@ from tpurank.gnn.device import Runtime, unwrap
 from tpurank.gnn.nets import tile_inputs
 from tpurank.gnn.recipe import ModelSpec
 from tpurank.gnn.scoring import evaluate
-from tpurank.gnn.train import run_log
-from tpurank.gnn.train.checkpoints import load_checkpoint, save_checkpoint
-from tpurank.gnn.train.loop_state import LoopState, Training, build, patience_ends, resume
-from tpurank.gnn.train.pacing import (
+from tpurank.gnn.training import run_log
+from tpurank.gnn.training.checkpoints import load_checkpoint, save_checkpoint
+from tpurank.gnn.training.loop_state import LoopState, Training, build, patience_ends, resume
+from tpurank.gnn.training.pacing import (
     budget_share,
     closing_estimate,
     eval_interval,
@@ -44,8 +44,8 @@ from tpurank.gnn.train.pacing import (
     synced_seconds,
     validation_work,
 )
-from tpurank.gnn.train.segment_step import SegmentStep, finetune_head
-from tpurank.gnn.train.step import micro_batches, train_step
+from tpurank.gnn.training.segment_step import SegmentStep, finetune_head
+from tpurank.gnn.training.step import micro_batches, train_step
 
 SIDECAR = "model.json"
 

@@ -35,7 +35,7 @@ from tpurank.gnn.gst.state import GstState, SegmentKeys
 from tpurank.gnn.gst.sums import fresh_costs, head_from_sums, segment_sums
 from tpurank.gnn.nets import tile_inputs
 from tpurank.gnn.recipe import Recipe
-from tpurank.gnn.train.losses import ranking_loss
+from tpurank.gnn.training.losses import ranking_loss
 
 
 class SegmentStep(NamedTuple):
