@@ -45,7 +45,7 @@ def _step(step: str, data: str, out: str, overrides: list[str], collection: str,
     start = time.perf_counter()
     result: object = None
     if step == "features":
-        from tpurank.features.tables import build_features
+        from tpurank.features.stage import build_features
 
         result = build_features(paths, cfg, [collection], ["train", "valid", "test"], force=True)
     elif step == "train":

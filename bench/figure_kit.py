@@ -19,9 +19,6 @@ from typing import Any
 
 import provenance
 
-from tpurank.core.names import Model, Stage
-from tpurank.run.steps import StepName
-
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 GB = 1e9
@@ -133,8 +130,3 @@ def table(header: list[str], rows: Iterable[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
-
-
-def step_name(stage: Stage, model: Model | None = None, split: str = "") -> str:
-    """A step of `all` as a results file names it: its `StepName` as text (`train lgbm`)."""
-    return str(StepName(stage, model, split))

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from figure_kit import GB, Figure, Source, figure, gb, minutes, results, step_name, table
+from figure_kit import GB, Figure, Source, figure, gb, minutes, results, table
+from step_names import TRAIN_GNN, step_name
 
 from tpurank.core.names import Model, Stage
 
@@ -17,7 +18,6 @@ H90_FIRST = "recipe1_full_90m.json"  # the first run that held its budget, every
 BUSY_5M = "budget5m_busy_side_by_side.json"  # the demo, `--budget 5m`, one core kept busy
 
 # the rows of a step table: a label and the steps it groups (their walls joined by " / ")
-TRAIN_GNN = step_name(Stage.TRAIN, Model.GNN)
 ROWS = [
     ("prepare (the parent and 2 workers)", [step_name(Stage.PREPARE)]),
     ("features", [step_name(Stage.FEATURES)]),

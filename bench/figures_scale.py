@@ -4,9 +4,17 @@ PROJECTION of the GPU profiles."""
 
 from __future__ import annotations
 
-from figure_kit import GB, Figure, Source, figure, gb, results, span, step_name, table
-
-from tpurank.core.names import Model, Stage
+from figure_kit import GB, Figure, Source, figure, gb, results, span, table
+from step_names import (
+    ENSEMBLE_AND_REPORT,
+    FEATURES,
+    PREDICT_GNN_VALID,
+    PREPARE,
+    TESTS,
+    TRAIN_GNN,
+    TRAIN_LGBM,
+    VALID_OTHERS,
+)
 
 ALL5 = "scale_all.json"  # every step of `all` on the five full-scale synthetic collections, CPU budget
 TWO = "scale.json"  # the same on tile:xla and layout:xla:random
@@ -20,19 +28,6 @@ BUDGET = "budget.json"  # xla:random's training peak with its layers kept (xla-s
 REAL_NPZ_GB = 7  # the real dataset's npz, as its documentation gives it (no full real run here)
 SHORT = {"tile:xla": "tile", "layout:xla:default": "xla:default", "layout:xla:random": "xla:random"}
 SHORT |= {"layout:nlp:default": "nlp:default", "layout:nlp:random": "nlp:random"}
-
-
-# the steps of `all` by their typed names (tpurank.run.steps.StepName), as bench_scale records them
-PREPARE, FEATURES = step_name(Stage.PREPARE), step_name(Stage.FEATURES)
-TRAIN_LGBM, TRAIN_GNN = step_name(Stage.TRAIN, Model.LGBM), step_name(Stage.TRAIN, Model.GNN)
-PREDICT_GNN_VALID = step_name(Stage.PREDICT, Model.GNN, "valid")
-VALID_OTHERS = [step_name(Stage.PREDICT, m, "valid") for m in (Model.RANDOM, Model.HEURISTIC, Model.LGBM)]
-ENSEMBLE_AND_REPORT = [
-    step_name(Stage.TRAIN, Model.ENSEMBLE),
-    step_name(Stage.PREDICT, Model.ENSEMBLE, "valid"),
-    step_name(Stage.VALIDATE),
-]
-TESTS = [step_name(Stage.PREDICT, m, "test") for m in (Model.LGBM, Model.GNN, Model.ENSEMBLE)]
 
 
 def stage(run: dict, name: str) -> dict:

@@ -4,10 +4,8 @@ GNN's PROJECTION (labelled as such)."""
 
 from __future__ import annotations
 
-from figure_kit import step_name
 from scale_measure import GB
-
-from tpurank.core.names import Model, Stage
+from step_names import FEATURES, TRAIN_LGBM
 
 # the scale targets (docs/scale.md) on this 2-core, 24 GB machine
 MAX_CACHE_RATIO = 1.5  # prepared cache bytes / npz bytes
@@ -48,14 +46,7 @@ def check_targets(r: dict, collections: list[str]) -> list[tuple[str, str, bool]
         targets.append(
             ("prepare <= 2x decompressing every array once", f"{x:.2f}x", x <= MAX_PREPARE_VS_DECOMPRESS)
         )
-    fl = (
-        sum(
-            by[s]["seconds"]
-            for s in (step_name(Stage.FEATURES), step_name(Stage.TRAIN, Model.LGBM))
-            if s in by
-        )
-        / 60
-    )
+    fl = sum(by[s]["seconds"] for s in (FEATURES, TRAIN_LGBM) if s in by) / 60
     label = "features + train lgbm <= 60 min" + (
         "" if len(collections) == 5 else f" (measured on {len(collections)} collections)"
     )

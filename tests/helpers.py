@@ -383,7 +383,7 @@ PIDS_FILE = "training-pids.txt"  # in the out folder: one "collection pid" line 
 
 
 def record_pid(model: str, paths: Paths, cfg: object, collection: str) -> float:
-    """A stand-in for `models.train.train_one` that trains nothing and records which process it ran in
+    """A stand-in for `train.stage.train_one` that trains nothing and records which process it ran in
     (module-level: spawned processes import it by name)."""
     with open(paths.out / PIDS_FILE, "a") as f:
         f.write(f"{collection} {os.getpid()}\n")

@@ -157,7 +157,7 @@ def own_out(tiny_paths, tmp_path):
 def test_features_stage_builds_every_table_and_resumes(own_out):
     from tpurank.core.config import Config
     from tpurank.features import io
-    from tpurank.features.tables import build_features
+    from tpurank.features.stage import build_features
     from tpurank.prepare.cache import iter_prepared, read_index
 
     index = read_index(own_out.prepared)
@@ -200,7 +200,7 @@ def test_features_stage_without_prepared_cache_is_a_one_line_error(tmp_path, cap
 
 @pytest.mark.parametrize("share", [0.0, 0.25, 1.0])
 def test_capped_sampler_keeps_each_graphs_fastest_configs(share: float) -> None:
-    from tpurank.features.tables import sample_rows
+    from tpurank.features.stage import sample_rows
 
     runtime = np.random.default_rng(1).permutation(200).astype(np.float64) + 1.0
     g = graph("tile", [node_row((8, 128), F32)], [1], [], [], np.zeros((200, 24)), runtime, np.ones(200))
@@ -235,7 +235,7 @@ def test_a_model_reads_only_tables_features_built_for_its_config(own_out):
     from tpurank.core.config import Config
     from tpurank.core.errors import TpurankError
     from tpurank.features import io
-    from tpurank.features.tables import build_features, require_tables
+    from tpurank.features.stage import build_features, require_tables
 
     collection, missing = "tile:xla", "feature table missing or unfinished; run `tpurank features"
     with pytest.raises(TpurankError, match=missing):

@@ -88,7 +88,7 @@ def valid_score(paths, collection: str, costs: dict[str, np.ndarray]) -> float:
 @pytest.mark.parametrize("collection", TINY_COLLECTIONS)
 def test_lgbm_beats_random_on_tiny_valid_and_reloads_identically(lgbm_paths, collection):
     from tpurank.features import io as tab_io
-    from tpurank.features.tables import build_features
+    from tpurank.features.stage import build_features
     from tpurank.lgbm import model
     from tpurank.prepare.cache import iter_prepared
 

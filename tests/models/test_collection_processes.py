@@ -1,4 +1,4 @@
-"""A GNN's collections trained in processes of their own (tpurank.models.collection_processes): side
+"""A GNN's collections trained in processes of their own (tpurank.train.collection_processes): side
 by side on small data, the same weights as one after another at the same thread count; one after
 another on big data, each in a fresh process, while the stage's process imports no torch; and the
 choice between them."""
@@ -20,9 +20,9 @@ from tpurank.core.config import Config
 from tpurank.core.errors import DataError
 from tpurank.core.paths import Paths
 from tpurank.gnn.training.checkpoints import CHECKPOINT, load_checkpoint
-from tpurank.models import collection_processes as cp
-from tpurank.models.collection_processes import Processes
-from tpurank.models.staging import staging_folder
+from tpurank.train import collection_processes as cp
+from tpurank.train.collection_processes import Processes
+from tpurank.train.staging import staging_folder
 
 TWO = ["tile:xla", "layout:xla:random"]
 FAILING = "tile:xla"
@@ -150,9 +150,9 @@ import json, os, sys
 sys.path.insert(0, sys.argv[1])
 import pid_recorder
 from tpurank.cli import main
-from tpurank.models import collection_processes, train
+from tpurank.train import collection_processes, stage
 collection_processes.SMALL_DATA_BYTES = 0
-train.train_one = pid_recorder.record_pid
+stage.train_one = pid_recorder.record_pid
 code = main(["train", "--model", "gnn", "--collections", *sys.argv[2:4], *sys.argv[4:]])
 loaded = [m for m in ("torch", "numpy", "pandas", "pyarrow", "scipy") if m in sys.modules]
 print(json.dumps({"code": code, "pid": os.getpid(), "loaded": loaded}))

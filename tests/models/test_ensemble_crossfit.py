@@ -21,7 +21,7 @@ from tpurank.models.ensemble import (
 )
 from tpurank.models.predictions import save_predictions
 from tpurank.report.ensemble_section import report_lines, summary_note
-from tpurank.report.validation import markdown
+from tpurank.validate.stage import markdown
 
 LAYOUT = "layout:xla:default"
 

@@ -149,7 +149,7 @@ def test_each_trained_model_ends_with_one_line(trained: Paths) -> None:
 
 
 def test_a_swap_killed_between_its_renames_is_recovered(tmp_path: Path) -> None:
-    from tpurank.models.staging import OLD_PREFIX, recover, staged
+    from tpurank.train.staging import OLD_PREFIX, recover, staged
 
     paths = Paths(tmp_path / "data", tmp_path / "out")
     final = paths.model_dir("lgbm", COLLECTION)

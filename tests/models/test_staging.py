@@ -1,4 +1,4 @@
-"""A (re)training's staging folder (tpurank.models.staging): published when training completes,
+"""A (re)training's staging folder (tpurank.train.staging): published when training completes,
 removed when it fails, kept for the resume when it is interrupted; the finished model untouched
 in every case."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from tpurank.core.errors import DiskFullError
 from tpurank.core.paths import Paths
-from tpurank.models import staging as st
+from tpurank.train import staging as st
 
 COLLECTION = "tile:xla"
 

@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("lgbm", "gnn"),
     ("models",),
     ("report",),
+    ("train", "predict", "validate"),
     ("run",),
     ("kaggle",),
     ("rank",),

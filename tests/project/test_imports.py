@@ -32,7 +32,7 @@ DATA_LIBRARIES = ["pandas", "pyarrow", "scipy"]
 
 SCRIPT = """
 import importlib, json, pkgutil, sys
-import tpurank.cli, tpurank.run.stages, tpurank.models.train, tpurank.models.collection_processes
+import tpurank.cli, tpurank.run.stages, tpurank.train.cli, tpurank.train.stage, tpurank.train.collection_processes
 stage = sorted(m for m in sys.modules if m in HEAVY + DATA_LIBRARIES)
 import tpurank.run.pipeline
 supervisor = sorted(m for m in sys.modules if m in HEAVY + DATA_LIBRARIES)

@@ -13,21 +13,22 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "tpurank"
 # module (under src/tpurank) -> the modules its functions import
 INNER: dict[str, set[str]] = {
     # the light-face pattern: a stage's face loads its work when the stage runs
-    "features/stage.py": {"tpurank.features.tables"},
-    "models/predict.py": {"tpurank.models.predict_split"},
+    "features/cli.py": {"tpurank.features.stage"},
+    "predict/cli.py": {"tpurank.predict.stage"},
     "prepare/cli.py": {"tpurank.prepare.stage"},
-    "report/validate.py": {"tpurank.report.validation"},
+    "train/cli.py": {"tpurank.train.stage"},
+    "validate/cli.py": {"tpurank.validate.stage"},
     "synth/cli.py": {"tpurank.synth.tree"},
     # processes that stay light beside the work: all's own, a stage waiting on its workers
     "run/pipeline.py": {"tpurank.synth"},
-    "models/collection_processes.py": {"tpurank.gnn.device", "torch"},
-    "models/predict_split.py": {"torch"},
+    "train/collection_processes.py": {"tpurank.gnn.device", "torch"},
+    "predict/stage.py": {"torch"},
     "core/profiles.py": {"torch"},
     # heavy libraries only the functions that need them load (each module's docstring says why)
     "core/metrics.py": {"scipy.stats"},
     "core/normalize.py": {"scipy.stats"},
     "rank/select.py": {"scipy.stats"},
-    "report/validation.py": {"scipy.stats", "tpurank.report"},
+    "validate/stage.py": {"scipy.stats", "tpurank.report"},
     # optional clients: the network, Kaggle, TensorBoard
     "data/net.py": {"requests", "requests.adapters", "urllib3.exceptions", "urllib3.util.retry"},
     "data/download.py": {"kaggle.api.kaggle_api_extended", "kagglesdk"},

@@ -100,7 +100,7 @@ def test_a_gnn_run_records_its_loss_between_validations_and_logs_a_few_lines(
 
 
 def test_lightgbm_writes_its_validation_metric_per_round(tiny_paths: Paths, tmp_path: Path) -> None:
-    from tpurank.features.tables import build_features
+    from tpurank.features.stage import build_features
     from tpurank.lgbm import model
 
     out = tmp_path / "out"

@@ -114,7 +114,7 @@ def test_runs_dataset_prefers_what_the_report_recorded(two_runs) -> None:
 def test_runs_label_what_each_figure_is_and_where_the_report_differs(two_runs, capsys) -> None:
     """The pivot's scores are `predict`'s (every config); a fitted ensemble's is in-sample, labelled as
     the report labels it; a report scored on the official subsets is named as the one that differs."""
-    from tpurank.report.validation import IN_SAMPLE
+    from tpurank.validate.stage import IN_SAMPLE
 
     old, new = two_runs
     _write(new / "models" / "ensemble" / "layout-xla-random" / "weights.json", {"cross_fit": {"score": 0.4}})

@@ -227,7 +227,7 @@ def test_stage_errors_are_one_line(out_paths, sample_root, tmp_path, capsys):
 
 
 def test_the_ensemble_row_is_in_sample_with_the_cross_fitted_one_beside_it(tmp_path):
-    from tpurank.report.validation import CROSS_FITTED, IN_SAMPLE, cross_fitted, markdown, score_rows
+    from tpurank.validate.stage import CROSS_FITTED, IN_SAMPLE, cross_fitted, markdown, score_rows
 
     paths = Paths(data=tmp_path / "data", out=tmp_path / "out")
     crossed = {"tile:xla": 0.8, "layout:xla:random": 0.3}

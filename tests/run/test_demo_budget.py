@@ -189,10 +189,10 @@ def test_all_on_demo_data_without_a_budget_keeps_the_demos(
 def test_the_plan_counts_the_processes_train_will_run(
     tiny_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The plan asks `train`'s own rule (tpurank.models.collection_processes), without torch."""
+    """The plan asks `train`'s own rule (tpurank.train.collection_processes), without torch."""
     from tpurank.data.dataset import npz_bytes
-    from tpurank.models import collection_processes
     from tpurank.run.shares import side_by_side
+    from tpurank.train import collection_processes
 
     every = list(COLLECTIONS)
     monkeypatch.setattr(collection_processes, "usable_cores", lambda sample_s=0: 2)
@@ -225,7 +225,7 @@ def test_a_neural_model_predicts_on_the_cores_usable_now(monkeypatch: pytest.Mon
     """The demo's GNN predictions, which the budget cannot shorten, take the cores another program
     leaves (as LightGBM does), and give the thread count back after."""
     torch = pytest.importorskip("torch")
-    from tpurank.models import predict_split
+    from tpurank.predict import stage as predict_split
 
     before = torch.get_num_threads()
     want = 1 if before > 1 else 2

@@ -270,8 +270,8 @@ def test_a_config_file_that_is_not_utf8_or_is_a_folder_is_one_line(tmp_path: Pat
 
 
 def test_a_failed_force_predict_replaces_only_what_succeeded(run_copy: Paths, capsys, monkeypatch) -> None:
-    from tpurank.models import predict_split
     from tpurank.models.untrained import RANDOM
+    from tpurank.predict import stage as predict_split
 
     assert main(["predict", "--model", "random", "--split", "valid", *common(run_copy)]) == 0
     pred_file = run_copy.prediction_file("random", "valid")

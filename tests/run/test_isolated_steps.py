@@ -11,7 +11,7 @@ from helpers import TRAINED_COLLECTION, copy_tree
 
 from tpurank.core.config_files import load_config
 from tpurank.core.paths import Paths
-from tpurank.models import predict
+from tpurank.predict import cli as predict
 from tpurank.run import pipeline
 from tpurank.run.stages import StageRun, stage_namespace
 from tpurank.run.steps import Step

@@ -17,8 +17,8 @@ from tpurank.gnn.data import load_split
 from tpurank.gnn.predict import scored_rows
 from tpurank.models.ensemble import collection_score
 from tpurank.models.predictions import save_predictions, unscored_subset
-from tpurank.report.validation import rank_examples
 from tpurank.submission.format import ExpectedGraph, render
+from tpurank.validate.stage import rank_examples
 
 
 @pytest.mark.parametrize(

@@ -141,7 +141,7 @@ class Paths:
         data_named: the user named the data root (`--data-dir`, $TPURANK_DATA): `all` then
             uses it or fails, never falling back to a download or the synthetic demo.
         staging: model folders are the staging folders a (re)training writes into
-            (`.next-<collection>` beside each), published only when it completes (models/staging.py).
+            (`.next-<collection>` beside each), published only when it completes (train/staging.py).
     """
 
     data: Path

@@ -20,11 +20,11 @@ from tpurank.core.atomic import write_bytes
 from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
-from tpurank.features import stage as features
+from tpurank.features import cli as features
 from tpurank.kaggle import unpacked
 from tpurank.kaggle.models_dataset import ARCHIVE, CONFIG, MANIFEST, read_manifest, unpacked_path
 from tpurank.kaggle.unpacked import REPLACE_FLAG
-from tpurank.models import predict
+from tpurank.predict import cli as predict
 from tpurank.prepare import cli as prepare
 from tpurank.run.stages import command_line, run_step
 from tpurank.submission import check

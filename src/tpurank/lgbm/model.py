@@ -23,7 +23,7 @@ from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.workers import lgbm_threads
 from tpurank.features import io as tab_io
-from tpurank.features.tables import require_tables
+from tpurank.features.stage import require_tables
 from tpurank.lgbm.queries import label_gain
 from tpurank.lgbm.saved import METRICS_FILE, MODEL_NAME, load, save, write_curve
 from tpurank.lgbm.saved import PROVENANCE_FILE as PROVENANCE_FILE  # callers read the sidecar by this name

@@ -28,7 +28,7 @@ from tpurank.core.errors import TpurankError
 from tpurank.core.metrics import kendall_tau, order_from_costs
 from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.features import io as tab_io
-from tpurank.features.tables import build_features
+from tpurank.features.stage import build_features
 from tpurank.lgbm import model as lgbm
 from tpurank.models.untrained import heuristic_costs, random_costs
 from tpurank.prepare.cache import PreparedGraph, iter_prepared

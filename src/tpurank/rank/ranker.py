@@ -26,8 +26,8 @@ from tpurank.core.atomic import write_text
 from tpurank.core.collections import COLLECTIONS, collection_dir, kind_of
 from tpurank.core.errors import DataError, TpurankError
 from tpurank.core.lock import output_lock
-from tpurank.features import stage as features
-from tpurank.models import predict
+from tpurank.features import cli as features
+from tpurank.predict import cli as predict
 from tpurank.prepare import cli as prepare
 from tpurank.rank.calibrate import Calibration
 from tpurank.rank.candidates import Candidates, read_candidates

@@ -15,8 +15,9 @@ from tpurank.core.collections import COLLECTIONS
 from tpurank.core.names import Stage
 from tpurank.core.options import add_collections
 from tpurank.core.staleness import option
-from tpurank.models import predict, train
+from tpurank.predict import cli as predict
 from tpurank.run.stages import run_step
+from tpurank.train import cli as train
 
 
 @dataclass(frozen=True)

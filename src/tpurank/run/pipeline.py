@@ -32,10 +32,9 @@ from tpurank.core.profiles import DEFAULT_BUDGET, parse_duration
 from tpurank.core.staleness import StageIO
 from tpurank.data.dataset import SMALL_DATA_BYTES, npz_bytes
 from tpurank.data.download import download, have_credentials
-from tpurank.features import stage as features
-from tpurank.models import predict, train
+from tpurank.features import cli as features
+from tpurank.predict import cli as predict
 from tpurank.prepare import cli as prepare
-from tpurank.report import validate
 from tpurank.report.ensemble_section import summary_note
 from tpurank.run.budget import (
     RunBudget,
@@ -49,6 +48,8 @@ from tpurank.run.stages import StageRun, command_line, guarded, run_step, stage_
 from tpurank.run.steps import Step
 from tpurank.submission import check
 from tpurank.submission.publish import SUBMITTED_MODEL, incomplete_test_set, publish_submission
+from tpurank.train import cli as train
+from tpurank.validate import cli as validate
 
 DEMO_SCALE = "demo"  # the synthetic fallback: finishes within 15 minutes on 2 cores
 BANNER = """

@@ -7,7 +7,7 @@
 - Over seeds: equal shares of their collection's time; no seed below the least share
   (`budget.min_share_min`): a collection trains fewer seeds first.
 - Over processes: on small data on a CPU of several cores `train` runs the collections side by side,
-  one one-thread process per core (tpurank.models.collection_processes), so the shares' wall time is
+  one one-thread process per core (tpurank.train.collection_processes), so the shares' wall time is
   the span of that schedule (each collection to the first free process, in the order `train` starts
   them), not their sum: the plan splits the time the processes have together.
 
@@ -30,7 +30,7 @@ from tpurank.core.config import Config
 from tpurank.core.names import Model
 from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.core.profiles import gpu
-from tpurank.models.collection_processes import training_order, training_processes
+from tpurank.train.collection_processes import training_order, training_processes
 
 # Seconds one optimizer step takes per unit of work on one thread, validations included: a unit is one
 # config of one graph at one node pruning keeps (`kept_nodes`), at width 32 through 3 layers. Measured
@@ -101,7 +101,7 @@ def expected_s(model: str, cfg: Config, collection: str, nodes: float) -> float:
 
 def side_by_side(model: str, data_root: Path, collections: list[str], gpu: bool) -> tuple[int, list[str]]:
     """(collections trained at once, the order they start in) as `train` will run `model`'s
-    collections (tpurank.models.collection_processes), asked without torch: `gpu` says whether a
+    collections (tpurank.train.collection_processes), asked without torch: `gpu` says whether a
     usable GPU trains them."""
     paths = Paths(data=data_root, out=data_root)  # only the data's size is read
     processes = training_processes(model, paths, collections, cuda=lambda: gpu)
@@ -118,7 +118,7 @@ def processes(data_root: Path, collections: list[str]) -> tuple[int, list[str]]:
 
 def span_s(jobs: list[float], at_once: int) -> float:
     """The wall time of `jobs` (seconds, in starting order) when `at_once` run together, each
-    starting on the first process free: the schedule of tpurank.models.collection_processes."""
+    starting on the first process free: the schedule of tpurank.train.collection_processes."""
     free = [0.0] * max(1, at_once)
     for job in jobs:
         heapq.heappush(free, heapq.heappop(free) + job)

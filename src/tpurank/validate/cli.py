@@ -1,7 +1,7 @@
 """`tpurank validate`: `reports/validation.md`, every model's validation scores side by side.
 
 The stage's face: its options, declaration and `run`. The report itself is
-tpurank.report.validation, loaded when the stage runs (`all` imports this module for its `Options`).
+tpurank.validate.stage, loaded when the stage runs (`all` imports this module for its `Options`).
 """
 
 from __future__ import annotations
@@ -38,6 +38,6 @@ def declare(args: argparse.Namespace) -> StageIO:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tpurank.report.validation import write_report  # its libraries load when the stage runs
+    from tpurank.validate.stage import write_report  # its libraries load when the stage runs
 
     return write_report(args.paths, args.cfg, args.official_subsets, args.all_configs)

@@ -34,7 +34,7 @@ from tpurank.core.paths import Paths
 from tpurank.core.progress import lines_only
 from tpurank.core.workers import die_with_parent, usable_cores
 from tpurank.data.dataset import SMALL_DATA_BYTES, npz_bytes
-from tpurank.models.staging import discard
+from tpurank.train.staging import discard
 
 NEURAL = ("gnn", "baseline")  # models whose steps are torch's: LightGBM shares its threads well
 
@@ -189,7 +189,7 @@ def _discard_unfinished(model: str, paths: Paths, configs: dict[str, Config]) ->
 
 def stop(pool: ProcessPoolExecutor) -> None:
     """End the pool now: queued collections cancelled, running ones terminated (after Ctrl-C a
-    training's staging folder keeps its resume state; models/staging.py)."""
+    training's staging folder keeps its resume state; train/staging.py)."""
     workers = list(getattr(pool, "_processes", {}).values())  # the executor offers no public handle
     pool.shutdown(wait=False, cancel_futures=True)
     for w in workers:

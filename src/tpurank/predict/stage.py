@@ -1,5 +1,5 @@
 """A model's predictions of one split, collection by collection, and the split's submission CSV:
-the work of `tpurank predict` (tpurank.models.predict).
+the work of `tpurank predict` (tpurank.predict.cli).
 
 Each collection's predictions are kept while their key holds (`collection_stamp`, on the stage's
 declaration); a collection's new predictions replace the old only when they are whole.

@@ -81,7 +81,7 @@ def publish(staging: Path, final: Path) -> None:
 
 def discard(paths: Paths, model: str, collection: str) -> None:
     """Remove the staging folder of (`model`, `collection`): its training failed, or was stopped
-    because another collection's did (tpurank.models.collection_processes)."""
+    because another collection's did (tpurank.train.collection_processes)."""
     shutil.rmtree(staging_folder(paths, model, collection), ignore_errors=True)
 
 

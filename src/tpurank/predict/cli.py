@@ -58,7 +58,7 @@ def declare(args: argparse.Namespace) -> StageIO:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tpurank.models.predict_split import predict_split  # its libraries load when the stage runs
+    from tpurank.predict.stage import predict_split  # its libraries load when the stage runs
 
     return predict_split(
         args.paths,

@@ -1,0 +1,24 @@
+"""The steps of `all` by their typed names (tpurank.run.steps.StepName), as bench_all and
+bench_scale record them: a figure looks a step up by these, never by a name typed anew."""
+
+from __future__ import annotations
+
+from tpurank.core.names import Model, Stage
+from tpurank.run.steps import StepName
+
+
+def step_name(stage: Stage, model: Model | None = None, split: str = "") -> str:
+    """A step of `all` as a results file names it: its `StepName` as text (`train lgbm`)."""
+    return str(StepName(stage, model, split))
+
+
+PREPARE, FEATURES = step_name(Stage.PREPARE), step_name(Stage.FEATURES)
+TRAIN_LGBM, TRAIN_GNN = step_name(Stage.TRAIN, Model.LGBM), step_name(Stage.TRAIN, Model.GNN)
+VALID_OTHERS = [step_name(Stage.PREDICT, m, "valid") for m in (Model.RANDOM, Model.HEURISTIC, Model.LGBM)]
+PREDICT_GNN_VALID = step_name(Stage.PREDICT, Model.GNN, "valid")
+ENSEMBLE_AND_REPORT = [
+    step_name(Stage.TRAIN, Model.ENSEMBLE),
+    step_name(Stage.PREDICT, Model.ENSEMBLE, "valid"),
+]
+ENSEMBLE_AND_REPORT.append(step_name(Stage.VALIDATE))
+TESTS = [step_name(Stage.PREDICT, m, "test") for m in (Model.LGBM, Model.GNN, Model.ENSEMBLE)]
