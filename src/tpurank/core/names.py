@@ -31,13 +31,9 @@ class Model(StrEnum):
     ENSEMBLE = "ensemble"
 
 
-UNTRAINED = (Model.RANDOM.value, Model.HEURISTIC.value)  # nothing to learn: no folder, no config section
-LEARNED_MODELS = (
-    Model.LGBM.value,
-    Model.GNN.value,
-    Model.BASELINE.value,
-)  # an ensemble's members, in training order
-NEURAL_MODELS = (
-    Model.GNN.value,
-    Model.BASELINE.value,
-)  # the models whose training time the budget plan splits
+# nothing to learn: no folder, no config section
+UNTRAINED = (Model.RANDOM.value, Model.HEURISTIC.value)
+# an ensemble's members, in training order
+LEARNED_MODELS = (Model.LGBM.value, Model.GNN.value, Model.BASELINE.value)
+# the models whose training time the budget plan splits
+NEURAL_MODELS = (Model.GNN.value, Model.BASELINE.value)
