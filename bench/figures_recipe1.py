@@ -10,7 +10,7 @@ from step_names import TRAIN_GNN, step_name
 
 from tpurank.core.names import Model, Stage
 
-H2 = "recipe1_full_2h.json"  # `--budget 2h`, every step in one process
+H2 = "recipe1_full_2h.json"  # `--budget 2h`, each step in a process of its own
 H90 = "recipe1_full_90m_declared.json"  # `--budget 90m`, each step and GNN collection in its own process
 H90_BEFORE = "recipe1_full_90m_per_collection.json"  # the same, at the code before one decider
 H90_ONE_GNN = "recipe1_full_90m_isolated.json"  # each step in its own process, the GNN in one
@@ -76,30 +76,43 @@ def written(run: dict) -> str:
     return f"{(run['disk_bytes']['out'] + run['disk_bytes']['work']) / GB:.1f} GB"
 
 
+MEMORY_TARGET_GB = 2.0  # every step of Recipe 1 within it (tree RSS)
+
+
 @figure("readme_recipe1")
 def readme_recipe1() -> Figure:
-    a, b = results(H2), results(H90)
-    assert a["exit"] == b["exit"] == 0 and a["submission"] and b["submission"]
-    (pa, sa), (pb, sb) = peak(a), peak(b)
+    a = results(H2)
+    assert a["exit"] == 0 and a["submission"]
+    pa, sa = peak(a)
     text = (
         f"synthetic, {a['disk_bytes']['data'] / GB:.1f} GB of npz, {a['provenance']['cores']} cores: "
-        f"`--budget 2h` {minutes(a['seconds'])} (every step in one process; peak memory {gb(pa)} in {sa}), "
-        f"`--budget 90m` {minutes(b['seconds'])} (each step in a process of its own; peak {gb(pb)} in {sb}); "
-        f"peak memory is RSS summed over every process; each run checked, {written(b)} written"
+        f"`--budget 2h` ended in {minutes(a['seconds'])}, {under(a)} under its budget, with a checked "
+        f"submission ({checked_rows(a)}) and {written(a)} written; each step in a process of its own, "
+        f"peak memory {gb(pa)} in {sa} (RSS summed over every process)"
     )
-    return Figure(text, (Source(H2), Source(H90)))
+    return Figure(text, (Source(H2),))
+
+
+@figure("recipe1_2h_memory")
+def memory_2h() -> Figure:
+    """Every step of the 2-hour run against the 2 GB target, as measured."""
+    a = results(H2)
+    pa, sa = peak(a)
+    over = [s["step"] for s in a["steps"] if s["peak_rss_gb"] > MEMORY_TARGET_GB]
+    where = f"over it in {', '.join(over)}" if over else "every step within it"
+    text = f"{where}; the highest, {sa}, peaked at {gb(pa)} (RSS summed over its process tree)"
+    return Figure(f"target {gb(MEMORY_TARGET_GB)} a step, {text}", (Source(H2),))
 
 
 @figure("recipe1_where_it_stands")
 def where_it_stands() -> Figure:
     a, b = results(H2), results(H90)
-    (pb, _), (rest, _) = peak(b), peak(b, exclude=TRAIN_GNN)
+    (pa, sa), (pb, sb) = peak(a), peak(b)
     text = (
         f"`--budget 2h` ended in {minutes(a['seconds'])} and `--budget 90m` in {minutes(b['seconds'])}, "
-        f"each with a checked submission and {gb(b['disk_bytes']['work'], GB)} in the work folder. With each "
-        f"step, and each GNN collection, in a process of its own, the 90-minute run's memory peaked at "
-        f"**{gb(pb)}** RSS summed over the whole process tree ({gb(step(b, 'train gnn')['peak_pss_gb'])} PSS), "
-        f"in the GNN's training, and at {gb(rest)} in every other step"
+        f"each with a checked submission. With each step in a process of its own, memory peaked at "
+        f"**{gb(pa)}** RSS summed over the whole process tree in the 2-hour run ({sa}) and at {gb(pb)} in "
+        f"the 90-minute one ({sb})"
     )
     return Figure(text, (Source(H2), Source(H90)))
 
