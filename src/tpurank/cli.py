@@ -46,7 +46,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "train": ("tpurank.train.cli", "train a model (--model lgbm | gnn | baseline) per collection"),
     "predict": ("tpurank.predict.cli", "score a split with a model and write its submission CSV"),
     "ensemble": (
-        "tpurank.run.ensemble",
+        "tpurank.run.ensemble_steps",
         "fit the ensemble on valid (train --model ensemble), then predict valid and test",
     ),
     "score": ("tpurank.submission.score", "score an ID,TopConfigs CSV against known runtimes"),

@@ -11,7 +11,7 @@ from helpers import FAST, TWO_COLLECTIONS, copy_tree, two_collection_all
 
 from tpurank.cli import main
 from tpurank.core.paths import Paths
-from tpurank.run.ensemble import steps
+from tpurank.run.ensemble_steps import steps
 from tpurank.run.records import RECORDS
 
 

@@ -18,11 +18,11 @@ from tpurank.data.dataset import discover
 from tpurank.data.npz import LAYOUT_KEYS, load_graph, validate_file
 from tpurank.synth import generate, write_big_layout_graph
 from tpurank.synth import layout_file as gen_mod
-from tpurank.synth.configs import LayoutSpace, layout_candidates, spell_out
 from tpurank.synth.cost_model import LayoutCostModel, measure, pad_table
 from tpurank.synth.graph_families import layout_graph
 from tpurank.synth.hlo import CONFIGURABLE_OPS, OP
 from tpurank.synth.hlo_builder import Builder
+from tpurank.synth.layout_configs import LayoutSpace, layout_candidates, spell_out
 from tpurank.synth.tree import GENERATOR_VERSION
 
 SPLIT_COUNTS = {"tile:xla": (12, 4, 4), "layout": (4, 2, 2)}

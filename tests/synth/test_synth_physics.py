@@ -128,8 +128,8 @@ def test_per_graph_deviations_follow_the_graph_not_the_file() -> None:
 
 
 def test_tile_physics_changes_which_tile_wins() -> None:
-    from tpurank.synth.configs import sample_tiles
     from tpurank.synth.graph_families import tile_graph
+    from tpurank.synth.layout_configs import sample_tiles
 
     g = tile_graph(np.random.default_rng(11), 12)
     tiles = sample_tiles(g.root_shape, np.random.default_rng(4), 40, g.root_etype_bytes)

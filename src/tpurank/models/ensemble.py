@@ -6,7 +6,7 @@ and the weights are the point of a simplex grid that scores best on the validati
 grid contains every single member, so the fitted ensemble is never worse on validation than its
 best member. The ensemble is a model like the others: `train --model ensemble` fits and saves the
 weights, `predict --model ensemble` combines the members' predictions for a split (`tpurank
-ensemble` runs the two: tpurank.run.ensemble). Its section of the validation report and its line
+ensemble` runs the two: tpurank.run.ensemble_steps). Its section of the validation report and its line
 in `all`'s summary are tpurank.report.ensemble_section.
 
 Because the weights are chosen on the validation graphs, the ensemble's validation score is

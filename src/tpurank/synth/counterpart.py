@@ -17,7 +17,7 @@ import numpy as np
 from tpurank.core.paths import NPZ_SUBDIR
 from tpurank.data.npz import TileGraph, load_graph, member_shapes, save_graph
 from tpurank.pb.convert import read_pb, tile_graphs
-from tpurank.synth import configs as cfgs
+from tpurank.synth import layout_configs as cfgs
 from tpurank.synth.graph_families import layout_graph, tile_graph
 from tpurank.synth.layout_file import write_layout_file
 from tpurank.synth.noise import measure

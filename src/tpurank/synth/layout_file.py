@@ -13,7 +13,7 @@ import numpy as np
 from tpurank.core.collections import check_collection
 from tpurank.core.errors import TpurankError
 from tpurank.data.npz import LAYOUT_KEYS, LayoutGraph, save_graph
-from tpurank.synth import configs as cfgs
+from tpurank.synth import layout_configs as cfgs
 from tpurank.synth.graph_families import layout_graph
 from tpurank.synth.hlo import HloGraph
 from tpurank.synth.noise import measure

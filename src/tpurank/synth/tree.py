@@ -29,7 +29,7 @@ from tpurank.core.provenance import write_sidecar
 from tpurank.core.staleness import current
 from tpurank.core.workers import die_with_parent
 from tpurank.data.npz import TileGraph, member_shapes, read_header, save_graph
-from tpurank.synth import configs as cfgs
+from tpurank.synth import layout_configs as cfgs
 from tpurank.synth.graph_families import layout_graph, tile_graph
 from tpurank.synth.layout_file import write_layout_file
 from tpurank.synth.noise import measure
