@@ -358,9 +358,12 @@ def script_help(factory: pytest.TempPathFactory, script: str | Path, *sub: str) 
     return (built_once(factory, "help", [str(rel), *sub], run) / "help.txt").read_text()
 
 
-def fake_clock(monkeypatch: pytest.MonkeyPatch, step_s: float, validation_s: float, score: float = 0.5):
-    """The loop's clock advances `step_s` per optimizer step and `validation_s` per validation (which
-    scores `score`): a time budget's behaviour without a real machine's speed in it."""
+def fake_clock(
+    monkeypatch: pytest.MonkeyPatch, step_s: float, validation_s: float, score: float = 0.5, first_step_s=None
+):
+    """The loop's clock advances `step_s` per optimizer step (`first_step_s` for the first, when
+    given) and `validation_s` per validation (which scores `score`): a time budget's behaviour
+    without a real machine's speed in it."""
     from tpurank.gnn.training import loop
 
     clock = types.SimpleNamespace(now=0.0)
@@ -368,7 +371,9 @@ def fake_clock(monkeypatch: pytest.MonkeyPatch, step_s: float, validation_s: flo
     real_step = loop.step_once
 
     def timed_step(*args, **kwargs):
-        clock.now += step_s
+        first = first_step_s is not None and not getattr(clock, "stepped", False)
+        clock.now += first_step_s if first else step_s
+        clock.stepped = True
         return real_step(*args, **kwargs)
 
     def timed_score(run, valid, losses) -> float:

@@ -116,6 +116,28 @@ def test_a_run_validated_only_at_its_end_reserves_the_estimate(
     assert summary["stopped_by"] == "time budget" and summary["steps_run"] == steps
 
 
+def test_a_slow_first_step_leaves_the_closing_estimate_alone(
+    tiny_paths: Paths, graphs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first step of a process pays one-time costs (16 s here, 0.1 s the next ones): the rate that
+    sizes the closing validation comes from the steps after it, so a 30 s share still trains
+    about 140 steps instead of stopping after the first."""
+    fake_clock(monkeypatch, step_s=0.1, validation_s=0.1, first_step_s=16.0)
+    rates = []
+    real = loop.closing_estimate
+
+    def recorded(work: int, trained: int, seconds: float) -> float:
+        rates.append(seconds)
+        return real(work, trained, seconds)
+
+    monkeypatch.setattr(loop, "closing_estimate", recorded)
+    cfg = small_cfg(max_steps=1_000_000, eval_every=10**5, time_budget_min=0.5, warmup_steps=1)
+    paths = Paths(tiny_paths.data, tmp_path)
+    summary = train_collection(gnn_model.SPEC, paths, cfg, COLLECTION, *graphs, progress=False)
+    assert summary["stopped_by"] == "time budget" and summary["steps_run"] > 100
+    assert rates[0] == 0.0 and max(rates) < 16.0  # the first step's seconds never entered the rate
+
+
 def test_the_closing_estimate_counts_the_validation_at_the_training_rate(graphs) -> None:
     """The configs x nodes a validation scores (each graph's unique scored configs times its nodes), at
     the rate training went, times the forward pass's share."""
