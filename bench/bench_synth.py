@@ -36,7 +36,7 @@ import sys, time
 from pathlib import Path
 from tpurank.synth.scales import get_scale
 from tpurank.synth.spec import plan
-from tpurank.synth.tree import write_file
+from tpurank.synth.stage import write_file
 sc = get_scale("full")
 specs = {(s.collection, s.split, s.index): s for s in plan(sc, 0)}
 out = Path(sys.argv[1])
@@ -64,7 +64,7 @@ def largest(n: int) -> list[list[str]]:
     sys.path.insert(0, str(ROOT / "src"))
     from tpurank.synth.scales import get_scale
     from tpurank.synth.spec import plan
-    from tpurank.synth.tree import work_estimate
+    from tpurank.synth.stage import work_estimate
 
     sc = get_scale("full")
     specs = sorted(plan(sc, 0), key=lambda s: -work_estimate(s, sc, 0))

@@ -18,7 +18,7 @@ INNER: dict[str, set[str]] = {
     "prepare/cli.py": {"tpurank.prepare.stage"},
     "train/cli.py": {"tpurank.train.stage"},
     "validate/cli.py": {"tpurank.validate.stage"},
-    "synth/cli.py": {"tpurank.synth.tree"},
+    "synth/cli.py": {"tpurank.synth.stage"},
     # processes that stay light beside the work: all's own, a stage waiting on its workers
     "run/pipeline.py": {"tpurank.synth"},
     "train/collection_processes.py": {"tpurank.gnn.device", "torch"},

@@ -23,7 +23,7 @@ from tpurank.synth.graph_families import layout_graph
 from tpurank.synth.hlo import CONFIGURABLE_OPS, OP
 from tpurank.synth.hlo_builder import Builder
 from tpurank.synth.layout_configs import LayoutSpace, layout_candidates, spell_out
-from tpurank.synth.tree import GENERATOR_VERSION
+from tpurank.synth.stage import GENERATOR_VERSION
 
 SPLIT_COUNTS = {"tile:xla": (12, 4, 4), "layout": (4, 2, 2)}
 
@@ -95,7 +95,7 @@ def test_deterministic_for_a_seed(tmp_path: Path) -> None:
 
 
 # the arrays of the tiny tree (seed 0) under generator version 3: a faster generator writes the same
-# data for a seed, or bumps GENERATOR_VERSION (synth/tree.py) and this fingerprint with it
+# data for a seed, or bumps GENERATOR_VERSION (synth/stage.py) and this fingerprint with it
 TINY_FINGERPRINT = {3: "9994134b38deec82db25f40f7f7096664c3aac50669ee8b276d9e8c2bbf59e68"}
 
 

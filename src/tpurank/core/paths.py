@@ -26,7 +26,7 @@ from tpurank.core.links import resolve
 KAGGLE_INPUT = Path("/kaggle/input/predict-ai-model-runtime")
 NPZ_SUBDIR = Path("npz_all/npz")
 SAMPLE_SUBMISSION = "sample_submission.csv"
-SYNTH_MARKER = "synth.json"  # the plan a synthetic tree was generated from (tpurank.synth.tree)
+SYNTH_MARKER = "synth.json"  # the plan a synthetic tree was generated from (tpurank.synth.stage)
 LAST_DATA_ROOT = ".last-data-root"  # in data/: the synthetic tree `all` used last (remember_data_root)
 DEMO_PREFIX = "synthetic-"  # data/synthetic-<scale>/: where `all` and `synth` put synthetic trees
 # the end of every "no data here" error: the two ways to point tpurank at another data root

@@ -5,6 +5,6 @@ big layout file with bounded memory (for benchmarks).
 """
 
 from tpurank.synth.layout_file import write_big_layout_graph
-from tpurank.synth.tree import generate
+from tpurank.synth.stage import generate
 
 __all__ = ["generate", "write_big_layout_graph"]

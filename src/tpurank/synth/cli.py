@@ -31,7 +31,7 @@ def declare(args: argparse.Namespace) -> StageIO:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tpurank.synth.tree import generate  # its libraries load when the stage runs
+    from tpurank.synth.stage import generate  # its libraries load when the stage runs
 
     seed = args.cfg.seed if args.seed is None else args.seed
     out = Path(args.out) if args.out else args.paths.data

@@ -19,7 +19,7 @@ from tpurank.data.dataset import discover, require_npz_root
 from tpurank.data.npz import load_graph
 from tpurank.synth.hlo import OP
 from tpurank.synth.realism import layout_runtime_stats, pb_tile_stats, realism_table, tile_runtime_stats
-from tpurank.synth.tree import generate
+from tpurank.synth.stage import generate
 
 VALUES = range(-1, 6)
 TILE_PB = Path("pb") / "op_tuning_data.pb"  # the real sample's measured tile kernels

@@ -1,4 +1,5 @@
-"""Write a whole synthetic dataset tree: every graph file, then sample_submission.csv.
+"""The synth stage's work (its face: `cli.py`): write a whole synthetic dataset tree, every graph
+file, then sample_submission.csv.
 
 Every file is a pure function of (seed, collection, split, index), so runs are deterministic and
 resumable: files that already exist are skipped (writes are atomic, so an existing file is
