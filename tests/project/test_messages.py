@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from helpers import ROOT
+from source_reading import docstring_ids
 
 from tpurank.core.errors import TpurankError, command
 from tpurank.prepare.cache import INDEX_FILE
@@ -16,22 +17,10 @@ SRC = ROOT / "src" / "tpurank"
 MODULE_SPELLING = "python -m tpurank"
 
 
-def _docstrings(tree: ast.Module) -> set[int]:
-    """The docstring nodes of a module: they describe the code to its reader (`__main__.py` says
-    what `python -m tpurank` is), a user never reads them in a message."""
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            first = node.body[0] if node.body else None
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                out.add(id(first.value))
-    return out
-
-
 def _strings(path: Path) -> list[tuple[int, str]]:
     """Every string literal of a module but its docstrings, f-strings' literal parts included."""
     tree = ast.parse(path.read_text())
-    skip = _docstrings(tree)
+    skip = docstring_ids(tree)
     return [
         (n.lineno, n.value)
         for n in ast.walk(tree)

@@ -8,6 +8,7 @@ import ast
 from pathlib import Path
 
 from helpers import ROOT
+from source_reading import docstring_ids
 
 from tpurank.core.paths import NPZ_SUBDIR
 from tpurank.prepare.cache import INDEX_FILE
@@ -19,21 +20,10 @@ NAMED = {
 FOLDERS = ("src", "tests", "bench")
 
 
-def _docstrings(tree: ast.Module) -> set[int]:
-    """The ids of the docstring constants of a module, its classes and functions."""
-    ids = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            first = node.body[0] if node.body else None
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                ids.add(id(first.value))
-    return ids
-
-
 def spelled(path: Path) -> list[str]:
     """Where `path`'s code (not its docstrings) spells one of NAMED in a string."""
     tree = ast.parse(path.read_text())
-    docs = _docstrings(tree)
+    docs = docstring_ids(tree)
     return [
         f"{path.relative_to(ROOT)}:{node.lineno} {name!r}"
         for node in ast.walk(tree)
