@@ -39,7 +39,7 @@ def declare(args: argparse.Namespace) -> StageIO:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_name(args.model)  # an unknown model fails before any work (no import: see below)
+    check_name(args.model)  # an unknown model fails before any work, before its module is imported
     if args.model in UNTRAINED:
         return 0
     from tpurank.train.stage import train_collections  # its libraries load when the stage runs
