@@ -19,6 +19,6 @@ PREDICT_GNN_VALID = step_name(Stage.PREDICT, Model.GNN, "valid")
 ENSEMBLE_AND_REPORT = [
     step_name(Stage.TRAIN, Model.ENSEMBLE),
     step_name(Stage.PREDICT, Model.ENSEMBLE, "valid"),
+    step_name(Stage.VALIDATE),
 ]
-ENSEMBLE_AND_REPORT.append(step_name(Stage.VALIDATE))
 TESTS = [step_name(Stage.PREDICT, m, "test") for m in (Model.LGBM, Model.GNN, Model.ENSEMBLE)]

@@ -16,6 +16,7 @@ COLLECTIONS: tuple[str, ...] = (
 )
 LAYOUT_COLLECTIONS: tuple[str, ...] = COLLECTIONS[1:]
 SPLITS: tuple[str, ...] = ("train", "valid", "test")
+KINDS: tuple[str, ...] = ("layout", "tile")  # what `kind_of` answers
 
 
 def kind_of(collection: str) -> str:

@@ -28,8 +28,6 @@ from tpurank.pb.graph import ModuleError, encode_module
 from tpurank.pb.hlo_features import DEFAULT_LAYOUT_PAD
 from tpurank.pb.schema import ModuleTuningData, TuningData
 
-KINDS = ("layout", "tile")
-
 
 class PbWarning(UserWarning):
     """A raw file holds runs the dataset would drop, or none at all (where the official encoder

@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tpurank.core.collections import KINDS
 from tpurank.core.config import Config
 from tpurank.core.declared import featurize_pb_io
 from tpurank.core.errors import TpurankError
 from tpurank.core.provenance import write_sidecar
 from tpurank.core.staleness import StageIO, current
 from tpurank.data.npz import save_graph, validate_file
-from tpurank.pb.convert import KINDS, PbWarning, layout_graph, parse_pb, read_bytes, tile_graphs
+from tpurank.pb.convert import PbWarning, layout_graph, parse_pb, read_bytes, tile_graphs
 from tpurank.pb.hlo_features import DEFAULT_LAYOUT_PAD
 
 TILE_SIDECAR = "featurize-pb.json"  # provenance of a tile folder

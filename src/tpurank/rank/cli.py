@@ -18,9 +18,8 @@ from pathlib import Path
 
 from tpurank.core import env
 from tpurank.core.atomic import write_text
-from tpurank.core.collections import COLLECTIONS
+from tpurank.core.collections import COLLECTIONS, KINDS
 from tpurank.core.errors import TpurankError
-from tpurank.pb.convert import KINDS
 from tpurank.rank.calibrate import Calibration
 from tpurank.rank.finetune import FineTune
 from tpurank.rank.measured import read_measured

@@ -13,10 +13,9 @@ from typing import Any, ClassVar, Self
 import torch
 from torch import nn
 
+from tpurank.core.collections import KINDS
 from tpurank.gnn.nets.batch import Batch
 from tpurank.gnn.nets.layers import OPCODE_VOCAB
-
-KINDS = ("layout", "tile")
 
 
 class RankerNet(nn.Module):
