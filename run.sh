@@ -11,6 +11,41 @@ VENV=.venv
 PY="${TPURANK_PYTHON:-python3.11}"
 command -v "$PY" >/dev/null 2>&1 || PY=python3
 
+# uv installs the pinned requirements in about half of pip's time (parallel unpacking and bytecode
+# compilation: docs/usage.md); pip does it where uv cannot be installed or fails, or when
+# TPURANK_INSTALLER=pip
+UV_PIN="uv==0.13.8"
+
+pip_sources() {
+  # pip's configured sources (pip.conf, PIP_* variables) as uv's options, one per line: uv reads no
+  # pip configuration, and a machine whose pip uses a mirror or local wheels must install the same
+  "$VENV/bin/python" -m pip config list 2>/dev/null | while IFS='=' read -r key value; do
+    value=${value#\'}; value=${value%\'}
+    case "${key##*.}" in
+      index-url) echo "--index-url"; echo "$value" ;;
+      extra-index-url) for v in $value; do echo "--extra-index-url"; echo "$v"; done ;;
+      find-links) for v in $value; do echo "--find-links"; echo "$v"; done ;;
+      constraint) for v in $value; do echo "--constraint"; echo "$v"; done ;;
+    esac
+  done
+}
+
+install_with_uv() {
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$UV_PIN" || return 1
+  local sources=()
+  mapfile -t sources < <(pip_sources)
+  # unsafe-best-match: the best version across every source, as pip picks it
+  UV_LINK_MODE=copy "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --compile-bytecode \
+    --index-strategy unsafe-best-match "${sources[@]}" -r requirements.txt || return 1
+  UV_LINK_MODE=copy "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --no-deps \
+    --no-build-isolation "${sources[@]}" -e .
+}
+
+install_with_pip() {
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+}
+
 setup() {
   local stamp="$VENV/.tpurank-installed"
   local want
@@ -23,8 +58,12 @@ setup() {
     "$PY" -m venv "$VENV"
   fi
   echo "[setup] installing requirements into $VENV (first run only)" >&2
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+  if [[ "${TPURANK_INSTALLER:-uv}" == pip ]]; then
+    install_with_pip
+  elif ! install_with_uv; then
+    echo "[setup] uv could not install them: installing with pip" >&2
+    install_with_pip
+  fi
   echo "$want" > "$stamp"
 }
 

@@ -4,8 +4,8 @@ The README and docs/validation.md quote what a fresh clone's first run takes and
 figures must come from a run of exactly what a new user types, not from a developer's checkout
 (whose `.venv`, features and models are already there). This script clones the repository at HEAD
 into a new folder, runs `./run.sh all` there (the `.venv` setup included: a pip cache, where the
-machine has one, makes it faster, as it does for a user who has one; the results say whether one
-was there) and saves, from what `all` printed: the validation table (every model's row and the
+machine has one, makes it faster, as it does for a user who has one; the results say whether
+pip's and uv's were there) and saves, from what `all` printed: the validation table (every model's row and the
 cross-fitted ensemble line), the time per step, the budget line and how each GNN stopped; beside
 them the wall time with the setup, the pipeline's own seconds, the load averages at the start and
 the end and the provenance stamp (bench/provenance.py). The clone is removed afterwards unless
@@ -132,6 +132,7 @@ def main() -> int:
         ["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True
     ).stdout.strip()
     pip_cache = Path(os.environ.get("PIP_CACHE_DIR", Path.home() / ".cache" / "pip"))
+    uv_cache = Path(os.environ.get("UV_CACHE_DIR", Path.home() / ".cache" / "uv"))
     load_start = list(os.getloadavg())
     print(f"bench: {a.repo} at {commit[:7]} in {clone}; ./run.sh all, log {log_path}", flush=True)
     code, wall, log = run(clone, log_path)
@@ -144,6 +145,7 @@ def main() -> int:
         "command": f"git clone {a.repo} {clone} && cd {clone} && ./run.sh all",
         "exit": code,
         "pip_cache": pip_cache.is_dir(),
+        "uv_cache": uv_cache.is_dir(),
         "wall_s_with_venv_setup": round(wall, 1),
         "pipeline_s": found["steps_s"].get("total"),
         "load_start": load_start,
