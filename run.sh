@@ -47,6 +47,11 @@ install_with_pip() {
 }
 
 setup() {
+  local installer="${TPURANK_INSTALLER:-uv}"
+  if [[ "$installer" != uv && "$installer" != pip ]]; then
+    echo "run.sh: error: \$TPURANK_INSTALLER must be uv or pip, got '$installer'" >&2
+    exit 2
+  fi
   local stamp="$VENV/.tpurank-installed"
   local want
   want=$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
@@ -58,7 +63,7 @@ setup() {
     "$PY" -m venv "$VENV"
   fi
   echo "[setup] installing requirements into $VENV (first run only)" >&2
-  if [[ "${TPURANK_INSTALLER:-uv}" == pip ]]; then
+  if [[ "$installer" == pip ]]; then
     install_with_pip
   elif ! install_with_uv; then
     echo "[setup] uv could not install them: installing with pip" >&2
@@ -79,8 +84,10 @@ case "$cmd" in
     workers=$("$VENV/bin/python" -c "import os; print(max(1, min(4, os.cpu_count() or 1)))")
     # one pytest worker per core, each single-threaded: oversubscribed BLAS/OpenMP threads make
     # small torch and LightGBM jobs many times slower; a passed test's tmp_path is deleted as it
-    # ends (on a RAM disk where there is one, tests/conftest.py), not kept for three runs
-    OMP_NUM_THREADS=1 exec "$VENV/bin/python" -m pytest -q -n "$workers" \
+    # ends (on a RAM disk where there is one, tests/conftest.py), not kept for three runs; bytecode
+    # cached (in the ignored __pycache__ folders) even where PYTHONDONTWRITEBYTECODE is set, or each
+    # worker rewrites every test module's assertions again: half of the suite's collection
+    exec env -u PYTHONDONTWRITEBYTECODE OMP_NUM_THREADS=1 "$VENV/bin/python" -m pytest -q -n "$workers" \
       -o tmp_path_retention_policy=failed "$@" ;;
   help|-h|--help)
     setup

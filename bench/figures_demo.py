@@ -1,6 +1,7 @@
 """Figures of the demo: a new user's first `./run.sh all` on a fresh clone (bench/bench_first_run.py:
-its time with the `.venv` setup and its validation table, in the README and docs/validation.md) and
-LightGBM on the demo data (bench/bench_lgbm.py, in docs/models.md)."""
+its time with the `.venv` setup and its validation table, in the README and docs/validation.md), the
+setup alone with uv and with pip (bench/bench_setup.py, in docs/usage.md) and LightGBM on the demo
+data (bench/bench_lgbm.py, in docs/models.md)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from figure_kit import Figure, Source, figure, results, table
 
 FIRST = "first_run.json"  # bench_first_run.py: a fresh clone's `./run.sh all`, the setup included
 LGBM = "lgbm_demo.json"  # bench_lgbm.py on the demo data, one LightGBM thread
+SETUP = "setup.json"  # bench_setup.py: `./run.sh setup` with uv and with pip, side by side
 
 
 def min_s(seconds: float) -> str:
@@ -70,6 +72,18 @@ def readme_first_run() -> Figure:
         f"valid overall: ensemble {ens:.3f} *in-sample*, {cross_fitted(r)['overall']:.3f} cross-fitted"
     )
     return Figure(text, (Source(FIRST),))
+
+
+@figure("usage_setup")
+def usage_setup() -> Figure:
+    r = results(SETUP)
+    runs = len(r["pip_over_uv"])
+    text = (
+        f"with uv {min_s(r['median_s']['uv'])}, with pip {min_s(r['median_s']['pip'])} (medians of "
+        f"{runs} runs each, in turn; pip took {r['median_pip_over_uv']:.1f}x uv's time, pair by pair "
+        f"{min(r['pip_over_uv']):.1f}x to {max(r['pip_over_uv']):.1f}x)"
+    )
+    return Figure(text, (Source(SETUP),))
 
 
 @figure("validation_demo_table")
