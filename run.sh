@@ -31,7 +31,7 @@ pip_sources() {
 }
 
 install_with_uv() {
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$UV_PIN" || return 1
+  "$VENV/bin/python" -m pip install -qq --disable-pip-version-check "$UV_PIN" || return 1
   local sources=()
   mapfile -t sources < <(pip_sources)
   # unsafe-best-match: the best version across every source, as pip picks it

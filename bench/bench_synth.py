@@ -7,9 +7,12 @@ generates the N largest layout files of the full plan (and 50 tile files) with t
 generator and with REF's (a git worktree in a temporary folder), alternating one after the other so
 both see the same machine, and prints each file's seconds, the ratio, and whether the two wrote the
 same arrays (the generator's output must stay the same for a seed, or its version is bumped).
+`--demo PAIRS` times `tpurank synth --scale demo` (what a first `all` generates) with one process
+and with two in turn, PAIRS times each, and checks that both wrote the same bytes.
 
     .venv/bin/python bench/bench_synth.py --tree /big/disk/synthetic-full --jobs 2 --out bench/results/synth_full_tree.json
     .venv/bin/python bench/bench_synth.py --files 4 --ref f0a313f
+    .venv/bin/python bench/bench_synth.py --demo 3 --out bench/results/synth_demo.json
 """
 
 from __future__ import annotations
@@ -56,6 +59,44 @@ def time_tree(out: Path, jobs: int) -> float:
     cmd = [PYTHON, "-m", "tpurank", "synth", "--scale", "full", "--out", str(out), "--jobs", str(jobs)]
     subprocess.run(cmd, cwd=ROOT, check=True)
     return (time.perf_counter() - t) / 60
+
+
+def time_demo(out: Path, jobs: int) -> tuple[float, int]:
+    """Seconds and the peak RSS (KB, the largest process) of `tpurank synth --scale demo` into `out`
+    (emptied first), from /usr/bin/time."""
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [PYTHON, "-m", "tpurank", "synth", "--scale", "demo", "--out", str(out), "--jobs", str(jobs)]
+    r = subprocess.run(["/usr/bin/time", "-f", "%e %M", *cmd], cwd=ROOT, capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit(r.stderr[-2000:])
+    seconds, kb = r.stderr.strip().splitlines()[-1].split()
+    return float(seconds), int(kb)
+
+
+def demo_pairs(pairs: int) -> dict:
+    """The demo tree with one process and with two, in turn: seconds, peak RSS, size, same bytes."""
+    runs: dict[str, list] = {"1": [], "2": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(pairs):
+            for jobs in (1, 2):
+                runs[str(jobs)].append(time_demo(Path(tmp) / str(jobs), jobs))
+                print(f"demo, {jobs} process(es): {runs[str(jobs)][-1][0]:.1f} s", flush=True)
+        one, two = Path(tmp) / "1", Path(tmp) / "2"
+        files = sorted(p.relative_to(one) for p in one.rglob("*.npz"))
+        same = files == sorted(p.relative_to(two) for p in two.rglob("*.npz")) and all(
+            (one / f).read_bytes() == (two / f).read_bytes() for f in files
+        )
+        size = sum((one / f).stat().st_size for f in files)
+    seconds = {j: sorted(s for s, _ in r) for j, r in runs.items()}
+    return {
+        "what": "`tpurank synth --scale demo` with --jobs 1 and --jobs 2 in turn",
+        "seconds": seconds,
+        "median_s": {j: s[len(s) // 2] for j, s in seconds.items()},
+        "peak_rss_mb": {j: round(max(kb for _, kb in r) / 1024) for j, r in runs.items()},
+        "files": len(files),
+        "npz_mb": round(size / 1e6, 1),
+        "same_bytes": same,
+    }
 
 
 def largest(n: int) -> list[list[str]]:
@@ -117,8 +158,18 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2, help="worker processes for --tree (default 2)")
     ap.add_argument("--files", type=int, default=0, help="the N largest layout files side by side with --ref")
     ap.add_argument("--ref", default="HEAD", help="the commit whose generator --files compares against")
-    ap.add_argument("--out", type=Path, help="--tree: also save its minutes, files and bytes here (JSON)")
+    ap.add_argument(
+        "--demo", type=int, default=0, help="time the demo tree with 1 and 2 processes, PAIRS times"
+    )
+    ap.add_argument("--out", type=Path, help="--tree, --demo: also save the results here (JSON)")
     args = ap.parse_args()
+    if args.demo:
+        res = demo_pairs(args.demo)
+        print(f"demo: median {res['median_s']['1']} s with one process, {res['median_s']['2']} s with two")
+        if args.out:
+            res["provenance"] = provenance.stamp()
+            args.out.write_text(json.dumps(res, indent=2) + "\n")
+            print(f"saved {args.out}")
     if args.tree:
         minutes = time_tree(args.tree, args.jobs)
         verdict = "PASS" if minutes <= TARGET_MIN else "FAIL"
