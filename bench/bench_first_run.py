@@ -131,8 +131,9 @@ def main() -> int:
     commit = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True
     ).stdout.strip()
-    pip_cache = Path(os.environ.get("PIP_CACHE_DIR", Path.home() / ".cache" / "pip"))
-    uv_cache = Path(os.environ.get("UV_CACHE_DIR", Path.home() / ".cache" / "uv"))
+    # whether the package caches were there before the setup (the setup creates them)
+    pip_cache = Path(os.environ.get("PIP_CACHE_DIR", Path.home() / ".cache" / "pip")).is_dir()
+    uv_cache = Path(os.environ.get("UV_CACHE_DIR", Path.home() / ".cache" / "uv")).is_dir()
     load_start = list(os.getloadavg())
     print(f"bench: {a.repo} at {commit[:7]} in {clone}; ./run.sh all, log {log_path}", flush=True)
     code, wall, log = run(clone, log_path)
@@ -144,8 +145,8 @@ def main() -> int:
         "what": "a fresh clone's `./run.sh all` (the .venv setup included), the demo data",
         "command": f"git clone {a.repo} {clone} && cd {clone} && ./run.sh all",
         "exit": code,
-        "pip_cache": pip_cache.is_dir(),
-        "uv_cache": uv_cache.is_dir(),
+        "pip_cache": pip_cache,
+        "uv_cache": uv_cache,
         "wall_s_with_venv_setup": round(wall, 1),
         "pipeline_s": found["steps_s"].get("total"),
         "load_start": load_start,

@@ -190,8 +190,8 @@ def main() -> int:
             print(f"saved {args.out}")
     if args.files:
         side_by_side(args.files, args.ref)
-    if not (args.tree or args.files):
-        ap.error("give --tree DIR or --files N")
+    if not (args.tree or args.files or args.demo):
+        ap.error("give --tree DIR, --files N or --demo PAIRS")
     return 0
 
 
