@@ -1,7 +1,8 @@
 """Figures of the demo: a new user's first `./run.sh all` on a fresh clone (bench/bench_first_run.py:
 its time with the `.venv` setup and its validation table, in the README and docs/validation.md), the
-setup alone with uv and with pip (bench/bench_setup.py, in docs/usage.md) and LightGBM on the demo
-data (bench/bench_lgbm.py, in docs/models.md)."""
+setup alone with uv and with pip (bench/bench_setup.py, in docs/usage.md), the demo data's generation
+(bench/bench_synth.py --demo, in docs/data.md) and LightGBM on the demo data (bench/bench_lgbm.py,
+in docs/models.md)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from figure_kit import Figure, Source, figure, results, table
 FIRST = "first_run.json"  # bench_first_run.py: a fresh clone's `./run.sh all`, the setup included
 LGBM = "lgbm_demo.json"  # bench_lgbm.py on the demo data, one LightGBM thread
 SETUP = "setup.json"  # bench_setup.py: `./run.sh setup` with uv and with pip, side by side
+SYNTH_DEMO = "synth_demo.json"  # bench_synth.py --demo: the demo tree with one process and two
 
 
 def min_s(seconds: float) -> str:
@@ -165,3 +167,16 @@ def models_lgbm_demo_run() -> Figure:
         f"the whole run took {r['total_s']:.0f} s"
     )
     return Figure(text, (Source(LGBM),))
+
+
+@figure("data_synth_demo")
+def data_synth_demo() -> Figure:
+    """docs/data.md's generation time of the demo tree, with one process and with two."""
+    d = results(SYNTH_DEMO)
+    assert d["same_bytes"], f"{SYNTH_DEMO}: one process and two wrote different files"
+    text = (
+        f"{d['median_s']['1']:.1f} s with one process, {d['median_s']['2']:.1f} s with `--jobs 2` "
+        f"(the same bytes; medians of {len(d['seconds']['1'])} runs each), {d['files']} files, "
+        f"{d['npz_mb']:.0f} MB, {max(d['peak_rss_mb'].values())} MB peak memory (the largest process)"
+    )
+    return Figure(text, (Source(SYNTH_DEMO),))

@@ -24,7 +24,6 @@ LGBM_NLP = "scale_lgbm_nlp_default.json"  # the same, layout:nlp:default alone
 GPU = "gpu_projection_gpu.json"
 T4 = "gpu_projection_kaggle-t4.json"
 SYNTH_TREE = "synth_full_tree.json"  # bench_synth.py --tree: the full-scale tree's generation
-SYNTH_DEMO = "synth_demo.json"  # bench_synth.py --demo: the demo tree with one process and two
 BUDGET = "budget.json"  # xla:random's training peak with its layers kept (xla-speed) or recomputed
 REAL_NPZ_GB = 7  # the real dataset's npz, as its documentation gives it (no full real run here)
 SHORT = {"tile:xla": "tile", "layout:xla:default": "xla:default", "layout:xla:random": "xla:random"}
@@ -396,16 +395,3 @@ def data_synth_full() -> Figure:
     t = results(SYNTH_TREE)
     text = f"{t['minutes']:.1f} min for all {t['files']:,} files ({t['npz_gb']} GB) with `--jobs {t['jobs']}`"
     return Figure(text, (Source(SYNTH_TREE),))
-
-
-@figure("data_synth_demo")
-def data_synth_demo() -> Figure:
-    """docs/data.md's generation time of the demo tree, with one process and with two."""
-    d = results(SYNTH_DEMO)
-    assert d["same_bytes"], f"{SYNTH_DEMO}: one process and two wrote different files"
-    text = (
-        f"{d['median_s']['1']:.1f} s with one process, {d['median_s']['2']:.1f} s with `--jobs 2` "
-        f"(the same bytes; medians of {len(d['seconds']['1'])} runs each), {d['files']} files, "
-        f"{d['npz_mb']:.0f} MB, {max(d['peak_rss_mb'].values())} MB peak memory (the largest process)"
-    )
-    return Figure(text, (Source(SYNTH_DEMO),))

@@ -116,13 +116,18 @@ def test_all_records_the_synthetic_data_it_uses(home: Path, monkeypatch: pytest.
     from tpurank.run import pipeline
 
     monkeypatch.setattr(pipeline, "have_credentials", lambda: False)
-    made = []
-    monkeypatch.setattr(
-        tpurank.synth, "generate", lambda root, scale, seed, progress: made.append(_tree(root, scale))
-    )
+    made, workers = [], []
+    monkeypatch.setattr(pipeline, "usable_cores", lambda: 2)
+
+    def generate(root: Path, scale: str, seed: int, progress: bool, jobs: int) -> None:
+        made.append(_tree(root, scale))
+        workers.append(jobs)
+
+    monkeypatch.setattr(tpurank.synth, "generate", generate)
     record = home / "data" / LAST_DATA_ROOT
     demo = home / "data" / "synthetic-demo"
     assert pipeline.resolve_data(Paths.resolve(), seed=0) == (demo, "demo") and made == [demo]
+    assert workers == [2]  # the demo's files written by the usable cores
     assert record.read_text() == "synthetic-demo\n"
     tiny = _tree(home / "data" / "synthetic-tiny", "tiny")
     assert pipeline.resolve_data(Paths.resolve(tiny), seed=0) == (tiny, "tiny")
