@@ -18,16 +18,21 @@ UV_PIN="uv==0.13.8"
 
 pip_sources() {
   # pip's configured sources (pip.conf, PIP_* variables) as uv's options, one per line: uv reads no
-  # pip configuration, and a machine whose pip uses a mirror or local wheels must install the same
+  # pip configuration, and a machine whose pip uses a mirror or local wheels must install the same.
+  # `pip config list` lists the variables first (they win, as in pip) and prints a value of several
+  # lines with `\n` between them
+  local index=""
   "$VENV/bin/python" -m pip config list 2>/dev/null | while IFS='=' read -r key value; do
-    value=${value#\'}; value=${value%\'}
+    value=${value#\'}; value=${value%\'}; value=${value//\\n/ }
     case "${key##*.}" in
-      index-url) echo "--index-url"; echo "$value" ;;
+      index-url) if [[ -z "$index" ]]; then index=$value; echo "--index-url"; echo "$value"; fi ;;
       extra-index-url) for v in $value; do echo "--extra-index-url"; echo "$v"; done ;;
       find-links) for v in $value; do echo "--find-links"; echo "$v"; done ;;
       constraint) for v in $value; do echo "--constraint"; echo "$v"; done ;;
+      no-index) if [[ "$value" =~ ^(1|[Tt]rue|[Yy]es|[Oo]n)$ ]]; then echo "--no-index"; fi ;;
     esac
   done
+  return 0
 }
 
 install_with_uv() {

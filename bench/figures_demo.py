@@ -173,7 +173,7 @@ def models_lgbm_demo_run() -> Figure:
 def data_synth_demo() -> Figure:
     """docs/data.md's generation time of the demo tree, with one process and with two."""
     d = results(SYNTH_DEMO)
-    assert d["same_bytes"], f"{SYNTH_DEMO}: one process and two wrote different files"
+    assert d["same_bytes"] and d["files"] > 0, f"{SYNTH_DEMO}: one process and two wrote different files"
     text = (
         f"{d['median_s']['1']:.1f} s with one process, {d['median_s']['2']:.1f} s with `--jobs 2` "
         f"(the same bytes; medians of {len(d['seconds']['1'])} runs each), {d['files']} files, "

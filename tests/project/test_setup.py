@@ -56,6 +56,28 @@ def test_no_pip_configuration_gives_uv_no_options(tmp_path: Path) -> None:
     assert pip_sources(tmp_path, "") == []
 
 
+def test_values_of_several_lines_no_index_and_the_variables_precedence(tmp_path: Path) -> None:
+    """pip.conf's usual list of several lines (printed with `\\n` between them), `no-index` (an
+    offline mirror: uv must not reach the default index either), and an index-url set both by a
+    variable and in pip.conf: the variable's, listed first, as pip uses it."""
+    config = (
+        ":env:.index-url='https://from-variable/simple'\n"
+        "global.extra-index-url='\\nhttps://a/simple\\nhttps://b/simple'\n"
+        "global.index-url='https://from-file/simple'\n"
+        "global.no-index='true'\n"
+        "install.no-index='false'\n"
+    )
+    assert pip_sources(tmp_path, config) == [
+        "--index-url",
+        "https://from-variable/simple",
+        "--extra-index-url",
+        "https://a/simple",
+        "--extra-index-url",
+        "https://b/simple",
+        "--no-index",
+    ]
+
+
 @pytest.mark.parametrize("value", ["conda", "UV", "pip uv"])
 def test_an_unknown_installer_is_one_line_before_anything_is_created(tmp_path: Path, value: str) -> None:
     for name in ("run.sh", "requirements.txt", "pyproject.toml"):
