@@ -3,14 +3,14 @@
 The README and docs/validation.md quote what a fresh clone's first run takes and scores; those
 figures must come from a run of exactly what a new user types, not from a developer's checkout
 (whose `.venv`, features and models are already there). This script clones the repository at HEAD
-into a new folder, runs `./run.sh all` there (the `.venv` setup included: a pip cache, where the
-machine has one, makes it faster, as it does for a user who has one; the results say whether
-pip's and uv's were there) and saves, from what `all` printed: the validation table (every model's row and the
-cross-fitted ensemble line), the time per step, the budget line and how each GNN stopped; beside
-them the wall time with the setup, the pipeline's own seconds, the load averages at the start and
-the end and the provenance stamp (bench/provenance.py). The clone is removed afterwards unless
-`--keep` (its `data/` then holds the demo data for bench_lgbm.py). `all` prints its log to
-`--log` as it runs, so a long run can be watched.
+into a new folder, runs `./run.sh all` there (the `.venv` setup included: a package cache, where
+the machine has one, makes it faster, as it does for a user who has one; the results say whether
+pip's and uv's were there before it) and saves, from what `all` printed: the validation table
+(every model's row and the cross-fitted ensemble line), the time per step, the budget line and how
+each GNN stopped; beside them the wall time with the setup, the pipeline's own seconds, the load
+averages at the start and the end and the provenance stamp (bench/provenance.py). The clone is
+removed afterwards unless `--keep` (its `data/` then holds the demo data for bench_lgbm.py). `all`
+prints its log to `--log` as it runs, so a long run can be watched.
 
 The scores do not depend on the machine's load while the GNN's steps are bounded by step counts;
 the times do, and the demo's budget shortens training on a slow or busy machine (each GNN's

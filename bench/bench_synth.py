@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -94,7 +95,7 @@ def demo_pairs(pairs: int) -> dict:
     return {
         "what": "`tpurank synth --scale demo` with --jobs 1 and --jobs 2 in turn",
         "seconds": seconds,
-        "median_s": {j: s[len(s) // 2] for j, s in seconds.items()},
+        "median_s": {j: statistics.median(s) for j, s in seconds.items()},
         "peak_rss_mb": {j: round(max(kb for _, kb in r) / 1024) for j, r in runs.items()},
         "files": len(npz),
         "npz_mb": round(size / 1e6, 1),
