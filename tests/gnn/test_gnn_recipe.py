@@ -21,6 +21,7 @@ from tpurank.gnn.device import Runtime
 from tpurank.gnn.entry import GNN
 from tpurank.gnn.families import gnn as gnn_model
 from tpurank.gnn.nets.gnn_ranker import GnnRanker
+from tpurank.gnn.nets.layers import CrossConfigAttention
 from tpurank.gnn.nets.standardize import feature_stats
 from tpurank.gnn.predict import predict_collection
 from tpurank.gnn.seeds import SUMMARY, average_costs, member_paths, predict_seeds, train_seeds
@@ -235,6 +236,36 @@ def test_layer_attention_shape_and_permutation_equivariance() -> None:
     assert a.shape == (2, 9)
     torch.testing.assert_close(a[0][perm], b[0], atol=1e-5, rtol=0)  # permuting configs permutes costs
     torch.testing.assert_close(a[1, :6], alone[0], atol=1e-5, rtol=0)  # padding slots are not attended to
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_a_mask_that_hides_nothing_is_left_out_with_the_same_attention(
+    training: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scoring pass (one graph's configs) masks no key: the attention runs without a mask, which
+    torch's CPU kernel computes faster, and gives what the mask gives; a padded batch keeps it."""
+    torch.manual_seed(0)
+    attn = CrossConfigAttention(16, 2).train(training)
+    g = torch.randn(5, 12, 16)
+    full = torch.ones(5, 12, dtype=torch.bool)
+    padded = full.clone()
+    padded[1, 7:] = False
+    seen: list[torch.Tensor | None] = []
+    call = attn.attn.forward
+    monkeypatch.setattr(
+        attn.attn,
+        "forward",
+        lambda *a, key_padding_mask, **kw: (
+            seen.append(key_padding_mask) or call(*a, key_padding_mask=key_padding_mask, **kw)
+        ),
+    )
+    with torch.set_grad_enabled(training):
+        fast = attn(g, full)
+        h = attn.norm(g)
+        masked = g + call(h, h, h, key_padding_mask=~full, need_weights=False)[0]
+        attn(g, padded)
+    assert seen[0] is None and seen[1] is not None and bool(seen[1][1, 7:].all())
+    torch.testing.assert_close(fast, masked, atol=1e-5, rtol=0)
 
 
 def test_layer_attention_lets_configs_see_each_other_and_gradients_flow() -> None:
