@@ -92,7 +92,7 @@ class CrossConfigAttention(nn.Module):
         """g: (B, C, H) per-config graph embeddings; mask: (B, C) True for real configs."""
         h = self.norm(g)
         # a mask that hides nothing (every scoring pass: one graph's configs) is left out: the same
-        # attention, and torch's CPU kernel runs it about 3x faster without one (docs/scale.md)
+        # attention, and torch's CPU kernel runs it faster without one (docs/scale.md)
         hidden = None if bool(mask.all()) else ~mask
         out, _ = self.attn(h, h, h, key_padding_mask=hidden, need_weights=False)
         return g + out
