@@ -1,0 +1,110 @@
+"""The suite's time against an earlier commit's, side by side: `./run.sh test` in two clean clones in turn.
+
+The time of `./run.sh test` depends as much on the machine as on the tests: the same commit's suite
+takes much longer on some days than on others. A time measured on another day says little; a ratio
+measured in one run does. This script clones HEAD and `--against REV` side by side (with `../shared`
+beside them where the checkout has it, so both run the same real-sample tests), sets up each clone's
+own `.venv`, then runs `./run.sh test --durations=20` in each in turn, `--pairs` times, with
+bytecode cached in both (`PYTHONDONTWRITEBYTECODE` unset), and saves each run's pytest seconds, its
+counts and its 20 slowest tests, the medians and the ratio of each pair (HEAD over REV).
+
+    .venv/bin/python bench/bench_suite.py --against REV --pairs 2 --out bench/results/suite.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+import provenance
+
+ROOT = Path(__file__).resolve().parents[1]
+SUMMARY = re.compile(r"^=* ?(?P<counts>\d+ passed.*?) in (?P<seconds>[\d.]+)s", re.M)
+SLOW = re.compile(r"^(?P<seconds>[\d.]+)s (?P<phase>call|setup|teardown) +(?P<test>\S+)$", re.M)
+
+
+def clone(rev: str, where: Path) -> Path:
+    """A clean clone of the checkout at `rev`, its `.venv` set up (the setup is not timed)."""
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(where)], check=True)
+    subprocess.run(["git", "-C", str(where), "checkout", "-q", rev], check=True)
+    r = subprocess.run(["./run.sh", "setup"], cwd=where, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"bench_suite: ./run.sh setup failed at {rev}: {r.stderr.strip()[-500:]}")
+    return where
+
+
+def run_suite(checkout: Path) -> dict:
+    """One `./run.sh test --durations=20` in `checkout`: pytest's seconds, counts and slowest 20."""
+    # bytecode cached in both (an earlier run.sh did not unset it), so both suites pay the same
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    r = subprocess.run(
+        ["./run.sh", "test", "--durations=20"], cwd=checkout, env=env, capture_output=True, text=True
+    )
+    found = SUMMARY.search(r.stdout)
+    if found is None:
+        raise SystemExit(f"bench_suite: no pytest summary in {checkout}: {r.stdout.strip()[-500:]}")
+    slow = [
+        {"seconds": float(m["seconds"]), "phase": m["phase"], "test": m["test"]}
+        for m in SLOW.finditer(r.stdout)
+    ]
+    return {
+        "exit": r.returncode,
+        "counts": found["counts"],
+        "pytest_s": float(found["seconds"]),
+        "slowest": slow,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--against", required=True, help="the earlier commit (any git revision)")
+    ap.add_argument("--pairs", type=int, default=2, help="HEAD/REV pairs timed (default 2)")
+    ap.add_argument("--out", type=Path, required=True, help="results JSON")
+    args = ap.parse_args()
+    stamp = provenance.stamp()
+    against = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", args.against], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    with tempfile.TemporaryDirectory(prefix="bench-suite-") as tmp:
+        shared = ROOT.parent / "shared"
+        if shared.is_dir():
+            (Path(tmp) / "shared").symlink_to(shared)
+        checkouts = {
+            "head": clone(stamp["commit"], Path(tmp) / "head"),
+            "against": clone(against, Path(tmp) / "ref"),
+        }
+        runs: dict[str, list[dict]] = {name: [] for name in checkouts}
+        for pair in range(args.pairs):
+            for name, checkout in checkouts.items():
+                runs[name].append(run_suite(checkout))
+                last = runs[name][-1]
+                print(f"pair {pair + 1}: {name} {last['pytest_s']} s ({last['counts']})", flush=True)
+        shutil.rmtree(Path(tmp) / "head" / ".venv", ignore_errors=True)
+    ratios = [
+        round(h["pytest_s"] / a["pytest_s"], 3) for h, a in zip(runs["head"], runs["against"], strict=True)
+    ]
+    results = {
+        "provenance": stamp,
+        "what": "`./run.sh test --durations=20` in clean clones of HEAD and of an earlier commit, in turn",
+        "against": against,
+        "runs": runs,
+        "median_s": {name: statistics.median(r["pytest_s"] for r in rs) for name, rs in runs.items()},
+        "head_over_against": ratios,
+        "median_head_over_against": statistics.median(ratios),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    print(
+        f"median: HEAD {results['median_s']['head']} s, {args.against} {results['median_s']['against']} s; ratios {ratios}"
+    )
+
+
+if __name__ == "__main__":
+    main()
