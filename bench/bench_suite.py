@@ -95,7 +95,9 @@ def main() -> None:
         "what": "`./run.sh test --durations=20` in clean clones of HEAD and of an earlier commit, in turn",
         "against": against,
         "runs": runs,
-        "median_s": {name: statistics.median(r["pytest_s"] for r in rs) for name, rs in runs.items()},
+        "median_s": {
+            name: round(statistics.median(r["pytest_s"] for r in rs), 2) for name, rs in runs.items()
+        },
         "head_over_against": ratios,
         "median_head_over_against": statistics.median(ratios),
     }
