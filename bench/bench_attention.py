@@ -1,12 +1,13 @@
-"""The attention across configs of a scoring pass, with a key mask that hides nothing and without one.
+"""The attention across configs of a scoring pass, with a padding mask that masks nothing and without one.
 
-A scoring pass (validation, prediction) holds the configs of one graph, so the attention's key mask
-hides nothing, and `CrossConfigAttention` leaves it out. This times torch's attention both ways on
-the (configurable nodes, configs, width) sequences of a pass, in alternating pairs (no gradient, as
-scoring runs), and checks that both give the same numbers.
+A scoring pass (validation, prediction) holds the configs of one graph, none of them padding, so on
+the CPU `CrossConfigAttention` passes no padding mask. This times torch's attention alone
+(`nn.MultiheadAttention`, not the layer norm around it nor a whole scoring pass) both ways on the
+(configurable nodes, configs, width) sequences of a pass, in alternating pairs, without gradients as
+scoring runs, and checks that both give the same numbers.
 
     .venv/bin/python bench/bench_attention.py [--nodes 100 400] [--configs 32 256] [--hidden 32 64]
-        [--pairs 5] [--out bench/results/attention.json]
+        [--pairs 5] [--threads 1] [--out bench/results/attention.json]
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def main() -> int:
     p.add_argument("--nodes", type=int, nargs="+", default=[100, 400], help="configurable nodes of a pass")
     p.add_argument("--configs", type=int, nargs="+", default=[32, 256], help="configs of a pass")
     p.add_argument("--hidden", type=int, nargs="+", default=[32, 64], help="widths")
-    p.add_argument("--pairs", type=int, default=5)
+    p.add_argument("--pairs", type=int, default=5, help="masked/unmasked pairs timed per shape")
     p.add_argument("--threads", type=int, default=1, help="torch threads (a pass beside another process)")
     p.add_argument("--out", type=Path, help="write the results here (JSON)")
     a = p.parse_args()

@@ -4,8 +4,8 @@ The time of `./run.sh test` depends as much on the machine as on the tests: the 
 takes much longer on some days than on others. A time measured on another day says little; a ratio
 measured in one run does. This script clones HEAD and `--against REV` side by side (with `../shared`
 beside them where the checkout has it, so both run the same real-sample tests), sets up each clone's
-own `.venv`, then runs `./run.sh test --durations=20` in each in turn, `--pairs` times, with
-bytecode cached in both (`PYTHONDONTWRITEBYTECODE` unset), and saves each run's pytest seconds, its
+own `.venv`, then runs `./run.sh test --durations=20` in each in turn, `--pairs` times (HEAD first
+in odd pairs, second in even ones, so a drift evens out), with bytecode cached in both (`PYTHONDONTWRITEBYTECODE` unset), and saves each run's pytest seconds, its
 counts and its 20 slowest tests, the medians and the ratio of each pair (HEAD over REV).
 
     .venv/bin/python bench/bench_suite.py --against REV --pairs 2 --out bench/results/suite.json
@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import tempfile
@@ -26,17 +25,29 @@ from pathlib import Path
 import provenance
 
 ROOT = Path(__file__).resolve().parents[1]
-SUMMARY = re.compile(r"^=* ?(?P<counts>\d+ passed.*?) in (?P<seconds>[\d.]+)s", re.M)
-SLOW = re.compile(r"^(?P<seconds>[\d.]+)s (?P<phase>call|setup|teardown) +(?P<test>\S+)$", re.M)
+# pytest's last line: `1 failed, 1773 passed, 6 warnings in 154.50s (0:02:34)`
+SUMMARY = re.compile(
+    r"^=* ?(?P<counts>\d+ (?:failed|passed|errors?|skipped)\b.*?) in (?P<seconds>[\d.]+)s", re.M
+)
+SLOW = re.compile(r"^(?P<seconds>[\d.]+)s (?P<phase>call|setup|teardown) +(?P<test>.+?)\s*$", re.M)
+
+
+def git(*args: str) -> str:
+    """A git command's output; a failure is one line naming it."""
+    r = subprocess.run(["git", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"bench_suite: git {' '.join(args)} failed: {r.stderr.strip()[-300:]}")
+    return r.stdout.strip()
 
 
 def clone(rev: str, where: Path) -> Path:
     """A clean clone of the checkout at `rev`, its `.venv` set up (the setup is not timed)."""
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(where)], check=True)
-    subprocess.run(["git", "-C", str(where), "checkout", "-q", rev], check=True)
+    git("clone", "-q", str(ROOT), str(where))
+    git("-C", str(where), "checkout", "-q", rev)
     r = subprocess.run(["./run.sh", "setup"], cwd=where, capture_output=True, text=True)
     if r.returncode != 0:
-        raise SystemExit(f"bench_suite: ./run.sh setup failed at {rev}: {r.stderr.strip()[-500:]}")
+        said = (r.stdout + r.stderr).strip()[-500:]
+        raise SystemExit(f"bench_suite: ./run.sh setup failed at {rev}: {said}")
     return where
 
 
@@ -68,30 +79,27 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=2, help="HEAD/REV pairs timed (default 2)")
     ap.add_argument("--out", type=Path, required=True, help="results JSON")
     args = ap.parse_args()
-    stamp = provenance.stamp()
-    against = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", args.against], capture_output=True, text=True, check=True
-    ).stdout.strip()
+    against = git("-C", str(ROOT), "rev-parse", "--verify", f"{args.against}^{{commit}}")
     with tempfile.TemporaryDirectory(prefix="bench-suite-") as tmp:
         shared = ROOT.parent / "shared"
         if shared.is_dir():
             (Path(tmp) / "shared").symlink_to(shared)
         checkouts = {
-            "head": clone(stamp["commit"], Path(tmp) / "head"),
+            "head": clone(provenance.COMMIT_AT_START or "HEAD", Path(tmp) / "head"),
             "against": clone(against, Path(tmp) / "ref"),
         }
         runs: dict[str, list[dict]] = {name: [] for name in checkouts}
         for pair in range(args.pairs):
-            for name, checkout in checkouts.items():
-                runs[name].append(run_suite(checkout))
+            order = list(checkouts) if pair % 2 == 0 else list(reversed(checkouts))
+            for name in order:
+                runs[name].append(run_suite(checkouts[name]))
                 last = runs[name][-1]
                 print(f"pair {pair + 1}: {name} {last['pytest_s']} s ({last['counts']})", flush=True)
-        shutil.rmtree(Path(tmp) / "head" / ".venv", ignore_errors=True)
     ratios = [
         round(h["pytest_s"] / a["pytest_s"], 3) for h, a in zip(runs["head"], runs["against"], strict=True)
     ]
     results = {
-        "provenance": stamp,
+        "provenance": provenance.stamp(),
         "what": "`./run.sh test --durations=20` in clean clones of HEAD and of an earlier commit, in turn",
         "against": against,
         "runs": runs,

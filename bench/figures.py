@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import figures_budget  # noqa: E402, F401  (each figures_* module registers its renderers)
 import figures_demo  # noqa: E402, F401
 import figures_evidence  # noqa: E402, F401
+import figures_gpu  # noqa: E402, F401
 import figures_headline  # noqa: E402, F401
 import figures_models  # noqa: E402, F401
 import figures_real  # noqa: E402, F401

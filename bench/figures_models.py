@@ -1,6 +1,5 @@
 """Figures of docs/models.md's recipe ablations and Graph Segment Training: bench/bench_recipe.py
-(the demo), bench/bench_recipe_real.py (the real layout pair) and bench/bench_gst.py; and the speed
-of a scoring pass's attention without a key mask, in docs/scale.md (bench/bench_attention.py)."""
+(the demo), bench/bench_recipe_real.py (the real layout pair) and bench/bench_gst.py."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from figure_kit import Figure, Source, figure, gb, results, signed, span, table
 RECIPE = "recipe_cpu.json"
 RECIPE_REAL = "recipe_real.json"
 GST = "gst.json"
-ATTENTION = "attention.json"  # bench_attention.py: a scoring pass's attention with a mask and without
 BASE = "base"
 TILE, LAYOUT = "tile:xla", "layout:xla:default"
 RECIPE_REAL_NAMES = {
@@ -202,16 +200,3 @@ def gst_tau_reading() -> Figure:
         f"carries over (tau {taus[0]:.4f} pruned, {taus[1]:.4f} with GST)"
     )
     return Figure(text, (Source(GST, "tau"), Source(GST, "real")))
-
-
-@figure("scale_attention_unmasked")
-def scale_attention_unmasked() -> Figure:
-    """How much faster a scoring pass's attention runs without a key mask, over the passes measured."""
-    r = results(ATTENTION)
-    big = [row for row in r["rows"] if row["configs"] >= 256]
-    text = (
-        f"{span((row['ratio'] for row in big), '{:.1f}')}x as fast at {big[0]['configs']} configs a pass "
-        f"({span((row['ratio'] for row in r['rows']), '{:.1f}')}x over every shape measured), the outputs "
-        f"within {max(row['max_abs_diff'] for row in r['rows']):.0e} of each other"
-    )
-    return Figure(text, (Source(ATTENTION),))

@@ -1,6 +1,6 @@
 """Figures of docs/scale.md (and their echoes in README and docs/data.md): bench/bench_scale.py's
-all-five run at the CPU budget and its partial modes, and bench/bench_gpu_projection.py's
-PROJECTION of the GPU profiles."""
+all-five run at the CPU budget and its partial modes, and the speed of a scoring pass's attention
+without a padding mask (bench/bench_attention.py). The GPU profiles' PROJECTION: figures_gpu.py."""
 
 from __future__ import annotations
 
@@ -21,9 +21,8 @@ TWO = "scale.json"  # the same on tile:xla and layout:xla:random
 LGBM_QUIET = "scale_lgbm_default_quiet.json"  # features + LightGBM at the default config, quiet
 LGBM_LOADED = "scale_lgbm_default.json"  # the same, four collections, loaded
 LGBM_NLP = "scale_lgbm_nlp_default.json"  # the same, layout:nlp:default alone
-GPU = "gpu_projection_gpu.json"
-T4 = "gpu_projection_kaggle-t4.json"
 SYNTH_TREE = "synth_full_tree.json"  # bench_synth.py --tree: the full-scale tree's generation
+ATTENTION = "attention.json"  # bench_attention.py: a scoring pass's attention with a mask and without
 BUDGET = "budget.json"  # xla:random's training peak with its layers kept (xla-speed) or recomputed
 REAL_NPZ_GB = 7  # the real dataset's npz, as its documentation gives it (no full real run here)
 SHORT = {"tile:xla": "tile", "layout:xla:default": "xla:default", "layout:xla:random": "xla:random"}
@@ -70,55 +69,6 @@ def where_it_stands() -> Figure:
   ([validation](validation.md#the-cpu-profiles-gnn-recipe-change-by-change)).
 - Short GNN slices at width 64 and 64 configs per graph peak at {max(gnn_slices(r)):.2f} GB at most."""
     return Figure(text, (Source(ALL5), src))
-
-
-def projection_hours(name: str) -> dict[str, float]:
-    """Hours per GPU for every collection and seed of the profile: the PROJECTION's total."""
-    p = results(name)
-    flops = sum(row["total_flops"] for row in p["rows"].values())
-    return {gpu: flops / (peak * 1e12 * p["utilisation"]) / 3600 for gpu, peak in p["gpus"].items()}
-
-
-def h100_t4(name: str) -> tuple[float, float]:
-    hours = projection_hours(name)
-    return next(h for g, h in hours.items() if "H100" in g), next(h for g, h in hours.items() if "T4" in g)
-
-
-@figure("gpu_projection")
-def gpu_projection() -> Figure:
-    h100, t4 = h100_t4(GPU)
-    return Figure(f"{h100:.1f} h on one H100, {t4:.0f} h on a T4", (Source(GPU),))
-
-
-@figure("readme_projections")
-def readme_projections() -> Figure:
-    h100, _ = h100_t4(GPU)
-    _, t4 = h100_t4(T4)
-    seeds = {row["seeds"] for row in results(T4)["rows"].values()}
-    text = (
-        f"the `gpu` profile's GNN, {h100:.1f} h on one H100; on a T4, the `kaggle-t4` profile's "
-        f"{'/'.join(map(str, sorted(seeds)))} seeds would need {t4:.1f} h"
-    )
-    return Figure(text, (Source(GPU), Source(T4)))
-
-
-@figure("kaggle_t4_total")
-def kaggle_t4_total() -> Figure:
-    _, t4 = h100_t4(T4)
-    seeds = {row["seeds"] for row in results(T4)["rows"].values()}
-    return Figure(
-        f"its {'/'.join(map(str, sorted(seeds)))} seeds would take {t4:.1f} h on a T4", (Source(T4),)
-    )
-
-
-@figure("kaggle_t4_split")
-def kaggle_t4_split() -> Figure:
-    p = results(T4)
-    t4 = next(i for i, g in enumerate(p["gpus"]) if "T4" in g)
-    rows = [
-        [c, f"{s['minutes_per_seed']:.1f}", f"{s['steps_reached'][t4]:.0%}"] for c, s in p["split"].items()
-    ]
-    return Figure(table(["collection", "minutes per seed", "steps reached on a T4"], rows), (Source(T4),))
 
 
 @figure("scale_targets")
@@ -395,3 +345,18 @@ def data_synth_full() -> Figure:
     t = results(SYNTH_TREE)
     text = f"{t['minutes']:.1f} min for all {t['files']:,} files ({t['npz_gb']} GB) with `--jobs {t['jobs']}`"
     return Figure(text, (Source(SYNTH_TREE),))
+
+
+@figure("scale_attention_unmasked")
+def scale_attention_unmasked() -> Figure:
+    """How much faster torch's attention runs without a padding mask, at the most configs a pass
+    measured and over every shape, and how far the two outputs differ."""
+    r = results(ATTENTION)
+    most = max(row["configs"] for row in r["rows"])
+    at_most = [row["ratio"] for row in r["rows"] if row["configs"] == most]
+    text = (
+        f"{span(at_most, '{:.1f}')}x as fast at {most} configs a pass "
+        f"({span((row['ratio'] for row in r['rows']), '{:.1f}')}x over every shape measured); the outputs "
+        f"differ by at most {max(row['max_abs_diff'] for row in r['rows']):.1e}"
+    )
+    return Figure(text, (Source(ATTENTION),))

@@ -91,11 +91,17 @@ class CrossConfigAttention(nn.Module):
     def forward(self, g: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """g: (B, C, H) per-config graph embeddings; mask: (B, C) True for real configs."""
         h = self.norm(g)
-        # a mask that hides nothing (every scoring pass: one graph's configs) is left out: the same
-        # attention, and torch's CPU kernel runs it faster without one (docs/scale.md)
-        hidden = None if bool(mask.all()) else ~mask
-        out, _ = self.attn(h, h, h, key_padding_mask=hidden, need_weights=False)
+        out, _ = self.attn(h, h, h, key_padding_mask=self.padding(mask), need_weights=False)
         return g + out
+
+    @staticmethod
+    def padding(mask: torch.Tensor) -> torch.Tensor | None:
+        """The keys to ignore (padding slots), or None on the CPU where no slot is padding (a scoring
+        pass: one graph's configs): the same attention, which torch's CPU kernel computes faster
+        without a mask (docs/scale.md). Elsewhere the check would make the host wait for the device."""
+        if mask.device.type == "cpu" and bool(mask.all()):
+            return None
+        return ~mask
 
 
 def mlp(sizes: list[int], dropout: float = 0.0) -> nn.Sequential:
