@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -393,3 +394,40 @@ def record_pid(model: str, paths: Paths, cfg: object, collection: str) -> float:
     with open(paths.out / PIDS_FILE, "a") as f:
         f.write(f"{collection} {os.getpid()}\n")
     return 0.0
+
+
+# The stand-ins below fail on this collection. They live here, not in their test module, because a
+# spawned worker imports a stand-in's module by name: this one is light, the test module holds torch
+# and torch_geometric (seconds of a worker's start).
+FAILING = "tile:xla"
+
+
+def fails_on_one(model: str, paths: Paths, cfg: object, collection: str) -> float:
+    """A worker's training that fails on FAILING as a bad data file does, once another collection has
+    begun writing its staging folder (which its process, terminated, never removes), and waits on it."""
+    from tpurank.core.collections import COLLECTIONS
+    from tpurank.core.errors import DataError
+    from tpurank.train.staging import staging_folder
+
+    if collection == FAILING:
+        deadline = time.monotonic() + 20
+        others = [c for c in COLLECTIONS if c != FAILING]
+        while not (begun := any(staging_folder(paths, model, c).is_dir() for c in others)):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        raise DataError(paths.data / "broken.npz", f"not a zip file (the other began: {begun})")
+    staging_folder(paths, model, collection).mkdir(parents=True)
+    (staging_folder(paths, model, collection) / "last.pt").write_bytes(b"half trained")
+    time.sleep(60)  # stopped long before: the failure ends the pool
+    return 60.0
+
+
+def fails_first(model: str, paths: Paths, cfg: object, collection: str) -> float:
+    """One after another: FAILING (trained first) fails as a bad data file does; a later collection
+    would record its process (it must never start)."""
+    from tpurank.core.errors import DataError
+
+    if collection == FAILING:
+        raise DataError(paths.data / "broken.npz", "not a zip file")
+    return record_pid(model, paths, cfg, collection)

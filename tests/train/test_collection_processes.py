@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import PIDS_FILE, common, copy_tree, record_pid
+from helpers import FAILING, PIDS_FILE, common, copy_tree, fails_first, fails_on_one
 
 from tpurank.cli import main
 from tpurank.core.config import Config
@@ -22,35 +22,9 @@ from tpurank.core.paths import Paths
 from tpurank.gnn.training.checkpoints import CHECKPOINT, load_checkpoint
 from tpurank.train import collection_processes as cp
 from tpurank.train.collection_processes import Processes
-from tpurank.train.staging import staging_folder
 
-TWO = ["tile:xla", "layout:xla:random"]
-FAILING = "tile:xla"
+TWO = [FAILING, "layout:xla:random"]  # FAILING trains first one after another (the given order)
 SMALL = ["gnn.max_steps=4", "gnn.eval_every=2", "gnn.hidden=8", "gnn.seeds=1"]
-
-
-def fails_on_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:
-    """A worker's training that fails on FAILING as a bad data file does, once the other has begun
-    writing its staging folder (which its process, terminated, never removes), and waits on it."""
-    if collection == FAILING:
-        deadline = time.monotonic() + 20
-        while not (begun := any(staging_folder(paths, model, c).is_dir() for c in TWO)):
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
-        raise DataError(paths.data / "broken.npz", f"not a zip file (the other began: {begun})")
-    staging_folder(paths, model, collection).mkdir(parents=True)
-    (staging_folder(paths, model, collection) / "last.pt").write_bytes(b"half trained")
-    time.sleep(60)  # stopped long before: the failure ends the pool
-    return 60.0
-
-
-def fails_first(model: str, paths: Paths, cfg: Config, collection: str) -> float:
-    """One after another: the first collection fails as a bad data file does; a later one would
-    record its process (it must never start)."""
-    if collection == TWO[0]:
-        raise DataError(paths.data / "broken.npz", "not a zip file")
-    return record_pid(model, paths, cfg, collection)
 
 
 def _train(paths: Paths) -> dict[str, dict[str, torch.Tensor]]:
