@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import FAILING, PIDS_FILE, common, copy_tree, fails_first, fails_on_one
+from helpers import common, copy_tree
+from stand_ins import FAILING, PIDS_FILE, fails_first, fails_on_one
 
 from tpurank.cli import main
 from tpurank.core.config import Config
