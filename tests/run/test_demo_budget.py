@@ -239,8 +239,9 @@ def test_a_neural_model_predicts_on_the_cores_usable_now(monkeypatch: pytest.Mon
 
 def test_what_small_data_costs_is_spread_as_a_demo_run_spends_it(demo_tree: Path) -> None:
     """On the demo's few MB the steps the budget cannot shorten cost their floor, spread as a demo run
-    spends it: the GNN's predictions the bulk, so a machine slower in the steps before training is
-    expected slower in those after it (the second look scales them)."""
+    spends it: the GNN's predictions most of what follows training, and about as long as the steps
+    before it, so a machine slower in those is expected slower in the predictions (the second look
+    scales them)."""
     from tpurank.run import step_costs
     from tpurank.run.steps import StepName
 
@@ -254,12 +255,9 @@ def test_what_small_data_costs_is_spread_as_a_demo_run_spends_it(demo_tree: Path
     for step, seconds in estimates.items():
         assert seconds == pytest.approx(step_costs.FIXED_S_MIN * small[step] / sum(small.values()), rel=0.01)
     gnn = estimates[StepName("predict", "gnn", "valid")] + estimates[StepName("predict", "gnn", "test")]
-    assert (
-        gnn
-        > estimates[StepName("prepare")]
-        + estimates[StepName("features")]
-        + estimates[StepName("train", "lgbm")]
-    )
+    before = [StepName("prepare"), StepName("features"), StepName("train", "lgbm")]
+    after = sum(estimates.values()) - sum(estimates[s] for s in before)
+    assert gnn > after / 2 and gnn > 0.8 * sum(estimates[s] for s in before)
 
 
 def test_the_demo_budget_fits_one_core(demo_tree: Path, tmp_path: Path, monkeypatch, capsys) -> None:

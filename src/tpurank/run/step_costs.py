@@ -34,18 +34,19 @@ OTHER_STEP_S_PER_GB = 0.4  # the untrained rankers, LightGBM's predictions, the 
 NEURAL_PREDICT_SCALE = {"cpu": 1.0, "kaggle-t4": 0.2, "gpu": 0.06}  # GPU inference, per the profile
 FIXED_S_MIN = 60.0  # process start-ups and small files: what even the tiny data costs, over the steps
 # how FIXED_S_MIN spreads over the steps: each one's seconds in a demo run, where the size term is
-# nothing (a fresh clone of 90ccb63, 2 cores, load 1-3: bench/LOG.md, 2026-11-28); the GNN's
-# predictions the bulk, per seed (they score up to 1,000 configs of a graph in one pass: attention)
+# nothing (a fresh clone of c1af8df, 2 cores, load 1.7: bench/LOG.md, 2026-11-29); the GNN's
+# predictions most of what follows training, per seed (they score up to 1,000 configs of a graph in
+# one pass: attention)
 SMALL_STEP_S = {
-    StepName(Stage.PREPARE): 5.2,
-    StepName(Stage.FEATURES): 7.2,
-    StepName(Stage.TRAIN, Model.LGBM): 17.3,
+    StepName(Stage.PREPARE): 5.8,
+    StepName(Stage.FEATURES): 6.3,
+    StepName(Stage.TRAIN, Model.LGBM): 17.1,
 }
-SMALL_STEP_S |= {StepName(Stage.VALIDATE): 3.6}
+SMALL_STEP_S |= {StepName(Stage.VALIDATE): 4.0}
 SMALL_STEP_S |= {
     StepName(Stage.PREDICT, Model(m), split): s
     for m in NEURAL_MODELS
-    for split, s in (("valid", 18.0), ("test", 24.9))
+    for split, s in (("valid", 12.5), ("test", 16.0))
 }
 OTHER_SMALL_STEP_S = 1.0  # the untrained rankers, LightGBM's predictions, the ensemble
 # the steps of `all` with its default models (lgbm, gnn), for an estimate without a step list
