@@ -9,7 +9,10 @@ from __future__ import annotations
 import os
 import time
 
+from tpurank.core.collections import COLLECTIONS
+from tpurank.core.errors import DataError
 from tpurank.core.paths import Paths
+from tpurank.train.staging import staging_folder
 
 PIDS_FILE = "training-pids.txt"  # in the out folder: one "collection pid" line per training
 
@@ -27,10 +30,6 @@ FAILING = "tile:xla"  # the collection the failing stand-ins below fail on
 def fails_on_one(model: str, paths: Paths, cfg: object, collection: str) -> float:
     """A worker's training that fails on FAILING as a bad data file does, once another collection has
     begun writing its staging folder (which its process, terminated, never removes), and waits on it."""
-    from tpurank.core.collections import COLLECTIONS
-    from tpurank.core.errors import DataError
-    from tpurank.train.staging import staging_folder
-
     if collection == FAILING:
         deadline = time.monotonic() + 20
         others = [c for c in COLLECTIONS if c != FAILING]
@@ -48,8 +47,6 @@ def fails_on_one(model: str, paths: Paths, cfg: object, collection: str) -> floa
 def fails_first(model: str, paths: Paths, cfg: object, collection: str) -> float:
     """One after another: FAILING (trained first) fails as a bad data file does; a later collection
     would record its process (it must never start)."""
-    from tpurank.core.errors import DataError
-
     if collection == FAILING:
         raise DataError(paths.data / "broken.npz", "not a zip file")
     return record_pid(model, paths, cfg, collection)

@@ -99,8 +99,8 @@ def resolve_data(paths: Paths, seed: int) -> tuple[Path, str | None]:
     demo = Paths.demo_data(DEMO_SCALE)
     print(BANNER.format(scale=DEMO_SCALE, root=demo), file=sys.stderr)
     # generate keeps finished files, so a tree an interrupted run left behind is completed; its files
-    # are independent, so the usable cores write them (the same bytes as one process, in about 0.6
-    # of its time on two: docs/data.md)
+    # are independent, so the usable cores write them (the same bytes as one process, in less time:
+    # docs/data.md)
     generate(demo, scale=DEMO_SCALE, seed=seed, progress=True, jobs=usable_cores())
     remember_data_root(demo)
     return demo, DEMO_SCALE
