@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import figures_bench  # noqa: E402, F401  (each figures_* module registers its renderers)
 import figures_budget  # noqa: E402, F401
+import figures_data  # noqa: E402, F401
 import figures_demo  # noqa: E402, F401
 import figures_evidence  # noqa: E402, F401
 import figures_gpu  # noqa: E402, F401
@@ -182,7 +183,7 @@ def main() -> int:
     p.add_argument("--list", action="store_true", help="every renderer and the pages that use it")
     a = p.parse_args()
     if a.list:
-        used = {m["name"]: page.name for page in pages() for m in regions(page.read_text())}
+        used = {m["name"]: str(page.relative_to(ROOT)) for page in pages() for m in regions(page.read_text())}
         for name in sorted(RENDERERS):
             print(f"{name:32s} {used.get(name, '(not used)')}")
         return 0
