@@ -22,9 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import provenance  # noqa: E402
+from real_data import SHARED  # noqa: E402
+
+from tpurank.core.paths import has_dataset  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT.parent / "shared" / "data" / "tpugraphs-sample"
 
 
 def tables(printed: str) -> tuple[list[str], str]:
@@ -39,14 +41,14 @@ def tables(printed: str) -> tuple[list[str], str]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--real", type=Path, default=SAMPLE, help="the real sample's data root")
+    p.add_argument("--real", type=Path, default=SHARED, help="the real sample's data root")
     p.add_argument("--scale", default="demo", help="the synthetic tree generated to compare (default: demo)")
     p.add_argument("--seed", type=int, default=0, help="its seed")
     p.add_argument("--difficulty-seeds", type=int, default=5, help="compare-synth's --difficulty-seeds")
     p.add_argument("--out", type=Path, help="write the results here (JSON)")
     a = p.parse_args()
-    if not (a.real / "npz_all").is_dir():
-        print(f"{a.real}: no real sample here (npz_all/ missing): nothing to compare")
+    if not has_dataset(a.real):
+        print(f"{a.real}: no real sample here (no dataset tree): nothing to compare")
         return 0
     cmd = [sys.executable, "-m", "tpurank", "compare-synth", "--real", str(a.real), "--scale", a.scale]
     cmd += ["--seed", str(a.seed), "--difficulty-seeds", str(a.difficulty_seeds)]
