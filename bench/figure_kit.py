@@ -22,6 +22,8 @@ import provenance
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 GB = 1e9
+# beside a commit measured with uncommitted changes to tracked files: the code was not exactly that commit
+DIRTY = " with uncommitted changes"
 
 
 @dataclass(frozen=True)
@@ -50,14 +52,26 @@ class Source:
             p = provs[0]
             return (
                 where,
-                f"commit {str(p.get('commit'))[:7]}, {str(p.get('date'))[:10]}, {provenance.machine(p)}",
+                f"commit {str(p.get('commit'))[:7]}{DIRTY if p.get('dirty') else ''}, "
+                f"{str(p.get('date'))[:10]}, {provenance.machine(p)}",
             )
         commits = {str(p.get("commit"))[:7] for p in provs}
         dates = sorted(str(p.get("date"))[:10] for p in provs)
         span = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
         machines = sorted({provenance.machine(p) for p in provs})
         at = f"{len(commits)} commit{'s' if len(commits) > 1 else ''}"
+        dirty = sum(bool(p.get("dirty")) for p in provs)
+        at += f", {dirty} of the runs{DIRTY}" if dirty else ""
         return f"{where}: {len(provs)} runs", f"at {at}, {span}, {'; '.join(machines)}"
+
+    def dirty(self) -> bool:
+        """Whether any record read was measured with uncommitted changes to tracked files (its code is
+        not exactly the commit it names; the source line says so)."""
+        return any((p or {}).get("dirty") for p in self.provenances())
+
+    def commits(self) -> set[str]:
+        """Every commit the records read name (the test checks that each exists)."""
+        return {str(p["commit"]) for p in self.provenances() if p and p.get("commit")}
 
 
 @dataclass(frozen=True)

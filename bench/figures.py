@@ -1,4 +1,4 @@
-"""Render the measured figures of README.md and docs/*.md from bench/results/, never by hand.
+"""Render the measured figures of README.md, docs/ and bench/README.md from bench/results/, never by hand.
 
 A figure the docs quote lives in a marked region, which names a renderer of this folder's
 figures_*.py modules (a small function reading one or more results files):
@@ -16,7 +16,8 @@ load (from the file's provenance, bench/provenance.py).
     .venv/bin/python bench/figures.py --list    # every renderer and the pages that use it
 
 tests/project/test_figures.py runs the check, and refuses a source without its command, commit or
-date.
+date, or naming a commit the repository does not hold. A source measured with uncommitted changes
+says so in its source line.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import figures_budget  # noqa: E402, F401  (each figures_* module registers its renderers)
+import figures_bench  # noqa: E402, F401  (each figures_* module registers its renderers)
+import figures_budget  # noqa: E402, F401
+import figures_data  # noqa: E402, F401
 import figures_demo  # noqa: E402, F401
 import figures_evidence  # noqa: E402, F401
 import figures_gpu  # noqa: E402, F401
@@ -45,8 +48,10 @@ REGION = re.compile(r"<!-- figures: (?P<name>[\w.-]+) -->(?P<body>.*?)<!-- /figu
 
 
 def pages() -> list[Path]:
-    """The pages whose figures are rendered: the README and every page of docs/."""
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    """The pages whose figures are rendered: the README, every page of docs/ and its evidence pages,
+    and bench/README.md."""
+    docs = sorted((ROOT / "docs").glob("*.md")) + sorted((ROOT / "docs" / "evidence").glob("*.md"))
+    return [ROOT / "README.md", *docs, ROOT / "bench" / "README.md"]
 
 
 def source_line(fig: Figure, inline: bool) -> str:
@@ -107,9 +112,16 @@ def rendered(name: str, inline: bool) -> str:
     return f"{fig.text.strip()} {source_line(fig, inline=True)}"
 
 
+CODE = re.compile(r"^```.*?^```|`[^`\n]+`", re.S | re.M)  # a fenced block or an inline code span
+
+
 def regions(text: str) -> Iterator[re.Match]:
-    """Every marked region of a page."""
-    return REGION.finditer(text)
+    """Every marked region of a page, but those shown as code (bench/README.md shows the markers
+    in a fenced block and in backticks: examples, not figures)."""
+    code = [m.span() for m in CODE.finditer(text)]
+    for m in REGION.finditer(text):
+        if not any(start <= m.start() < end for start, end in code):
+            yield m
 
 
 def misplaced(text: str, m: re.Match) -> str | None:
@@ -136,7 +148,11 @@ def render(text: str) -> str:
         block = m["body"].startswith("\n")
         return f"<!-- figures: {m['name']} -->{rendered(m['name'], inline=not block)}<!-- /figures -->"
 
-    return REGION.sub(body, text)
+    out, last = [], 0
+    for m in regions(text):
+        out += [text[last : m.start()], body(m)]
+        last = m.end()
+    return "".join(out) + text[last:]
 
 
 def check(page: Path) -> tuple[list[str], list[str]]:
@@ -167,7 +183,7 @@ def main() -> int:
     p.add_argument("--list", action="store_true", help="every renderer and the pages that use it")
     a = p.parse_args()
     if a.list:
-        used = {m["name"]: page.name for page in pages() for m in regions(page.read_text())}
+        used = {m["name"]: str(page.relative_to(ROOT)) for page in pages() for m in regions(page.read_text())}
         for name in sorted(RENDERERS):
             print(f"{name:32s} {used.get(name, '(not used)')}")
         return 0

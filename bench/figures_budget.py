@@ -67,6 +67,26 @@ def cell(row: str, collection: str) -> str:
     return f"{value} ({len(s)}, {statistics.fmean(steps(row, collection)):.0f} steps)"
 
 
+@figure("budget_seed_spread")
+def seed_spread() -> Figure:
+    """How far the GNN's seeds of one recipe land apart: the largest range (highest minus lowest
+    valid tau) over the rows with more than one seed, per collection (LightGBM's rows left out)."""
+    spread = {}
+    for collection in (XLA, NLP):
+        rows = {r["row"] for r in results(BUDGET) if r["collection"] == collection}
+        ranges = [
+            max(v) - min(v)
+            for row in rows
+            if not row.startswith("lgbm") and len(v := scores(row, collection)) > 1
+        ]
+        spread[collection] = max(ranges)
+    text = (
+        f"the seeds of one recipe land up to {spread[XLA]:.3f} tau apart on xla:random and "
+        f"{spread[NLP]:.3f} on nlp:default at 10 minutes per collection"
+    )
+    return Figure(text, (Source(BUDGET, records=lambda r: not r["row"].startswith("lgbm")),))
+
+
 @figure("budget_recipe_table")
 def recipe_table() -> Figure:
     rows = [[what, f"`{row}`", cell(row, XLA), cell(row, NLP)] for what, row in RECIPES]

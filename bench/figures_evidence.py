@@ -174,7 +174,7 @@ def rows_rest() -> list[list[str]]:
     return [
         [
             "`ensemble.normalize`: `zscore` for tile, `rank` for layout",
-            "with the `sum` GNN on the tile kernels and the layout pair ([the ensemble](#the-ensemble)); not measured again with `mean`",
+            "with the `sum` GNN on the tile kernels and the layout pair ([the ensemble](#the-ensembles-normalization-measured)); not measured again with `mean`",
             "better on demo",
         ],
         [
@@ -193,7 +193,7 @@ def rows_rest() -> list[list[str]]:
             "`features.max_configs_per_graph`, `gnn.checkpoint_layers` and `gnn.checkpoint_min_states`, the `cpu` "
             "profile's xla:random speed setting, `gnn.segment_nodes = 0`",
             "not quality choices",
-            f"the 1st place's scripts; [scale](scale.md); GST lost {' and '.join(f'{x:.2f}' for x in loss)} tau on demo "
+            f"the 1st place's scripts; [scale](../scale.md); GST lost {' and '.join(f'{x:.2f}' for x in loss)} tau on demo "
             f"at {secs[1] / secs[0]:.1f} times the time",
         ],
         [

@@ -66,7 +66,7 @@ def where_it_stands() -> Figure:
 - No stage goes above {gb(top["peak_rss"], GB)} ({top["stage"]}); GNN training peaks at {gb(stage(r, TRAIN_GNN)["peak_rss"], GB)}.
 - The `cpu` profile recomputes xla:random's layers in the backward pass, as this run did: kept, its
   training process peaks at {kept} GB, against {recomputed} GB when it recomputes them
-  ([validation](validation.md#the-cpu-profiles-gnn-recipe-change-by-change)).
+  ([validation](evidence/validation.md#the-cpu-profiles-gnn-recipe-change-by-change)).
 - Short GNN slices at width 64 and 64 configs per graph peak at {max(gnn_slices(r)):.2f} GB at most."""
     return Figure(text, (Source(ALL5), src))
 

@@ -116,6 +116,23 @@ def layout_members() -> Figure:
     return Figure(text, (Source(MEMBERS),))
 
 
+@figure("tune_layout_members_cost")
+def layout_members_cost() -> Figure:
+    """What fine-tuning one GNN seed member costs against all three: the mean seconds of the GNN's
+    calibrations (fine-tuning and scoring) over every program, k and draw of the same run."""
+    secs: dict[bool, list[float]] = {True: [], False: []}
+    for program in results(MEMBERS)["layout"]:
+        for r in program["calibration"]:
+            if r["model"] == "gnn" and r["variant"] != "uncalibrated":
+                secs[r["variant"].endswith(":gm=1")].append(r["s"])
+    one, every = (sum(secs[k]) / len(secs[k]) for k in (True, False))
+    text = (
+        f"cost {one / every:.0%} of three members' ({one:.1f} s against {every:.1f} s a calibration, "
+        "on average)"
+    )
+    return Figure(text, (Source(MEMBERS),))
+
+
 @figure("tune_cost")
 def cost() -> Figure:
     r = results(COST)

@@ -19,7 +19,9 @@ from tpurank.cli import STAGES, stage_module, stage_parser
 from tpurank.core.options import Refused
 
 README = ROOT / "README.md"
-PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "README.md"]
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+EVIDENCE = sorted((ROOT / "docs" / "evidence").glob("*.md"))
+PAGES = [README, *DOCS, *EVIDENCE, ROOT / "bench" / "README.md"]
 RUN_SH_COMMANDS = {"all", "test", "setup", "help"}
 
 
@@ -198,7 +200,28 @@ def test_no_commit_hashes_outside_the_bench_log(page: Path) -> None:
     assert not [h for h in hashes if re.search(r"[a-f]", h) and re.search(r"\d", h)], page.name
 
 
-USER_PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+USER_PAGES = [README, *DOCS, *EVIDENCE]
+# a page of docs/ says what a user does and what to expect; tables of variants tried and per-program
+# results live on docs/evidence/ pages. usage.md holds the key table core/config.py generates into it
+# (tests/report/test_config_show.py), and every stage's options.
+LONG_PAGES = {"usage.md": 600}
+
+
+@pytest.mark.parametrize("page", DOCS, ids=[p.name for p in DOCS])
+def test_docs_pages_are_guidance_not_evidence(page: Path) -> None:
+    """A docs page opens with what to do, in about 300 lines; its evidence is a link away."""
+    lines = len(page.read_text().splitlines())
+    assert lines <= LONG_PAGES.get(page.name, 350), (
+        f"{page.name}: {lines} lines; move evidence to docs/evidence/"
+    )
+
+
+def test_evidence_pages_are_linked_from_the_docs() -> None:
+    """Every evidence page is reached from a docs page (the sentence it supports links it)."""
+    assert EVIDENCE
+    linked = "".join(p.read_text() for p in DOCS)
+    for page in EVIDENCE:
+        assert f"evidence/{page.name}" in linked, f"no docs page links {page.relative_to(ROOT)}"
 
 
 @pytest.mark.parametrize("page", USER_PAGES, ids=[str(p.relative_to(ROOT)) for p in USER_PAGES])
