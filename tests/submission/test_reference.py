@@ -94,3 +94,14 @@ def test_a_recorded_data_root_that_is_gone_says_so(project: dict[str, Path], tmp
     side.write_text(json.dumps({**json.loads(side.read_text()), "data_root": str(tmp_path / "gone")}))
     r = _check(project, str(csv))
     assert f"its recorded data {tmp_path / 'gone'} is gone" in r.stderr.strip().splitlines()[-1]
+
+
+def test_the_competitions_rows_per_collection(sample_root: Path) -> None:
+    from tpurank.submission.shapes import TEST_ROWS
+    from tpurank.synth.scales import REAL_COUNTS
+
+    assert {c: counts[2] for c, counts in REAL_COUNTS.items()} == TEST_ROWS
+    ids = [
+        line.split(",")[0] for line in (sample_root / "sample_submission.csv").read_text().splitlines()[1:]
+    ]
+    assert {c: sum(i.startswith(c + ":") for i in ids) for c in TEST_ROWS} == TEST_ROWS

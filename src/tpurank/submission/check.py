@@ -137,12 +137,7 @@ def check_as_asked(
 
 @dataclass(frozen=True)
 class Options:
-    """The stage's options (`all` and `infer` build them directly; the CLI parses them).
-
-    Args:
-        find_data: the data root to check against is found from the CSV (`reference.find_reference`):
-            the command line's; `all` and `infer` check the CSV they just wrote against their own data.
-    """
+    """The stage's options (`all` and `infer` build them directly; the CLI parses them)."""
 
     STAGE: ClassVar[Stage] = Stage.CHECK_SUBMISSION
 
@@ -150,7 +145,6 @@ class Options:
     split: str = "test"
     partial: bool = False
     collections: list[str] | None = None
-    find_data: bool = False
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -167,12 +161,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="expect only the sample IDs whose test file exists under the data root (partial data)",
     )
     add_collections(p, all_by_default=False, help="the collections the CSV ranks (default: all five)")
-    p.set_defaults(find_data=True)
 
 
 def run(args: argparse.Namespace) -> int:
     csv = Path(args.csv)
-    if args.find_data:
+    # a command line (it has the run-wide --data-dir) finds the data its CSV was made for; `all` and
+    # `infer` (their steps have no run-wide options) check the CSV they just wrote against their data
+    if hasattr(args, "data_dir"):
         result, _ = check_as_asked(csv, args.paths, args.split, args.partial, args.collections)
     else:
         result = checked(csv, Reference(args.paths, None), args.split, args.partial, args.collections)

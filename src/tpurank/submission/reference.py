@@ -102,8 +102,8 @@ def find_reference(csv: Path, paths: Paths, split: str = "test", partial: bool =
     at_hand, why = paths.data, ""
     if not holds_data(at_hand) and (found := synthetic_fallback(at_hand)) is not None:
         at_hand, why = found
-    if not holds_data(at_hand):
-        return Reference(None, gone or f"no data at {_shown(paths.data)}")
+    if not holds_data(at_hand):  # no data at all: the usual error names the folder, unless one was recorded
+        return Reference(None, gone) if gone else Reference(paths, None)
     scale = synthetic_scale(at_hand)
     if scale is None:  # real data at hand (data/, Kaggle's input): the competition's own IDs
         return Reference(paths.with_data(at_hand), None)
