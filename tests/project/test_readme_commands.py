@@ -4,13 +4,15 @@ calls (a tpurank stage's parser, torchrun's `-m tpurank`, the kaggle client's ow
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
+import json
 import re
 import shlex
 import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -41,37 +43,46 @@ def section(text: str, title: str) -> str:
     return text[start : end if end != -1 else None]
 
 
+# run in a child: importing kaggle fixes its config folder from $HOME for the life of the process,
+# which would leak into the worker's later tests of the client (tests/kaggle/test_kaggle_server.py)
+KAGGLE_PARSE = """
+import argparse, contextlib, io, json, sys
+with contextlib.redirect_stdout(io.StringIO()):  # importing kaggle prints its auth help
+    from kaggle import cli
 class Parsed(Exception):
-    """Raised by the patched parse_args: the kaggle command line parsed, nothing run."""
-
-
-def kaggle_parses(words: list[str]) -> None:
-    """The kaggle client's own parser accepts `words` (exit 2 on an unknown command or option)."""
-    with contextlib.redirect_stdout(io.StringIO()):  # importing kaggle prints its auth help
-        from kaggle import cli
-
-    original = argparse.ArgumentParser.parse_args
-
-    def parse_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def]
-        original(self, args, namespace)
-        raise Parsed
-
-    argv = cli.sys.argv
-    cli.sys.argv = ["kaggle", *words]
+    pass
+original = argparse.ArgumentParser.parse_args
+def parse_args(self, args=None, namespace=None):
+    original(self, args, namespace)
+    raise Parsed
+argparse.ArgumentParser.parse_args = parse_args
+results = []
+for words in json.loads(sys.argv[1]):
+    sys.argv = ["kaggle", *words]
+    err = io.StringIO()
     try:
-        with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stderr(io.StringIO()) as err:
-            mp.setattr(argparse.ArgumentParser, "parse_args", parse_args)
-            try:
-                cli.main()
-            except Parsed:
-                return
-            except SystemExit as e:
-                raise AssertionError(
-                    f"kaggle {shlex.join(words)}: exit {e.code}: {err.getvalue()[-500:]}"
-                ) from None
-    finally:
-        cli.sys.argv = argv
-    raise AssertionError(f"kaggle {shlex.join(words)}: never parsed")
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            cli.main()
+        results.append("never parsed")
+    except Parsed:
+        results.append("")
+    except SystemExit as e:
+        results.append(f"exit {e.code}: {err.getvalue()[-300:]}")
+print(json.dumps(results))
+"""
+
+
+def kaggle_problems(commands: list[list[str]]) -> list[str]:
+    """For each kaggle command line (its words after `kaggle`), "" when the client's own parser accepts it."""
+    r = subprocess.run(
+        [sys.executable, "-c", KAGGLE_PARSE, json.dumps(commands)],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": tempfile.mkdtemp(prefix="kaggle-parse-")},
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def tpurank_parses(words: list[str]) -> None:
@@ -92,6 +103,7 @@ def test_every_readme_command_parses() -> None:
     lines = fenced_lines(README.read_text())
     assert len(lines) > 25
     checked = 0
+    kaggle: list[list[str]] = []
     for line in lines:
         words = shlex.split(line)
         if line.startswith(NOT_OURS):
@@ -101,11 +113,13 @@ def test_every_readme_command_parses() -> None:
         elif words[0] == ".venv/bin/torchrun":
             tpurank_parses(words[words.index("tpurank") + 1 :])
         elif words[0] == ".venv/bin/kaggle":
-            kaggle_parses(words[1:])
+            kaggle.append(words[1:])
         else:
             raise AssertionError(f"README: a command no test parses: {line}")
         checked += 1
-    assert checked > 20
+    problems = kaggle_problems(kaggle)
+    assert [(shlex.join(k), p) for k, p in zip(kaggle, problems, strict=True) if p] == []
+    assert len(kaggle) >= 5 and checked > 20
 
 
 def test_readme_kaggle_lines_name_no_placeholder_owner() -> None:
