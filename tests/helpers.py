@@ -382,3 +382,19 @@ def fake_clock(
 
     monkeypatch.setattr(loop, "step_once", timed_step)
     monkeypatch.setattr(loop, "score_valid", timed_score)
+
+
+def clean_all_tree(factory: pytest.TempPathFactory, tiny_root: Path) -> Path:
+    """One clean `all` with FAST on a copy of the tiny data (`data/`), its outputs in `run/` and its
+    stdout and stderr in stdout.txt and stderr.txt, built once per session; read-only."""
+
+    def build(folder: Path) -> None:
+        from runners import in_process
+
+        shutil.copytree(tiny_root, folder / "data")
+        r = in_process("all", "--data-dir", str(folder / "data"), "--out-dir", str(folder / "run"), *FAST)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        (folder / "stdout.txt").write_text(r.stdout)
+        (folder / "stderr.txt").write_text(r.stderr)
+
+    return built_once(factory, "clean-all", FAST, build)

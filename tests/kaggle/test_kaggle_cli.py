@@ -59,7 +59,9 @@ def test_build_code_dataset_offline(tmp_path: Path) -> None:
     assert meta["id"] == "YOUR_KAGGLE_USERNAME/tpurank-code"
     warning = r.stderr.strip().splitlines()
     assert (
-        len(warning) == 1 and "warning: no Kaggle username" in warning[0] and "KAGGLE_USERNAME" in warning[0]
+        len(warning) == 1
+        and "warning: no Kaggle credentials found" in warning[0]
+        and "KAGGLE_USERNAME" in warning[0]
     )
     assert f"kaggle kernels push -p {dest / 'kernels' / 'tpurank-inference'}" in r.stdout
     assert _tracked_notebooks() == before

@@ -75,9 +75,10 @@ def test_unpack_refuses_a_changed_file(tmp_path: Path) -> None:
         unpack(ds, manifest, Paths(data=tmp_path, out=tmp_path / "out"))
 
 
-def test_no_fitted_ensemble_is_a_one_line_error(tmp_path: Path) -> None:
+def test_no_trained_model_is_a_one_line_error(tmp_path: Path) -> None:
+    """Any trained subset packs (tests/kaggle/test_models_subset.py); nothing trained is one line."""
     paths = Paths(data=tmp_path / "data", out=tmp_path / "run")
-    with pytest.raises(TpurankError, match="ensemble not fitted"):
+    with pytest.raises(TpurankError, match="no trained models"):
         build(paths, load_config(), tmp_path / "dest", "me")
 
 
@@ -147,7 +148,9 @@ def test_infer_with_a_manifest_that_is_not_json_exits_in_one_line(tmp_path: Path
     assert not (tmp_path / "o" / "models").exists()  # nothing unpacked
 
 
-def _fake_run(tmp_path: Path, weights: str = '{"members": ["lgbm"]}') -> Paths:
+def _fake_run(
+    tmp_path: Path, weights: str = '{"members": ["lgbm"], "weights": [1.0], "normalize": "rank"}'
+) -> Paths:
     from tpurank.core.collections import COLLECTIONS
 
     paths = Paths(data=tmp_path / "data", out=tmp_path / "run")
@@ -190,7 +193,7 @@ def test_build_models_dataset_with_broken_ensemble_weights_is_one_line(tmp_path:
     with pytest.raises(TpurankError) as e:
         build(paths, load_config(), tmp_path / "dest", "me")
     message = str(e.value)
-    assert "weights.json: " in message and "fit the ensemble again (`tpurank ensemble`)" in message, message
+    assert "weights.json: " in message and "refit it: `tpurank train --model ensemble`" in message, message
     assert "\n" not in message
 
 
@@ -219,7 +222,7 @@ def _trained_run(tmp_path: Path, data: Path) -> Paths:
     for c in COLLECTIONS:
         ens = paths.model_dir("ensemble", c)
         ens.mkdir(parents=True)
-        (ens / "weights.json").write_text('{"members": ["lgbm"]}')
+        (ens / "weights.json").write_text('{"members": ["lgbm"], "weights": [1.0], "normalize": "rank"}')
         write_sidecar(ens / "provenance.json", demo.for_collection(c), data, model="ensemble")
         paths.model_dir("lgbm", c).mkdir(parents=True)
         write_sidecar(

@@ -23,7 +23,7 @@ from helpers import (
     FAST,
     ROOT,
     TWO_COLLECTIONS,
-    built_once,
+    clean_all_tree,
     copy_without_times,
     ran_steps,
     two_collection_all,
@@ -95,18 +95,10 @@ class CleanRun(NamedTuple):
     stderr: str
 
 
-def _clean_all_tree(tiny_root: Path, folder: Path) -> None:
-    shutil.copytree(tiny_root, folder / "data")
-    r = in_process("all", "--data-dir", str(folder / "data"), "--out-dir", str(folder / "run"), *FAST)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    (folder / "stdout.txt").write_text(r.stdout)
-    (folder / "stderr.txt").write_text(r.stderr)
-
-
 @pytest.fixture(scope="module")
 def clean_all(tiny_root: Path, tmp_path_factory: pytest.TempPathFactory) -> CleanRun:
     """One clean `all` on the tiny data, built by the first worker that asks; read-only."""
-    folder = built_once(tmp_path_factory, "clean-all", FAST, lambda f: _clean_all_tree(tiny_root, f))
+    folder = clean_all_tree(tmp_path_factory, tiny_root)
     return CleanRun(
         folder / "data",
         folder / "run",
@@ -158,9 +150,17 @@ def test_commands_by_hand_find_the_synthetic_data_all_used(
     monkeypatch.setenv("TPURANK_HOME", str(home))
     monkeypatch.chdir(home)
     line = "tpurank: data: data/synthetic-tiny (synthetic 'tiny', the data the last `tpurank all` used; "
+    capsys.readouterr()
+    assert main(["check-submission", "submissions/submission.csv"]) == 0
+    recorded = [x for x in capsys.readouterr().err.splitlines() if x.startswith("tpurank: data: ")]
+    suffix = " (recorded with submission.csv; --data-dir DIR to check against another)"
+    assert len(recorded) == 1 and recorded[0].endswith(suffix), recorded  # the data `all` wrote it for
+    assert (
+        Path(recorded[0].removeprefix("tpurank: data: ").removesuffix(suffix)).resolve()
+        == clean_all.data.resolve()
+    )
     for cmd in (
         ["check"],
-        ["check-submission", "submissions/submission.csv"],
         ["score", "--submission", "submissions/valid_ensemble.csv"],
         ["validate"],
         ["config", "show"],

@@ -9,7 +9,8 @@ The two notebooks are copied with their `kernel-metadata.json`, owned by the use
 `<dest>/kernels/<slug>/` (a subfolder, so never uploaded with the dataset), ready for `kaggle
 kernels push -p`; the tracked files under notebooks/ are only read (a build must not dirty the
 checkout: every later provenance would say `+dirty`). The owner: `--kaggle-user`, else
-KAGGLE_USERNAME, else a placeholder and a warning; a placeholder or a name Kaggle cannot hold
+KAGGLE_USERNAME, else the user of the credentials the kaggle client reads (kaggle.json, an access
+token, OAuth), else a placeholder and a one-line warning; a placeholder or a name Kaggle cannot hold
 (`YOUR_KAGGLE_USERNAME`, `<user>`) given as the owner is refused (`kaggle_user`).
 """
 
@@ -27,6 +28,7 @@ from pathlib import Path
 from tpurank.core.atomic import atomic_path, write_json
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import checkout_root, project_root
+from tpurank.data.download import kaggle_api
 
 DATASET_SLUG = "tpurank-code"
 PLACEHOLDER_USER = "YOUR_KAGGLE_USERNAME"
@@ -67,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--kaggle-user",
         default=None,
-        help="owner of the dataset and notebooks (default: $KAGGLE_USERNAME)",
+        help="owner of the dataset and notebooks (default: the user of your Kaggle credentials)",
     )
     p.add_argument("--no-extra-wheels", action="store_true", help="package tpurank only (offline build)")
 
@@ -87,19 +89,33 @@ def check_user(user: str, where: str) -> str:
 def warn_no_user(command: str) -> None:
     """The one warning line of a build whose metadata names the placeholder owner."""
     print(
-        f"tpurank {command}: warning: no Kaggle username (--kaggle-user or KAGGLE_USERNAME): the metadata says "
-        f"{PLACEHOLDER_USER}; rebuild with --kaggle-user before uploading",
+        f"tpurank {command}: warning: no Kaggle credentials found (kaggle.json, an access token, "
+        f"KAGGLE_USERNAME) and no --kaggle-user: the metadata says {PLACEHOLDER_USER}; rebuild with "
+        "credentials or --kaggle-user before uploading",
         file=sys.stderr,
     )
 
 
+def credentials_user() -> str | None:
+    """The user name of the credentials the kaggle client finds (tpurank.data.download.kaggle_api:
+    kaggle.json, KAGGLE_USERNAME/KAGGLE_KEY, an access token, OAuth), None when it finds none."""
+    try:
+        user = kaggle_api().get_config_value("username")
+    except TpurankError:
+        return None
+    return str(user).strip() or None if user else None
+
+
 def kaggle_user(given: str | None, command: str, warn: bool = True) -> str:
-    """The owner for the metadata: `given`, else $KAGGLE_USERNAME (either checked: `check_user`), else
-    the placeholder, with a warning now unless `warn` is False (the caller warns once it has built)."""
+    """The owner for the metadata: `given`, else $KAGGLE_USERNAME, else the credentials' user (each
+    checked: `check_user`), else the placeholder, with a warning now unless `warn` is False (the caller
+    warns once it has built)."""
     if given is not None and given.strip():
         return check_user(given.strip(), "--kaggle-user")
     if user := os.environ.get("KAGGLE_USERNAME", "").strip():
         return check_user(user, "KAGGLE_USERNAME")
+    if user := credentials_user():
+        return check_user(user, "the Kaggle credentials' user")
     if warn:
         warn_no_user(command)
     return PLACEHOLDER_USER

@@ -4,8 +4,9 @@ DIR holds what `build-models-dataset` wrote (searched below DIR, so on Kaggle `/
 a `models.zip` that Kaggle unpacked into a folder is found too). The files are checked against the
 manifest's checksums and unpacked into the out folder, never over models it did not unpack there
 itself (kaggle/unpacked.py; `--replace-models` to replace them); then only `prepare --splits test --keep-rule` (the shipped rule, never refitted), `predict
---split test` for each ensemble member and the ensemble, and `check-submission` run, with the
-config the models were trained with. Writes submissions/submission.csv (and its sidecar).
+--split test` for the model of each collection (the ensemble where fitted, else the best trained
+member: kaggle/infer_plan.py, said in one line) and `check-submission` run, with the config the
+models were trained with. Writes submissions/submission.csv (and its sidecar).
 """
 
 from __future__ import annotations
@@ -20,15 +21,14 @@ from tpurank.core.atomic import write_bytes
 from tpurank.core.config_files import load_config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
-from tpurank.features import cli as features
 from tpurank.kaggle import unpacked
+from tpurank.kaggle.choice import TrainedModels, trained_models
+from tpurank.kaggle.infer_plan import choose_models
 from tpurank.kaggle.models_dataset import ARCHIVE, CONFIG, MANIFEST, read_manifest, unpacked_path
 from tpurank.kaggle.unpacked import REPLACE_FLAG
-from tpurank.predict import cli as predict
-from tpurank.prepare import cli as prepare
 from tpurank.run.stages import command_line, run_step
 from tpurank.submission import check
-from tpurank.submission.publish import incomplete_test_set, publish_submission
+from tpurank.submission.publish import incomplete_test_set
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -95,10 +95,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         unpacked.adopt(paths, manifest["files"])
     unpacked.prune(paths)
-    members = list(manifest["members"])
+    # the config the models were trained with, unless the user names another; --set goes over it
+    cfg = load_config(args.config_file or dataset / CONFIG, args.set)
+    choice = choose_models(TrainedModels(paths, cfg, trained_models(paths, dataset), dataset))
     print(
-        f"[infer] models from {dataset}: ensemble of {', '.join(members)} "
-        f"(trained at commit {manifest.get('git_commit', '?')} on data {manifest.get('data_fingerprint', '?')})"
+        f"[infer] models from {dataset} (trained at commit {manifest.get('git_commit', '?')} on data "
+        f"{manifest.get('data_fingerprint', '?')}): {choice.line()}"
         + (
             "; SYNTHETIC data: the submission is not a Kaggle result"
             if manifest.get("data") == "synthetic"
@@ -106,22 +108,13 @@ def run(args: argparse.Namespace) -> int:
         ),
         file=sys.stderr,
     )
-    # the config the models were trained with, unless the user names another; --set goes over it
-    cfg = load_config(args.config_file or dataset / CONFIG, args.set)
     partial = incomplete_test_set(paths, stage="infer")
-    tables = [features.Options(splits=["test"])] if "lgbm" in members else []  # LightGBM reads them
-    steps = [
-        prepare.Options(splits=["test"], keep_rule=True),  # the models' own rule, never refitted
-        *tables,
-        *[predict.Options(model=m, split="test", partial=partial) for m in members],
-        predict.Options(model="ensemble", split="test", partial=partial),
-    ]
-    for step in steps:
+    for step in choice.steps(partial):
         print(f"[infer] tpurank {command_line(step)}", file=sys.stderr)
         rc = run_step(step, paths, cfg)
         if rc != 0:
             raise TpurankError(f"step '{command_line(step)}' failed (exit {rc})")
-    submission = publish_submission(paths)
+    submission = choice.write(paths, cfg, partial)
     if run_step(check.Options(str(submission), partial=partial), paths, cfg):
         raise TpurankError(f"{submission}: failed its check")
     print(f"submission: {submission}")

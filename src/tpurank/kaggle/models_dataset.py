@@ -1,8 +1,10 @@
 """`tpurank build-models-dataset`: pack trained models for inference on Kaggle (`tpurank infer`).
 
 Competitors train offline and run a short inference notebook on weights uploaded as a dataset.
-This packs what `infer` needs and nothing it does not: the ensemble's weights and its members'
-model folders (as one `models.zip`: `kaggle datasets create` uploads top-level files only), the
+This packs what `infer` needs and nothing it does not: every trained member's model folder and the
+ensemble's weights where they are fitted, any subset (tpurank.kaggle.choice: `infer` predicts each
+collection with the ensemble where fitted, else its best member), as one `models.zip` (`kaggle
+datasets create` uploads top-level files only), the
 node-feature rule of the prepared cache (test graphs must be prepared exactly as training saw
 them), the config the models were trained with as `config.toml` (from their own sidecars, not the
 current command line: tpurank.kaggle.trained), and `tpurank-models.json` (members, the data they were
@@ -29,6 +31,7 @@ from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.core.paths import Paths, project_root
 from tpurank.core.provenance import provenance
 from tpurank.core.toml_write import to_toml
+from tpurank.kaggle.choice import ENSEMBLE, Trained, trained_models
 from tpurank.kaggle.code_dataset import PLACEHOLDER_USER, kaggle_user, warn_no_user
 from tpurank.kaggle.trained import (
     read_json,
@@ -39,7 +42,6 @@ from tpurank.kaggle.trained import (
 )
 from tpurank.lgbm.training_rows import MAX_ROWS, TRAIN_ROWS_FILE
 from tpurank.models.registry import MODEL_NAMES
-from tpurank.models.weights import WEIGHTS_FILE
 from tpurank.prepare.node_features import RULE_FILE
 
 COMMAND = "build-models-dataset"
@@ -56,7 +58,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dest", default="dist/kaggle-models", help="output folder (relative to the project root)"
     )
-    p.add_argument("--kaggle-user", default=None, help="owner of the dataset (default: $KAGGLE_USERNAME)")
+    p.add_argument(
+        "--kaggle-user",
+        default=None,
+        help="owner of the dataset (default: the user of your Kaggle credentials)",
+    )
     p.add_argument(
         "--allow-synthetic",
         action="store_true",
@@ -107,22 +113,28 @@ def read_manifest(path: Path) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------- packing
 
 
-def ensemble_members(paths: Paths) -> list[str]:
-    """The models the fitted ensemble combines (every collection must be fitted)."""
-    members: set[str] = set()
-    for c in COLLECTIONS:
-        wfile = paths.model_dir("ensemble", c) / WEIGHTS_FILE
-        if not wfile.exists():
-            raise TpurankError(f"{wfile}: ensemble not fitted for {c}; train it first ({command('all')})")
-        weights = read_json(wfile, f"fit the ensemble again ({command('ensemble')})")
-        found = weights.get("members") if isinstance(weights, dict) else None
-        if not isinstance(found, list) or not found or not all(_is_member_name(m) for m in found):
-            raise DataError(
-                wfile,
-                f"no 'members' list of model names; fit the ensemble again ({command('ensemble')})",
-            )
-        members.update(found)
-    return sorted(members)
+def trained_subset(paths: Paths) -> dict[str, Trained]:
+    """Collection -> what is trained for it (kaggle.choice.trained_models): every collection must
+    have at least one trained model, or infer could not rank its test graphs."""
+    trained = trained_models(paths, paths.out)
+    missing = [c for c in COLLECTIONS if c not in trained]
+    if missing:
+        raise TpurankError(
+            f"{paths.models}: no trained model for {', '.join(missing)}; a Kaggle submission ranks all five "
+            f"collections: train them first ({command('all')})"
+        )
+    return trained
+
+
+def packed_models(trained: dict[str, Trained]) -> list[tuple[str, str]]:
+    """(model, collection) of every model folder packed: the trained members, and the ensemble where
+    its weights are fitted over them."""
+    out = []
+    for c, t in trained.items():
+        out += [(m, c) for m in t.members]
+        if t.fitted is not None:
+            out.append((ENSEMBLE, c))
+    return out
 
 
 def archive_name(paths: Paths, f: Path) -> str:
@@ -148,8 +160,10 @@ def build(paths: Paths, cfg: Config, dest: Path, user: str, allow_synthetic: boo
         cfg: the current config: used only for collections whose models recorded none.
         allow_synthetic: pack models trained on synthetic data (else refused, in one line).
     """
-    members = ensemble_members(paths)
-    sidecars = read_sidecars(paths, ["ensemble", *members])
+    trained = trained_subset(paths)
+    packed = packed_models(trained)
+    members = sorted({m for t in trained.values() for m in t.members})
+    sidecars = [s for s in read_sidecars(paths, [ENSEMBLE, *members]) if (s.model, s.collection) in packed]
     data = trained_data(sidecars)
     if not allow_synthetic:
         refuse_synthetic(data)
@@ -160,13 +174,9 @@ def build(paths: Paths, cfg: Config, dest: Path, user: str, allow_synthetic: boo
             f"{rule}: no node-feature rule; the models were trained on another prepared cache?"
         )
     files: list[Path] = [rule]
-    for m in ["ensemble", *members]:
-        for c in COLLECTIONS:
-            folder = paths.model_dir(m, c)
-            found = [f for f in sorted(folder.rglob("*")) if f.is_file() and f.name not in SKIPPED]
-            if not found:
-                raise TpurankError(f"{folder}: no trained {m} model for {c}")
-            files.extend(found)
+    for m, c in packed:
+        folder = paths.model_dir(m, c)
+        files.extend(f for f in sorted(folder.rglob("*")) if f.is_file() and f.name not in SKIPPED)
     dest.mkdir(parents=True, exist_ok=True)
     with atomic_path(dest / ARCHIVE) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
         for f in files:
@@ -184,6 +194,7 @@ def build(paths: Paths, cfg: Config, dest: Path, user: str, allow_synthetic: boo
         config_source=config_source,
         members=members,
         collections=list(COLLECTIONS),
+        models={c: [*t.members, *([ENSEMBLE] if t.fitted is not None else [])] for c, t in trained.items()},
         archive=ARCHIVE,
         archive_sha256=_sha256(dest / ARCHIVE),
         files={archive_name(paths, f): _sha256(f) for f in files},
@@ -211,6 +222,18 @@ def data_line(manifest: dict[str, Any]) -> str:
     )
 
 
+def models_line(manifest: dict[str, Any]) -> str:
+    """`ensemble of lgbm, gnn`, or what each collection packs where they differ or hold no ensemble."""
+    models = manifest.get("models") or {}
+    full = [*manifest["members"], ENSEMBLE]
+    if models and all(sorted(v) == sorted(full) for v in models.values()):
+        return f"ensemble of {', '.join(manifest['members'])}"
+    groups: dict[str, list[str]] = {}
+    for c, v in models.items():
+        groups.setdefault(", ".join(v), []).append(c)
+    return "; ".join(f"{what} for {', '.join(cs)}" for what, cs in groups.items())
+
+
 def rows_line(paths: Paths, manifest: dict[str, Any]) -> str:
     """What calibration (`rank --measured`, `tune`) reads, packed beside each LightGBM model: the
     bounded sample of its training rows (tpurank.lgbm.training_rows)."""
@@ -228,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
         warn_no_user(COMMAND)
     size = (dest / ARCHIVE).stat().st_size / 1e6
     print(
-        f"models dataset in {dest}: ensemble of {', '.join(manifest['members'])}, {len(manifest['files'])} files, {ARCHIVE} {size:.1f} MB"
+        f"models dataset in {dest}: {models_line(manifest)}; {len(manifest['files'])} files, {ARCHIVE} {size:.1f} MB"
     )
     print(f"trained on: {data_line(manifest)}; config from {manifest['config_source']}")
     print(rows_line(args.paths, manifest))

@@ -34,8 +34,8 @@ from tpurank.core.profiles import default_budget_s, parse_duration, resolve_prof
 # ends within 15 minutes on 2 cores
 SMALL_SCALES = ("tiny", "demo")
 DEMO_PRESET = "demo.toml"
-# commands that fill the data root themselves (all, download, synth) or never read it: the
-# synthetic fallback stays out of them (step 1)
+# commands that fill the data root themselves (all, download, synth), never read it, or find it from
+# their input (check-submission, submit): the synthetic fallback stays out of them (step 1)
 OWN_DATA = (
     "all",
     "download",
@@ -47,6 +47,8 @@ OWN_DATA = (
     "build-models-dataset",
     "rank",
     "tune",
+    "check-submission",  # the data its CSV was made for (submission/reference.py), said in one line
+    "submit",
 )
 CONFIG_ELSEWHERE = (
     "all",  # its config waits for the data it finds or makes (step 3)

@@ -2,7 +2,9 @@
 
 kaggle's `competition_submit` does not raise when the upload is refused: it returns a response
 whose message says so (and prints the error). The response is checked here, so a refusal is a
-one-line error and exit 1; a server that does not answer is one too (`tpurank.data.net`).
+one-line error and exit 1; a server that does not answer is one too (`tpurank.data.net`). The CSV
+is checked first against the data it was made for (`check-submission`'s rule:
+tpurank.submission.reference).
 """
 
 from __future__ import annotations
@@ -10,13 +12,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import sys
 from pathlib import Path
 from typing import Any
 
 from tpurank.core.errors import TpurankError, command
 from tpurank.data.download import COMPETITION, kaggle_api
 from tpurank.data.net import network_timeouts
-from tpurank.submission.check import check_submission_file
+from tpurank.submission.check import check_as_asked
 
 UPLOAD_FAILED = "Could not submit to competition"  # KaggleApi.COMPETITION_SUBMIT_UPLOAD_FAILED_MESSAGE
 
@@ -46,11 +49,13 @@ def run(args: argparse.Namespace) -> int:
             f"{csv}: no submission yet; run {command('all')} or {command('predict --split test')}"
         )
     api = kaggle_api()  # credentials first: the check below reads the whole test set
-    problems = check_submission_file(csv, args.paths)
-    if problems:
-        for line in problems:
+    result, ref = check_as_asked(csv, args.paths)  # the data it was made for (submission/reference.py)
+    if result.problems:
+        for line in result.problems:
             print(line)
-        raise TpurankError(f"{csv}: {len(problems)} problem(s); not submitted")
+        raise TpurankError(f"{csv}: {len(result.problems)} problem(s); not submitted")
+    if not result.with_data:
+        print(result.notes[-1], file=sys.stderr)  # what was left unchecked, and how to check it
     printed = io.StringIO()  # the client prints a failed upload's error itself: kept for our one line
     try:
         with contextlib.redirect_stdout(printed), network_timeouts("submit"):
@@ -68,4 +73,10 @@ def run(args: argparse.Namespace) -> int:
         raise TpurankError(f"{csv}: Kaggle refused the submission: {message}{more}")
     print(f"submitted {csv} to {COMPETITION}: {message}")
     print(f"see https://www.kaggle.com/competitions/{COMPETITION}/submissions")
+    if ref.synthetic is not None:
+        print(
+            f"tpurank submit: warning: {csv} ranks SYNTHETIC data ('{ref.synthetic}'): its IDs are not the "
+            "competition's, so Kaggle will not score it",
+            file=sys.stderr,
+        )
     return 0
