@@ -20,12 +20,20 @@ from tpurank.core.metrics import order_from_costs
 from tpurank.rank.calibrate import LgbmInputs
 from tpurank.rank.finetune import FineTune, GnnInputs
 from tpurank.rank.program import Program
-from tpurank.rank.select import null_sd
+from tpurank.rank.select import null_sd, prior_share
 from tpurank.tune import Calibration, Tuner
 
 LAYOUT = next(c for c in TWO_COLLECTIONS if c.startswith("layout:"))
 HOW = Calibration(gnn=FineTune(steps=5, lr=1e-3))
-CASES = ["all equal", "one config", "top 10 of its own order", "12 drawn at random"]
+CASES = [
+    "all equal",
+    "one config",
+    "two configs",
+    "top 10 of its own order",
+    "12 drawn at random",
+    "24 drawn at random",
+    "all but one",
+]
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +49,16 @@ def _measured(program: Program, case: str) -> tuple[np.ndarray, np.ndarray]:
     truth = program.candidates.runtime.astype(np.float64)
     if case == "top 10 of its own order":
         positions = order_from_costs(program.costs[program.model])[:10]
-    elif case == "one config":
-        positions = np.array([0])
+    elif case in ("one config", "two configs"):
+        positions = np.arange(1 if case == "one config" else 2)
     else:
-        positions = np.random.default_rng(0).choice(
-            len(truth), 10 if case == "all equal" else 12, replace=False
-        )
+        count = {
+            "all equal": 10,
+            "12 drawn at random": 12,
+            "24 drawn at random": 24,
+            "all but one": len(truth) - 1,
+        }
+        positions = np.random.default_rng(0).choice(len(truth), count[case], replace=False)
     runtime = np.full(len(positions), 1000.0) if case == "all equal" else truth[positions]
     return positions, runtime
 
@@ -63,21 +75,29 @@ def test_calibration_ranks_the_rest_no_worse_than_as_trained(
     left = np.ones(len(trained), dtype=bool)
     left[positions] = False
     truth = program.candidates.runtime[left]
-    tau, tau_trained = (kendalltau(c[left], truth).statistic for c in (costs, trained))
-    assert tau >= tau_trained - null_sd(int(left.sum())), (line, tau, tau_trained)
-    if case in ("all equal", "one config"):  # nothing to tell: as trained, said so
+    if left.sum() > 1:  # all but one: a single config left has no order to score
+        tau, tau_trained = (kendalltau(c[left], truth).statistic for c in (costs, trained))
+        assert tau >= tau_trained - null_sd(int(left.sum())), (line, tau, tau_trained)
+    if case in ("all equal", "one config", "two configs"):  # nothing to tell: as trained, said so
         np.testing.assert_array_equal(costs, trained)
         assert line.endswith("distinct are needed): ranked as trained")
+        return
+    n = len(positions)
+    if n < HOW.checked_from:
+        assert line.startswith(f"{program.name}: {n} measured configs, too few to check the calibration")
     else:
-        assert line.startswith(
-            f"{program.name}: calibration chosen on {len(positions)} measured configs by 3"
-        )
-        assert ("lgbm " in line) == (model != "gnn") and ("gnn " in line) == (model != "lgbm")
+        assert line.startswith(f"{program.name}: calibration chosen on {n} measured configs by 3")
+    assert ("lgbm " in line) == (model != "gnn") and ("gnn " in line) == (model != "lgbm")
+    if model == "lgbm" and n < HOW.checked_from:  # the trained LightGBM outweighs fewer than 20
+        share = prior_share(n, HOW.lgbm_prior)
+        assert f"lgbm {'as trained' if share == 0 else f'{share:g} calibrated'}" in line
+    if "\n" in line or (costs is trained) != line.endswith(": ranked as trained"):
+        raise AssertionError(line)
 
 
 def test_the_choice_is_printed_in_one_line_and_repeats_for_a_seed(programs: dict[str, Program]) -> None:
     program = programs["ensemble"]
-    positions, runtime = _measured(program, "12 drawn at random")
+    positions, runtime = _measured(program, "24 drawn at random")
     measured = dict(zip(positions.tolist(), runtime, strict=True))
     first, again = (program.ranking(measured, HOW) for _ in range(2))
     np.testing.assert_array_equal(first.order, again.order)

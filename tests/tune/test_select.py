@@ -126,7 +126,47 @@ def test_the_ensemble_keeps_its_weights_unless_a_member_alone_beats_them() -> No
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("folds", 1), ("margin", -0.1), ("margin", float("nan")), ("reach", 0.0)]
+    ("measured", "prior", "share"),
+    [(5, 20.0, 0.0), (10, 20.0, 0.25), (20, 20.0, 0.5), (60, 20.0, 0.75), (3, 0.0, 1.0)],
+)
+def test_the_prior_share_grows_with_the_measurements_down_to_the_grid(
+    measured: int, prior: float, share: float
+) -> None:
+    assert select.prior_share(measured, prior) == share
+
+
+def test_unchecked_the_prior_share_stands_and_checked_only_a_clear_gain_moves_it() -> None:
+    runtime, trained, _ = _case(30, 2)
+    unchecked = select.choose_share(trained, np.full(30, np.nan), runtime, margin=np.inf, prior=0.25)
+    assert unchecked.share == 0.25
+    perfect = select.normalize(runtime, "rank")  # out of fold the calibration orders them all right
+    assert select.choose_share(trained, perfect, runtime, margin=1.0, prior=0.0).share == 1.0
+    wrong = select.normalize(-runtime, "rank")  # out of fold it orders them all wrong
+    assert select.choose_share(trained, wrong, runtime, margin=1.0, prior=0.5).share == 0.0
+
+
+def test_the_ensemble_takes_equal_weights_when_its_members_err_apart() -> None:
+    rng = np.random.default_rng(5)
+    runtime = np.arange(60, dtype=float)
+    a, b = (select.normalize(runtime + rng.normal(0, 15, 60), "rank") for _ in range(2))
+    w = np.array([1.0, 0.0])  # trained: the first member alone
+    weights, what, tau = select.choose_weights(["lgbm", "gnn"], {"lgbm": a, "gnn": b}, w, runtime, 0.5)
+    taus = {n: kendalltau(x, runtime).statistic for n, x in (("a", a), ("b", b), ("ab", a + b))}
+    assert taus["ab"] - max(taus["a"], taus["b"]) > 0.5 * select.null_sd(60)  # the case is what it says
+    assert (list(weights), what, tau) == ([0.5, 0.5], "equal weights", pytest.approx(taus["ab"]))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("folds", 1),
+        ("margin", -0.1),
+        ("margin", float("nan")),
+        ("reach", 0.0),
+        ("lgbm_prior", -1.0),
+        ("gnn_prior", float("inf")),
+        ("checked_from", 1),
+    ],
 )
 def test_bad_selection_settings_are_refused(field: str, value: float) -> None:
     with pytest.raises(TpurankError, match=f"calibration {field} must be"):

@@ -25,6 +25,7 @@ from tpurank.core.errors import TpurankError
 from tpurank.lgbm.queries import grades, query_labels
 from tpurank.lgbm.training_rows import TrainingRows
 from tpurank.rank.finetune import FineTune
+from tpurank.rank.select import GNN_PRIOR, LGBM_PRIOR, MIN_CHECKED
 
 METHODS = ("boost", "refit")
 # the ensemble once calibrated: "kept" (its trained weights over the calibrated members) when the GNN is
@@ -63,6 +64,12 @@ class Calibration:
         reach: with `select`, how far from the measured configs (in the trained model's order, in
             mean gaps between them) the calibration is trusted; as trained beyond (> 0; inf: all
             the way; tpurank.rank.select.coverage).
+        lgbm_prior: with `select`, how many measured configs the trained LightGBM is worth: its
+            calibration's share before any check is `k / (k + lgbm_prior)` of k measured
+            (tpurank.rank.select.prior_share; 0: whole).
+        gnn_prior: the same for the GNN's fine-tuning.
+        checked_from: with `select`, the measured configs from which held-out folds check each
+            share and the ensemble's weights (below: the prior shares and the trained weights).
     """
 
     method: str = "boost"
@@ -76,6 +83,9 @@ class Calibration:
     folds: int = 3  # held-out folds of the measured configs: each fold one more calibration to pay
     margin: float = 1.0  # a smaller share must beat the calibration whole by this many null SDs of tau
     reach: float = 4.0  # trust a calibration this many mean gaps from the measured configs (select.coverage)
+    lgbm_prior: float = LGBM_PRIOR  # the trained LightGBM counts as 20 measured configs (select.prior_share)
+    gnn_prior: float = GNN_PRIOR  # the GNN's fine-tuning is used whole: it helped at every k measured
+    checked_from: int = MIN_CHECKED  # held-out folds from 20 measured configs: at 10 they misjudged
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -96,6 +106,16 @@ class Calibration:
             raise TpurankError(f"calibration margin must be a number >= 0, got {self.margin}")
         if not self.reach > 0:
             raise TpurankError(f"calibration reach must be > 0, got {self.reach}")
+        for name in ("lgbm_prior", "gnn_prior"):
+            value = getattr(self, name)
+            if not (value >= 0 and np.isfinite(value)):
+                raise TpurankError(f"calibration {name} must be a number >= 0, got {value}")
+        if not (isinstance(self.checked_from, int) and self.checked_from >= 2):
+            raise TpurankError(f"calibration checked_from must be an integer >= 2, got {self.checked_from!r}")
+
+    def prior_of(self, member: str) -> float:
+        """How many measured configs the trained `member` ("lgbm" or "gnn") is worth."""
+        return self.lgbm_prior if member == "lgbm" else self.gnn_prior
 
     def for_kind(self, kind: str) -> Calibration:
         """The calibration of a program of `kind` ("layout" or "tile"): without the GNN's fine-tuning

@@ -204,8 +204,8 @@ class Program:
                 f"{self.name}: {len(label)} measured configs ({distinct} distinct runtimes) cannot tell whether "
                 f"calibrating helps ({select.MIN_MEASURED} distinct are needed): ranked as trained"
             )
-        checked = len(positions) >= select.MIN_CHECKED
-        margin = how.margin if checked else np.inf  # unchecked: the calibration whole, the trained weights
+        checked = len(positions) >= how.checked_from
+        margin = how.margin if checked else np.inf  # unchecked: the prior shares, the trained weights
         fold = select.fold_of(len(positions), how.folds, how.seed) if checked else None
 
         def chosen(m: str) -> tuple[select.Choice, np.ndarray]:
@@ -215,7 +215,8 @@ class Program:
                 if fold is not None
                 else np.full(len(label), np.nan)
             )
-            choice = select.choose_share(self.costs[m][positions], oof, label, margin)
+            prior = select.prior_share(len(positions), how.prior_of(m))
+            choice = select.choose_share(self.costs[m][positions], oof, label, margin, prior)
             calibrated = learn(positions, label, None) if choice.share > 0 else None
             if calibrated is None:
                 return choice, self.costs[m]
@@ -224,19 +225,20 @@ class Program:
 
         each = side_by_side({m: partial(chosen, m) for m in learners})
         choices, final = {m: c for m, (c, _) in each.items()}, {m: f for m, (_, f) in each.items()}
-        parts = [c.text(m) for m, c in choices.items()]
+        parts = [c.text(m, checked) for m, c in choices.items()]
         if self.model == ENSEMBLE:
-            costs, what = self._selected_weights(choices, final, positions, label, margin)
+            costs, what = self._selected_weights(choices, final, positions, label, margin, checked)
             parts.append(f"the ensemble {what}")
         else:
             costs = final[self.model]
+        said = "; ".join(parts) + (": ranked as trained" if costs is self.costs[self.model] else "")
         if not checked:
             return costs, (
-                f"{self.name}: {len(label)} measured configs are too few to check the calibration on held-out "
-                f"folds ({select.MIN_CHECKED} are needed): calibrated whole over the stretch of the order they span"
+                f"{self.name}: {len(label)} measured configs, too few to check the calibration on held-out folds "
+                f"({how.checked_from} are needed), each model's share as far as that many measurements go: {said}"
             )
         head = f"{self.name}: calibration chosen on {len(label)} measured configs by {int(fold.max()) + 1} held-out folds"
-        return costs, f"{head}: {'; '.join(parts)}"
+        return costs, f"{head}: {said}"
 
     def _selected_weights(
         self,
@@ -245,9 +247,11 @@ class Program:
         positions: np.ndarray,
         label: np.ndarray,
         margin: float,
+        checked: bool,
     ) -> tuple[np.ndarray, str]:
         """The ensemble's costs over its members as chosen, with the weights the held-out folds
-        trust (its trained weights unless one member alone beats them by `margin`), and what they are."""
+        trust (its trained weights unless one member alone or equal weights beat them by `margin`),
+        and what they are (unchecked: its trained weights)."""
         assert self.weights is not None
         members = list(self.weights["members"])
         oof = {
@@ -256,10 +260,11 @@ class Program:
         }
         trained = np.asarray(self.weights["weights"], dtype=np.float64)
         weights, what, tau = select.choose_weights(members, oof, trained, label, margin)
+        said = f"{what} (held-out tau {tau:.2f})" if checked else what
         if all(m not in choices or choices[m].share == 0 for m in members) and weights is trained:
-            return self.costs[ENSEMBLE], f"{what} (held-out tau {tau:.2f}): ranked as trained"
+            return self.costs[ENSEMBLE], said
         costs = combine([final.get(m, self.costs[m]) for m in members], weights, self.weights["normalize"])
-        return costs.astype(np.float32), f"{what} (held-out tau {tau:.2f})"
+        return costs.astype(np.float32), said
 
 
 def two_threads() -> bool:

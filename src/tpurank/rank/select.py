@@ -8,12 +8,17 @@ average (docs/rank.md), so it is used, within two bounds the measured configs th
 - over the stretch of the trained model's order they span (`coverage`), fading to the trained order
   beyond it: an autotuner measures the model's own best, and learning from them alone must not
   bend the order of the rest;
+- by how much evidence they are: a member's share of its calibration before any check grows with
+  the k measured configs as `k / (k + prior)` (`prior_share`): the trained model counts as `prior`
+  measured configs. LightGBM's calibration made the rest worse on real programs at 5 and 10
+  measured configs and helped from 20 (`LGBM_PRIOR`); the GNN's fine-tuning helped at every k
+  (`GNN_PRIOR`: used whole);
 - from `MIN_CHECKED` measured configs, checked on held-out folds: each fold's configs are ranked
   by a model calibrated on the other folds (out of fold: it never saw them) and by the trained
-  model (it never saw any); a blend with less of the calibration (`SHARES`; 0 = as trained)
-  replaces it only when it orders the held-out configs better by `margin` standard deviations of
-  Kendall tau (`null_sd`): a smaller difference is noise. The ensemble keeps its trained weights
-  unless one member alone orders them better by the same margin.
+  model (it never saw any); another share (`SHARES`; 0 = as trained) replaces the prior one only
+  when it orders the held-out configs better by `margin` standard deviations of Kendall tau
+  (`null_sd`): a smaller difference is noise. The ensemble keeps its trained weights unless one
+  member alone, or equal weights, order them better by the same margin.
 
 docs/rank.md gives the measurements on real programs that chose the settings.
 """
@@ -32,8 +37,12 @@ from tpurank.models.ensemble import combine
 SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)  # the calibrated ranking's share in the blend with the trained one
 MIN_MEASURED = 4  # distinct runtimes: fewer hold too little order to learn from (none measured below 5)
 MIN_CHECKED = (
-    10  # measured configs: with fewer, models calibrated on two folds of them learn too little to judge by
+    20  # measured configs: with fewer, folds on two thirds of them misjudged LightGBM (docs/rank.md)
 )
+LGBM_PRIOR = (
+    20.0  # the trained LightGBM counts as 20 measured configs: 5 measured made it worse on real programs
+)
+GNN_PRIOR = 0.0  # the GNN's fine-tuning ranked the rest better on real programs at every k measured
 REACH = 4.0  # coverage: a calibration is trusted up to four mean gaps beyond the measured configs' span
 # a model learns from the measured configs: (positions, runtimes, positions scored) -> their costs,
 # None where it learns nothing (fewer than two distinct runtimes)
@@ -56,9 +65,12 @@ class Choice:
     trained: float
     oof: np.ndarray
 
-    def text(self, name: str) -> str:
-        """`lgbm 0.75 calibrated (held-out tau 0.41, as trained 0.22)`."""
+    def text(self, name: str, checked: bool = True) -> str:
+        """`lgbm 0.75 calibrated (held-out tau 0.41, as trained 0.22)`; unchecked: `lgbm 0.25
+        calibrated` (no held-out tau to give)."""
         what = "as trained" if self.share == 0 else f"{self.share:g} calibrated"
+        if not checked:
+            return f"{name} {what}"
         return f"{name} {what} (held-out tau {_num(self.tau)}, as trained {_num(self.trained)})"
 
 
@@ -92,23 +104,40 @@ def out_of_fold(learn: Learner, positions: np.ndarray, runtime: np.ndarray, fold
     return out
 
 
-def choose_share(trained: np.ndarray, oof: np.ndarray, runtime: np.ndarray, margin: float) -> Choice:
-    """The calibrated ranking whole (share 1), unless a smaller share orders the held-out configs
-    better by `margin` null standard deviations: then the share that orders them best.
+def prior_share(measured: int, prior: float) -> float:
+    """The share of the calibration that `measured` configs earn before any check: the trained model
+    counts as `prior` measured configs, so the share grows as `measured / (measured + prior)`, down
+    to the grid of `SHARES` (prior 0: the calibration whole).
+
+    Args:
+        measured: the measured configs.
+        prior: how many measured configs the trained model is worth (>= 0).
+    """
+    share = measured / (measured + prior) if prior > 0 else 1.0
+    return max(s for s in SHARES if s <= share + 1e-9)
+
+
+def choose_share(
+    trained: np.ndarray, oof: np.ndarray, runtime: np.ndarray, margin: float, prior: float = 1.0
+) -> Choice:
+    """The `prior` share of the calibration (`prior_share`), unless another share orders the held-out
+    configs better by `margin` null standard deviations: then the share that orders them best.
 
     Args:
         trained: the trained model's costs of the measured configs.
-        oof: their out-of-fold ranks (`out_of_fold`); NaN: the trained rank stands in.
+        oof: their out-of-fold ranks (`out_of_fold`); NaN: the trained rank stands in (all NaN: the
+            prior share, unchecked).
         runtime: their runtimes.
-        margin: the gain over the trained order that counts, in `null_sd` units.
+        margin: the gain over the prior share's order that counts, in `null_sd` units.
+        prior: the share used unless the held-out configs say otherwise.
     """
     rank_t = normalize(trained, "rank")
     oof = np.where(np.isnan(oof), rank_t, oof)
     blends = {s: (1 - s) * rank_t + s * oof for s in SHARES}
     taus = {s: held_out_tau(b, runtime) for s, b in blends.items()}
-    best = max(SHARES, key=lambda s: (taus[s], s))  # ties: the larger share
-    if taus[best] - taus[1.0] <= margin * null_sd(len(runtime)):
-        best = 1.0
+    best = max(SHARES, key=lambda s: (taus[s], -abs(s - prior)))  # ties: the share nearest the prior
+    if taus[best] - taus[prior] <= margin * null_sd(len(runtime)):
+        best = prior
     return Choice(best, taus[best], taus[0.0], normalize(blends[best], "rank"))
 
 
@@ -163,8 +192,9 @@ def blend(
 def choose_weights(
     members: list[str], oof: dict[str, np.ndarray], trained: np.ndarray, runtime: np.ndarray, margin: float
 ) -> tuple[np.ndarray, str, float]:
-    """The ensemble's weights over its calibrated members: its trained weights, or one member alone
-    when that member's out-of-fold order beats them by `margin` null standard deviations.
+    """The ensemble's weights over its calibrated members: its trained weights, unless one member
+    alone or equal weights order the measured configs better out of fold by `margin` null standard
+    deviations: then the best of those.
 
     Args:
         members: the ensemble's members, in its weights' order.
@@ -174,14 +204,21 @@ def choose_weights(
         margin: as `choose_share`.
 
     Returns:
-        The weights, what they are ("its trained weights" or "<member> alone") and their held-out tau.
+        The weights, what they are ("its trained weights", "<member> alone" or "equal weights")
+        and their held-out tau.
     """
-    kept = held_out_tau(sum(w * oof[m] for w, m in zip(trained, members, strict=True)), runtime)
-    alone = {m: held_out_tau(oof[m], runtime) for m in members}
-    best = max(members, key=lambda m: alone[m])
-    if alone[best] - kept <= margin * null_sd(len(runtime)):
-        return trained, "its trained weights", kept
-    return np.array([float(m == best) for m in members]), f"{best} alone", alone[best]
+    n = len(members)
+    candidates = {"its trained weights": np.asarray(trained, dtype=np.float64)}
+    candidates |= {f"{m} alone": np.eye(n)[i] for i, m in enumerate(members)}
+    candidates["equal weights"] = np.full(n, 1 / n)
+    taus = {
+        what: held_out_tau(sum(w * oof[m] for w, m in zip(ws, members, strict=True)), runtime)
+        for what, ws in candidates.items()
+    }
+    best = max(taus, key=lambda what: taus[what])
+    if taus[best] - taus["its trained weights"] <= margin * null_sd(len(runtime)):
+        return trained, "its trained weights", taus["its trained weights"]
+    return candidates[best], best, taus[best]
 
 
 def _num(v: float) -> str:
