@@ -16,7 +16,7 @@ from tpurank.lgbm.training_rows import MIN_QUERY_ROWS, load, sample, save
 from tpurank.rank.calibrate import Calibration, measured_query
 from tpurank.rank.candidates import Candidates
 from tpurank.rank.measured import assign, read_measured
-from tpurank.tune.replay import expected_random_best, expected_random_needed
+from tpurank.tune.replay import TOP_K, expected_random_best, expected_random_needed, top_k_errors
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 6])
@@ -33,6 +33,19 @@ def test_random_searchs_expected_measurements_to_a_good_config_is_the_mean_over_
         for order in itertools.permutations(range(6))
     ]
     assert expected_random_needed(runtime) == pytest.approx(np.mean(firsts)) == pytest.approx(7 / 4)
+
+
+def test_top_k_error_is_the_best_of_the_first_k_over_the_true_best_minus_one() -> None:
+    runtime = np.arange(100.0, 120.0)  # the best: 100
+    proposed = [110.0, 104.0, 119.0, 101.0, 108.0, 100.0, 103.0]  # seven proposals: none at K = 10
+    model = np.array([105.0, *np.arange(119.0, 99.0, -1.0)[:19]])  # the model's order, best last
+    e = top_k_errors(proposed, model, runtime, 100.0)
+    assert set(e["tuner"]) == set(TOP_K) == {1, 5, 10}
+    assert e["tuner"][1] == pytest.approx(0.10) and e["tuner"][5] == pytest.approx(0.01)
+    assert e["tuner"][10] is None
+    assert e["model"][1] == e["model"][5] == pytest.approx(0.05) and e["model"][10] == pytest.approx(0.05)
+    for k in TOP_K:
+        assert e["random"][k] == pytest.approx(expected_random_best(runtime, k) / 100.0 - 1)
 
 
 def _csv(tmp_path: Path, text: str) -> Path:

@@ -21,7 +21,7 @@ from tpurank.core.atomic import write_text
 from tpurank.core.env import WORK
 from tpurank.core.errors import TpurankError
 from tpurank.rank.cli import add_gnn_tuning, add_model_choice, calibration
-from tpurank.tune.replay import TOLERANCE, Replay, replay
+from tpurank.tune.replay import TOLERANCE, TOP_K, Replay, replay
 from tpurank.tune.tuner import Tuner, Tuning
 
 
@@ -69,7 +69,23 @@ def table(r: Replay) -> str:
         f"measurements to come within {TOLERANCE:.1%} of the best: loop {tuner}, random search "
         f"{n['random']:.1f} (expected), uncalibrated model {n['model']}"
     )
+    lines.append(top_k_line(r))
     return "\n".join(lines)
+
+
+def top_k_line(r: Replay) -> str:
+    """`top-K error (best of the first K over the best, minus 1): K = 1: loop 0.0123, ...`."""
+    e = r.top_k_error
+    cells = [
+        f"K = {k}: loop {_err(e['tuner'][k])}, random search {_err(e['random'][k])}, "
+        f"uncalibrated model {_err(e['model'][k])}"
+        for k in TOP_K
+    ]
+    return "top-K error (the best of the first K over the true best, minus 1): " + "; ".join(cells)
+
+
+def _err(v: float | None) -> str:
+    return "-" if v is None else f"{v:.4f}"
 
 
 def _num(v: float) -> str:

@@ -19,6 +19,7 @@ from tpurank.core.metrics import kendall_tau, order_from_costs
 from tpurank.tune.tuner import Tuning
 
 TOLERANCE = 0.005  # "within 0.5% of the best": most real layout configs sit this close to it
+TOP_K = (1, 5, 10)  # the TpuGraphs paper's top-K error of a cost model, at these K
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,10 @@ class Replay:
         needed: measurements each needed to come within `TOLERANCE` of the best ("tuner": None
             when the rounds ran out first; "random": the expectation; "model": its first such
             config's place in its ranking).
+        top_k_error: the TpuGraphs paper's measure, per search and K in `TOP_K`: the best runtime
+            among its first K configs over the true best, minus 1 ("tuner": the first K the loop
+            proposed, None when it proposed fewer; "random": the expectation; "model": its own top
+            K as trained).
     """
 
     graph: str
@@ -61,6 +66,7 @@ class Replay:
     best: float
     rounds: list[Round] = field(default_factory=list)
     needed: dict[str, float | None] = field(default_factory=dict)
+    top_k_error: dict[str, dict[int, float | None]] = field(default_factory=dict)
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -114,10 +120,12 @@ def replay(tuning: Tuning, truth: np.ndarray, rounds: int, per_round: int, explo
     position = {int(c): i for i, c in enumerate(tuning.program.candidates.file_index)}
     out = Replay(tuning.name, int(known.sum()), best)
     found_at: int | None = None
+    proposed: list[float] = []  # the runtimes of the loop's proposals, in the order proposed
     for _ in range(rounds):
         configs = tuning.propose(per_round, explore)
         if not configs:
             break
+        proposed += [float(truth[position[c]]) for c in configs]
         for c in configs:
             seen = len(tuning.measured) + configs.index(c) + 1
             if found_at is None and good[position[c]]:
@@ -126,6 +134,26 @@ def replay(tuning: Tuning, truth: np.ndarray, rounds: int, per_round: int, explo
         out.rounds.append(_round(tuning, truth, known, model_costs, model_order, best))
     first_good = next(i for i, p in enumerate(model_order, start=1) if good[p])
     out.needed = {"tuner": found_at, "random": expected_random_needed(runtime), "model": first_good}
+    out.top_k_error = top_k_errors(proposed, truth[model_order], runtime, best)
+    return out
+
+
+def top_k_errors(
+    proposed: list[float], model_runtimes: np.ndarray, runtime: np.ndarray, best: float
+) -> dict[str, dict[int, float | None]]:
+    """Each search's best among its first K over the true best, minus 1, for K in `TOP_K`.
+
+    Args:
+        proposed: the loop's proposals' runtimes, in the order proposed.
+        model_runtimes: the runtimes in the uncalibrated model's order.
+        runtime: every candidate's runtime (random search's draws).
+        best: the true best.
+    """
+    out: dict[str, dict[int, float | None]] = {"tuner": {}, "random": {}, "model": {}}
+    for k in TOP_K:
+        out["tuner"][k] = min(proposed[:k]) / best - 1 if len(proposed) >= k else None
+        out["random"][k] = expected_random_best(runtime, k) / best - 1
+        out["model"][k] = float(model_runtimes[:k].min()) / best - 1
     return out
 
 
