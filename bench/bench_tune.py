@@ -24,12 +24,16 @@ and the uncalibrated model, and the measurements each needed to come within 0.5%
         --variants boost:g=20:lr=5e-4                                         # GNN fine-tuning
 
 A variant `METHOD[:w=WEIGHT][:r=ROUNDS][:e=kept|lgbm][:g=STEPS][:lr=LR][:gs=SECONDS][:gm=MEMBERS][:sel=0|1]
-[:m=MARGIN][:f=FOLDS][:reach=R]` is a `Calibration`; `g` fine-tunes the GNN (`FineTune(steps, seconds, lr,
+[:m=MARGIN][:f=FOLDS][:reach=R][:s=SEED]` is a `Calibration`; `g` fine-tunes the GNN (`FineTune(steps, seconds, lr,
 members)`: `gm` the seed members fine-tuned, all by default), which
 calibrates the `gnn` model and, with `e=kept` or `sel=1`, the ensemble's GNN member; `sel=0` uses the
 calibrated models whole, `sel=1` (the default) trusts them as far as held-out folds of the measured
 configs say (`m`: the margin, `f`: the folds, `reach`: how far from the measured configs a
 calibration is trusted, `inf` everywhere; tpurank.rank.select). Variants share each fit they have in common (`memoize`).
+
+`--measure uniform top` scores both ways of choosing the k measured configs: a uniform draw, and each
+model's own top k (what an autotuner measures first; its draws vary the calibration's seed).
+`--loop-seeds N` replays the loop with N calibration seeds.
 
 Quality figures are valid on a loaded machine; the calibration seconds it prints are not (the cost
 target is bench/bench_tune_cost.py's). Saves bench/results/tune.json (or --out). Exits 0 with the
@@ -87,11 +91,11 @@ def parse_variant(text: str) -> Calibration:
         "gs": "seconds",
         "gm": "members",
     }
-    keys |= {"sel": "select", "m": "margin", "f": "folds", "reach": "reach"}
+    keys |= {"sel": "select", "m": "margin", "f": "folds", "reach": "reach", "s": "seed"}
     values = {keys[k]: v for k, _, v in (p.partition("=") for p in parts)}
     kinds = {"weight": lambda v: None if v == "auto" else float(v), "rounds": int, "ensemble": str}
     kinds |= {"steps": int, "lr": float, "seconds": float, "members": int, "select": lambda v: v == "1"}
-    kinds |= {"margin": float, "folds": int, "reach": float}
+    kinds |= {"margin": float, "folds": int, "reach": float, "seed": int}
     kwargs = {k: kinds[k](v) for k, v in values.items()}
     tune = {k: kwargs.pop(k) for k in ("steps", "lr", "seconds", "members") if k in kwargs}
     gnn = FineTune(**tune) if "steps" in tune else None
@@ -166,32 +170,58 @@ def members_of(program: Program, wanted: list[str] | None) -> list[str]:
     return [m for m in found if wanted is None or m in wanted]
 
 
+def top_of(program: Program, model: str, k: int) -> np.ndarray:
+    """The model's own k best-ranked configs among those with a runtime (what an autotuner measures)."""
+    known = program.candidates.runtime > 0
+    order = [p for p in order_from_costs(program.costs[model]) if known[p]]
+    return np.sort(np.asarray(order[:k], dtype=np.int64))
+
+
 def calibrations(program: Program, variants: list[str], a: argparse.Namespace) -> list[dict]:
-    """One record per (k, draw, model, variant): scores on the configs not measured, and seconds."""
+    """One record per (measure, k, draw, model, variant): scores on the configs not measured, and
+    seconds. `uniform`: k configs drawn at random; `top`: the model's own top k, each draw calibrated
+    with another seed."""
     truth, rows = truth_of(program), []
     known = truth > 0
-    for k in a.ks:
-        if known.sum() - k < MIN_LEFT:
-            continue
-        for draw in range(a.draws if k else 1):
-            measured = draws(program, k, draw)
-            left = known.copy()
-            left[measured] = False
-            runtime = program.candidates.runtime[measured].astype(float)
-            for model in members_of(program, a.models):
-                p = dataclasses.replace(program, model=model)
-                row = {"k": k, "draw": draw, "model": model}
-                rows.append(
-                    row | {"variant": "uncalibrated", **scores(p.costs[model], truth, left), "s": 0.0}
-                )
-                for v in variants if k else []:
-                    t = time.perf_counter()
-                    costs = p.costs_with(measured, runtime, parse_variant(v))
-                    took = round(time.perf_counter() - t, 3)
-                    rows.append(row | {"variant": v, **scores(costs, truth, left), "s": took})
-                    print(
-                        f"    {program.name} k={k} draw {draw} {model} {v}: {rows[-1]['tau']:.4f}", flush=True
-                    )
+    for measure in a.measure:
+        for k in a.ks:
+            if known.sum() - k < MIN_LEFT or (measure == "top" and not k):
+                continue
+            for draw in range(a.draws if k else 1):
+                for model in members_of(program, a.models):
+                    measured = draws(program, k, draw) if measure == "uniform" else top_of(program, model, k)
+                    rows += calibrate_one(program, model, measured, truth, variants, measure, draw)
+    return rows
+
+
+def calibrate_one(
+    program: Program,
+    model: str,
+    measured: np.ndarray,
+    truth: np.ndarray,
+    variants: list[str],
+    measure: str,
+    draw: int,
+) -> list[dict]:
+    """One model calibrated on one measured set by each variant, and as trained on the same configs."""
+    left = truth > 0
+    left[measured] = False
+    runtime = program.candidates.runtime[measured].astype(float)
+    p = dataclasses.replace(program, model=model)
+    row = {"measure": measure, "k": len(measured), "draw": draw, "model": model}
+    rows = [row | {"variant": "uncalibrated", **scores(p.costs[model], truth, left), "s": 0.0}]
+    for v in variants if len(measured) else []:
+        how = parse_variant(v)
+        if measure == "top":  # one measured set: the draws vary the calibration's seed
+            how = dataclasses.replace(how, seed=draw)
+        t = time.perf_counter()
+        costs = p.costs_with(measured, runtime, how)
+        took = round(time.perf_counter() - t, 3)
+        rows.append(row | {"variant": v, **scores(costs, truth, left), "s": took})
+        print(
+            f"    {program.name} {measure} k={len(measured)} draw {draw} {model} {v}: {rows[-1]['tau']:.4f}",
+            flush=True,
+        )
     return rows
 
 
@@ -203,6 +233,15 @@ def loop(program: Program, variant: str, a: argparse.Namespace) -> dict:
     per_round = a.per_round if n > 4 * a.per_round else 1  # a small kernel: one at a time
     rounds = min(a.rounds, -(-n // per_round))  # a small program: until every config is measured
     return replay(tuning, truth_of(program), rounds, per_round, a.explore).as_json()
+
+
+def loops(program: Program, variant: str, a: argparse.Namespace) -> list[dict]:
+    """The loop replayed once per calibration seed (`--loop-seeds`)."""
+    out = []
+    for seed in range(a.loop_seeds):
+        v = variant if not seed else f"{variant}:s={seed}"
+        out.append(loop(program, v, a) | {"seed": seed})
+    return out
 
 
 def shrink_training_rows(program: Program, share: float, seed: int) -> None:
@@ -245,9 +284,10 @@ def run_kind(kind: str, a: argparse.Namespace) -> list[dict]:
             }
             record["calibration"] = calibrations(program, a.variants, a)
             looped = members_of(program, a.models) if a.rounds else []
-            record["loop"] = {
-                m: loop(dataclasses.replace(program, model=m), a.variants[0], a) for m in looped
+            record["loops"] = {
+                m: loops(dataclasses.replace(program, model=m), a.variants[0], a) for m in looped
             }
+            record["loop"] = {m: runs[0] for m, runs in record["loops"].items()}
         print(f"  {kind} {name}: {record['configs']} configs, {time.perf_counter() - t:.0f} s", flush=True)
         out.append(record)
     return out
@@ -275,6 +315,14 @@ def arguments() -> argparse.Namespace:
     )
     add("--tile-folds", type=int, default=5, help="kernel folds (15 = leave one kernel out)")
     add("--rounds", type=int, default=10, help="rounds of the loop (0: no loop)")
+    add("--loop-seeds", type=int, default=1, help="the loop replayed with calibration seeds 0..N-1")
+    add(
+        "--measure",
+        nargs="+",
+        choices=["uniform", "top"],
+        default=["uniform"],
+        help="the measured configs: drawn at random, or each model's own top k",
+    )
     add("--per-round", type=int, default=10, help="configs per round (a small program: a tenth of it)")
     add("--seed", type=int, default=0, help="the models' training seed")
     add("--explore", type=float, default=0.0, help="the loop's share of each round drawn at random")
@@ -319,6 +367,7 @@ def main() -> int:
         "sets": a.set
     }
     res |= {k: getattr(a, k) for k in ("training_share", "explore", "forward_only", "models", "programs")}
+    res |= {k: getattr(a, k) for k in ("measure", "rounds", "per_round", "loop_seeds")}
     res |= {"profile": "cpu", "load": os.getloadavg()[0]}
     for kind in ("layout", "tile"):
         if a.only in (None, kind):

@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import figures_bench  # noqa: E402, F401  (each figures_* module registers its renderers)
 import figures_budget  # noqa: E402, F401
+import figures_calibration  # noqa: E402, F401
 import figures_data  # noqa: E402, F401
 import figures_demo  # noqa: E402, F401
 import figures_evidence  # noqa: E402, F401

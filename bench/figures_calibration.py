@@ -1,0 +1,108 @@
+"""docs/rank.md's guarantee, as far as it was measured: each model calibrated by the default rule
+against the same model as trained, on the configs not measured, per k, for a uniform draw and for
+the model's own top k, on every real program (bench/calibration_rules.py on the fits of
+bench/calibration_fits.py), and the replayed loop round by round (bench_tune.py)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+from figure_kit import Figure, Source, figure, results, table
+
+CALIBRATION = "calibration_real.json"
+LOOPS = ("tune_loop_layout_10x5.json", "tune_loop_layout_5x4.json")
+DEFAULT = ""  # the rule of `Calibration()` in calibration_rules.py's variant syntax
+MODELS = ("lgbm", "gnn", "ensemble")
+MEASURES = {"uniform": "a uniform draw", "top": "its own top k"}
+
+
+def gains(kind: str, metric: str = "tau") -> dict[tuple[str, str, int], dict[str, list[float]]]:
+    """(measure, model, k) -> program -> the default's gain over as trained, one value per draw."""
+    rows = results(CALIBRATION)["rows"]
+    base, got = {}, {}
+    for r in rows:
+        if r["kind"] != kind or metric not in r or r["rule"] not in ("trained", DEFAULT):
+            continue
+        measure = "uniform" if r["source"] == "uniform" else "top"
+        if measure == "top" and r["source"][4:] != r["model"]:
+            continue  # each model is scored on its own top k only
+        key = (measure, r["model"], r["k"], r["program"], r["draw"])
+        (base if r["rule"] == "trained" else got)[key] = r[metric]
+    out: dict[tuple[str, str, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for key, value in got.items():
+        out[key[:3]][key[3]].append(value - base[key])
+    return out
+
+
+def guarantee_table(kind: str, measure: str, metric: str = "tau") -> str:
+    """Per model and k: the mean gain over programs (each the mean of its draws) and the lowest
+    program's mean gain."""
+    g = gains(kind, metric)
+    ks = sorted({k for (m, _, k) in g if m == measure})
+    rows = []
+    for model in MODELS:
+        cells = []
+        for k in ks:
+            per = g.get((measure, model, k))
+            if not per:
+                cells.append("-")
+                continue
+            means = [float(np.mean(v)) for v in per.values()]
+            cells.append(f"{np.mean(means):+.3f} (lowest {min(means):+.3f})")
+        if any(c != "-" for c in cells):
+            rows.append([model, *cells])
+    return table(["model", *(f"k = {k}" for k in ks)], rows)
+
+
+def draws_text(kind: str) -> str:
+    """How many programs and draws the cells average."""
+    g = gains(kind)
+    programs = {p for per in g.values() for p in per}
+    counts = sorted({len(v) for per in g.values() for v in per.values()})
+    span = f"{counts[0]}" if counts[0] == counts[-1] else f"{counts[0]} to {counts[-1]}"
+    return f"{len(programs)} programs, {span} draws each"
+
+
+@figure("calibration_guarantee_layout")
+def layout() -> Figure:
+    parts = [
+        f"Layout ({draws_text('layout')}); tau calibrated minus as trained, on the configs not measured:"
+    ]
+    for measure, what in MEASURES.items():
+        parts += ["", f"Measured: {what}.", "", guarantee_table("layout", measure)]
+    return Figure("\n".join(parts), (Source(CALIBRATION),))
+
+
+@figure("calibration_guarantee_tile")
+def tile() -> Figure:
+    parts = [
+        f"Tile ({draws_text('tile')}); the tile score calibrated minus as trained, on the configs not measured:"
+    ]
+    for measure, what in MEASURES.items():
+        parts += ["", f"Measured: {what}.", "", guarantee_table("tile", measure, "tile")]
+    return Figure("\n".join(parts), (Source(CALIBRATION),))
+
+
+def per_program_table(kind: str, measure: str, model: str, metric: str = "tau") -> str:
+    """One row per program: the gain at each k, each draw's and their mean."""
+    g = gains(kind, metric)
+    ks = sorted({k for (m, mod, k) in g if m == measure and mod == model})
+    programs = sorted({p for (m, mod, _), per in g.items() if m == measure and mod == model for p in per})
+    rows = []
+    for p in programs:
+        cells = []
+        for k in ks:
+            v = g.get((measure, model, k), {}).get(p)
+            cells.append("-" if not v else f"{np.mean(v):+.3f} ({', '.join(f'{x:+.2f}' for x in v)})")
+        rows.append([p, *cells])
+    return table(["program", *(f"k = {k}" for k in ks)], rows)
+
+
+@figure("calibration_per_program_layout")
+def per_program_layout() -> Figure:
+    parts = []
+    for measure, what in MEASURES.items():
+        for model in MODELS:
+            parts += [f"{model}, measured: {what}.", "", per_program_table("layout", measure, model), ""]
+    return Figure("\n".join(parts).rstrip(), (Source(CALIBRATION),))
