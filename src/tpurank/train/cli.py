@@ -42,13 +42,7 @@ def run(args: argparse.Namespace) -> int:
     check_name(args.model)  # an unknown model fails before any work, before its module is imported
     if args.model in UNTRAINED:
         return 0
-    from tpurank.train.pace import planned_config
     from tpurank.train.stage import train_collections  # its libraries load when the stage runs
 
-    # each collection's steps fixed now, from its time budget at the planned pace (tpurank.train.pace)
-    configs = {
-        c: planned_config(args.cfg.for_collection(c), args.model, c, args.paths.data)
-        for c in args.collections
-    }
-    train_collections(args.model, args.paths, configs)
+    train_collections(args.model, args.paths, {c: args.cfg.for_collection(c) for c in args.collections})
     return 0

@@ -15,6 +15,7 @@ from tpurank.core.config import Config
 from tpurank.core.paths import Paths
 from tpurank.models.registry import get_model
 from tpurank.train.collection_processes import train_in_processes, training_processes
+from tpurank.train.pace import planned_config
 from tpurank.train.staging import staged
 
 
@@ -33,7 +34,10 @@ def train_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:
 
 def train_collections(model: str, paths: Paths, configs: dict[str, Config]) -> None:
     """Train `model` on each collection of `configs` (each its own config): side by side in
-    processes of their own where the data is big, else one after another in this process."""
+    processes of their own where the data is big, else one after another in this process. Each
+    collection's steps are fixed first, from its time budget at the planned pace (tpurank.train.pace):
+    its model is then a function of its data, config, seed and that plan, not of the clock."""
+    configs = {c: planned_config(cfg, model, c, paths.data) for c, cfg in configs.items()}
     if (processes := training_processes(model, paths, list(configs))) is not None:
         train_in_processes(train_one, model, paths, configs, processes)
         return
