@@ -213,7 +213,7 @@ def loop(training: Training, st: LoopState, train: list[GraphData], valid: list[
         leave=False,
     )
     losses, window, configs_seen, t0, clock = [], [], 0, time.perf_counter(), time.perf_counter()
-    training.spent = st.seconds  # a resume: the seconds spent before carry over (and so the rate)
+    training.spent = st.seconds  # a resume: the seconds spent before carry over (the time cap)
     work, trained, trained_s = validation_work(valid, r), 0, 0.0
     # the process's first step pays one-time costs (the first touch of the data, the allocator's
     # growth: 16 s against 0.05 s for the next on full-scale tile): the training rate that sizes the

@@ -41,8 +41,8 @@ def eval_interval(train: list[GraphData], r: Recipe, world: int) -> int:
 
 
 def synced_seconds(seconds: float, rt: Runtime) -> float:
-    """Training seconds spent, the same on every rank (the slowest rank's): the time budget and
-    the learning rate that follows it must agree across processes."""
+    """Training seconds spent, the same on every rank (the slowest rank's): the time budget's cap
+    must stop every process at the same step."""
     if rt.world > 1:
         box = torch.tensor([seconds], dtype=torch.float64, device=rt.device)
         dist.all_reduce(box, op=dist.ReduceOp.MAX)
