@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import NamedTuple
 
 import numpy as np
@@ -199,10 +200,22 @@ def _table(out: Path) -> str:
     )
 
 
-def test_manual_commands_then_all_equal_a_clean_all(small_all: Paths, tmp_path: Path, capsys) -> None:
+def _curve(model_dir: Path) -> list[list[str]]:
+    """A training's metrics.csv without its seconds: steps, rates, losses and scores."""
+    rows = [line.split(",") for line in (model_dir / "metrics.csv").read_text().splitlines()]
+    gone = rows[0].index("elapsed")
+    return [row[:gone] + row[gone + 1 :] for row in rows]
+
+
+def test_manual_commands_then_all_equal_a_clean_all(
+    small_all: Paths, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Retrain one model by hand with other settings and predict with it, then `all`: every step
     the manual commands touched, and those downstream, run again; the rest is skipped; the
-    submission bytes and the validation table are the clean run's."""
+    retrain is the clean run's plan again, trained to the same rates, losses and predictions
+    though its clock runs far slower than the clean run's (a trained model is a function of its
+    data, config, seed and plan), its one line saying the plan differs from the hand-made model's;
+    the submission bytes and the validation table are the clean run's."""
     clean = small_all.out
     out = tmp_path / "run"
     shutil.copytree(clean, out)
@@ -216,11 +229,32 @@ def test_manual_commands_then_all_equal_a_clean_all(small_all: Paths, tmp_path: 
         r = here(capsys, *cmd, *one, *other)
         assert r.returncode == 0, r.stderr[-2000:]
     assert _table(out) == _table(clean)  # validate has not run yet: the report is the old one
+    from tpurank.gnn.training import loop
+
+    retrained, model = out / "models/gnn/layout-nlp-random", clean / "models/gnn/layout-nlp-random"
+    plan = json.loads((model / "model.json").read_text())["plan"]
+    clock = SimpleNamespace(now=0.0)
+
+    def slow() -> float:
+        """Each read of the training's clock a 200th of its time cap on (a step reads it about
+        three times): a machine ten or twenty times slower, whose steps still fit in the cap."""
+        clock.now += plan["time_cap_min"] * 60 / 200
+        return clock.now
+
+    monkeypatch.setattr(loop, "time", SimpleNamespace(perf_counter=slow))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the collections trained in this process, on that clock
     r = here(capsys, "all", *run, *FAST)
     assert r.returncode == 0, r.stderr[-3000:]
     ran = ran_steps(r.stderr)
     assert {"train gnn", "predict gnn valid", "predict gnn test"} <= ran
     assert not ran & {"prepare", "features", "train lgbm", "predict lgbm valid"}
+    assert _curve(retrained) == _curve(model)
+    assert json.loads((retrained / "model.json").read_text())["plan"] == plan and plan["time_cap_min"] > 0
+    line = [x for x in r.stderr.splitlines() if x.startswith("[gnn layout:nlp:random] ")]
+    assert len(line) == 1 and "; the plan changed (was 5 steps " in line[0], r.stderr[-3000:]
+    for f in ("predictions/gnn/valid.npz", "predictions/gnn/test.npz"):
+        with np.load(out / f) as mine, np.load(clean / f) as theirs:
+            assert mine.files == theirs.files and all(np.array_equal(mine[k], theirs[k]) for k in mine.files)
     sub = "submissions/submission.csv"
     assert (out / sub).read_bytes() == (clean / sub).read_bytes()
     assert _table(out) == _table(clean)
