@@ -17,10 +17,11 @@ from tpurank.train import pace
     [
         (0.0, 1000.0, 4000),  # no time budget: the config's steps
         (600.0, 0.0, 4000),  # no estimate (no train file read): the config's steps, the time a cap
-        (1000.0, 1000.0, 4000),  # the time pays them all
-        (2000.0, 1000.0, 4000),
-        (300.0, 1000.0, 1200),  # 30%: 1,200 steps
-        (123.4, 1000.0, 490),  # 493.6: two significant digits, rounded down
+        (2000.0, 1000.0, 4000),  # the time pays them all
+        (1112.0, 1000.0, 4000),  # with a tenth of it to spare
+        (1000.0, 1000.0, 3600),  # without: 90% of the time's steps
+        (300.0, 1000.0, 1000),  # 1,080: two significant digits, rounded down
+        (123.4, 1000.0, 440),  # 444.2
         (0.001, 1000.0, 1),  # at least one
     ],
 )
@@ -33,12 +34,12 @@ def test_the_planned_steps_are_what_the_time_pays_at_the_planned_pace(
 def test_nearby_plans_plan_the_same_steps() -> None:
     """A share a second longer or shorter (a plan made again after a slightly different time spent)
     mostly plans the same steps: so the same model."""
-    assert {pace.planned_steps(4000, s, 1000.0) for s in (300.0, 301.0, 302.0, 305.0)} == {1200}
+    assert {pace.planned_steps(4000, s, 1000.0) for s in (280.0, 285.0, 290.0, 300.0, 305.0)} == {1000}
 
 
 def test_the_warm_up_keeps_its_share_of_the_planned_steps() -> None:
     section = from_dict({"gnn": {"max_steps": 4000, "warmup_steps": 100}}).gnn
-    assert pace.planned_section(section, 1200) == {"max_steps": 1200, "warmup_steps": 30}
+    assert pace.planned_section(section, 1000) == {"max_steps": 1000, "warmup_steps": 25}
     assert pace.planned_section(section, 4000) == {"max_steps": 4000}
     baseline = from_dict({}).baseline  # no warm-up of its own
     assert pace.planned_section(baseline, 100) == {"max_steps": 100}

@@ -44,6 +44,10 @@ ATTENTION_COST = 1.67
 TILE_COST = 0.22
 SIZE_FILES = 16  # train files read per collection for its typical graph
 NEURAL_PREDICT_SCALE = {"cpu": 1.0, "kaggle-t4": 0.2, "gpu": 0.06}  # GPU inference, per the profile
+# the share of a time budget the planned steps fill at the planned pace: the rest absorbs a machine up
+# to a tenth slower than planned, so the budget's cap rarely ends a training (whose model would then
+# depend on the timing, and whose rate would be cut off before its decay)
+PLANNED_SHARE = 0.9
 # planned steps keep two significant digits, rounded down: a plan made again after a slightly
 # different time spent (the second look of `all`) most often plans the same steps, so the same model
 STEP_DIGITS = 2
@@ -105,18 +109,20 @@ def expected_s(model: str, cfg: Config, collection: str, nodes: float) -> float:
 
 
 def planned_steps(max_steps: int, budget_s: float, expected: float) -> int:
-    """The steps a training runs: `max_steps`, or the share of them `budget_s` seconds pay at the
-    planned pace (`expected` seconds to `max_steps`), to STEP_DIGITS significant digits rounded down
-    and at least one. No budget, or no estimate (0), plans `max_steps`: the time budget then only caps.
+    """The steps a training runs: `max_steps`, or the share of them PLANNED_SHARE of `budget_s`
+    seconds pays at the planned pace (`expected` seconds to `max_steps`), to STEP_DIGITS significant
+    digits rounded down and at least one. No budget, or no estimate (0), plans `max_steps`: the time
+    budget then only caps.
 
     Args:
         max_steps: the config's step cap.
         budget_s: the training's time budget in seconds (0 = none).
         expected: the seconds `max_steps` are expected to take (0 = not known).
     """
-    if budget_s <= 0 or expected <= 0 or budget_s * (1 + SLACK) >= expected:
+    paying = budget_s * PLANNED_SHARE * (1 + SLACK)
+    if budget_s <= 0 or expected <= 0 or paying >= expected:
         return max_steps
-    paid = max_steps * budget_s / expected * (1 + SLACK)
+    paid = max_steps * paying / expected
     grain = 10 ** max(0, math.floor(math.log10(max(paid, 1))) + 1 - STEP_DIGITS)
     return max(1, min(max_steps, int(paid // grain * grain)))
 
