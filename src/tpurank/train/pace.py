@@ -21,8 +21,6 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tpurank.core.collections import collection_dir, kind_of
 from tpurank.core.config import Config
 from tpurank.core.names import NEURAL_MODELS
@@ -73,6 +71,8 @@ def kept_nodes(files: list[Path], hops: int) -> float:
     """The mean nodes pruning keeps of `files` (0 when none reads): a layout graph's configurable
     nodes and their `hops`-hop neighbourhood, from its edges (as `prepare` prunes); a tile graph, or
     any with `hops` -1, whole. What a training step's cost grows with (`expected_s`)."""
+    import numpy as np  # only here: the train stage imports this module and waits on its workers light
+
     sizes = []
     for f in files:
         try:

@@ -22,8 +22,12 @@ from tpurank.train.staging import staged
 def train_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:
     """Train `model` on one collection with its config, by way of its staging folder (an interrupted
     retrain leaves the finished model); its seconds. Module-level: the collections' own processes
-    run it (tpurank.train.collection_processes)."""
+    run it (tpurank.train.collection_processes). Its steps are fixed first, from its time budget at
+    the planned pace (tpurank.train.pace), in the collection's own process (reading its train files
+    there, so a stage that waits on its workers stays light): its model is then a function of its
+    data, config, seed and that plan, not of the clock."""
     t = time.perf_counter()
+    cfg = planned_config(cfg, model, collection, paths.data)
     trainer = get_model(model)  # a model this install lacks fails before its staging folder is made
     with staged(paths, model, collection) as staging:
         trainer.train(staging, cfg, collection)
@@ -34,10 +38,7 @@ def train_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:
 
 def train_collections(model: str, paths: Paths, configs: dict[str, Config]) -> None:
     """Train `model` on each collection of `configs` (each its own config): side by side in
-    processes of their own where the data is big, else one after another in this process. Each
-    collection's steps are fixed first, from its time budget at the planned pace (tpurank.train.pace):
-    its model is then a function of its data, config, seed and that plan, not of the clock."""
-    configs = {c: planned_config(cfg, model, c, paths.data) for c, cfg in configs.items()}
+    processes of their own where the data is big, else one after another in this process."""
     if (processes := training_processes(model, paths, list(configs))) is not None:
         train_in_processes(train_one, model, paths, configs, processes)
         return
