@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import math
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -93,32 +92,22 @@ def test_a_planned_trainings_rate_is_a_function_of_its_step() -> None:
     )  # the peak after the warm-up; ~0 at the end
 
 
-def ticking(monkeypatch: pytest.MonkeyPatch, tick_s: float) -> None:
-    """The loop's clock advances `tick_s` each time it is read: a machine of another speed, the
-    steps themselves real."""
-    clock = types.SimpleNamespace(now=0.0)
-
-    def now() -> float:
-        clock.now += tick_s
-        return clock.now
-
-    monkeypatch.setattr(loop, "time", types.SimpleNamespace(perf_counter=now))
-
-
 def test_the_same_plan_trains_the_same_model_at_any_speed(
     tiny_paths: Paths, graphs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One plan (12 steps, a 4-step warm-up, a one-minute cap it never reaches) trained on a fast
-    clock and on one 300 times slower: the same rates, losses, scores and weights, to the bit."""
+    clock and on one a hundred times slower whose first step takes a third of the cap (a process's
+    one-time costs): the same rates, losses and weights, to the bit. A rate that followed the time
+    spent would have reached its peak after that first step."""
     cfg = small_cfg(max_steps=12, eval_every=4, warmup_steps=4, time_budget_min=1.0, patience=100)
     runs = []
-    for tick in (0.001, 0.3):
-        ticking(monkeypatch, tick)
-        paths = Paths(tiny_paths.data, tmp_path / str(tick))
+    for step_s, first_s in ((0.01, 0.01), (1.0, 20.0)):
+        fake_clock(monkeypatch, step_s=step_s, validation_s=step_s, first_step_s=first_s)
+        paths = Paths(tiny_paths.data, tmp_path / str(step_s))
         summary = train_collection(gnn_model.SPEC, paths, cfg, COLLECTION, *graphs, progress=False)
         assert summary["stopped_by"] == "max_steps" and summary["steps_run"] == 12
         _, ckpt = load_model(gnn_model.SPEC, paths.model_dir("gnn", COLLECTION) / CHECKPOINT, COLLECTION)
-        curve = [(r["step"], r["lr"], r["train_loss"], r["valid_score"]) for r in metrics(paths, "step")]
+        curve = [(r["step"], r["lr"], r["train_loss"]) for r in metrics(paths, "step")]
         runs.append((curve, ckpt["state_dict"], summary["plan"]))
     (fast, fast_w, plan), (slow, slow_w, slow_plan) = runs
     assert fast == slow and plan == slow_plan == {
@@ -128,6 +117,9 @@ def test_the_same_plan_trains_the_same_model_at_any_speed(
         "time_cap_min": 1.0,
     }
     assert fast_w.keys() == slow_w.keys() and all(torch.equal(fast_w[k], slow_w[k]) for k in fast_w)
+    step, rate = int(slow[0][0]), float(slow[0][1])  # the first row, after that slow first step
+    assert step < 3 and rate == pytest.approx(cfg.gnn.lr * lr_factor(step, 12, 4))
+    assert rate < cfg.gnn.lr  # still warming up
 
 
 def test_a_time_cap_cuts_the_plan_short_and_says_so(
