@@ -131,6 +131,14 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     return {str(f.relative_to(folder)): f.read_bytes() for f in sorted(folder.rglob("*")) if f.is_file()}
 
 
+def validation_table(out: Path) -> str:
+    """The validation report of an output folder without the lines naming that folder: equal
+    between two runs that validated alike."""
+    return "\n".join(
+        x for x in (out / "reports" / "validation.md").read_text().splitlines() if str(out) not in x
+    )
+
+
 def ran_steps(stderr: str) -> set[str]:
     """The steps an `all` ran (not skipped), from its `[all] STEP: tpurank ...` lines."""
     return {line.split(":")[0].removeprefix("[all] ") for line in stderr.splitlines() if ": tpurank " in line}

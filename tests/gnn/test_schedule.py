@@ -1,5 +1,6 @@
-"""The training schedule follows the budget; early stopping cannot fire before a minimum share of
-it; the best checkpoint is what predict loads; metrics.csv has a row per validation (and rows of
+"""The training schedule is a function of the planned steps (a time budget only caps them, and the
+rate follows time only for a caller without a plan); early stopping cannot fire before a minimum
+share of the steps; the best checkpoint is what predict loads; metrics.csv has a row per validation (and rows of
 training loss between them: tests/report/test_curves.py)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from helpers import fake_clock
 
 from tpurank.core.config import Config
@@ -21,7 +23,7 @@ from tpurank.gnn.families import gnn as gnn_model
 from tpurank.gnn.training import loop, pacing, run_log
 from tpurank.gnn.training.checkpoints import CHECKPOINT, load_model
 from tpurank.gnn.training.collection import train_collection
-from tpurank.gnn.training.lr_schedule import lr_factor
+from tpurank.gnn.training.lr_schedule import lr_factor, make_scheduler
 
 COLLECTION = "layout:xla:random"
 
@@ -49,7 +51,9 @@ def graphs(tiny_paths: Paths):
 @pytest.mark.parametrize(
     ("step", "share", "expected"), [(0, 0.0, 1.0), (50, 0.0, 0.5), (10, 0.5, 0.5), (10, 1.0, 0.0)]
 )
-def test_the_cosine_follows_the_larger_share_of_the_budget(step: int, share: float, expected: float) -> None:
+def test_without_a_plan_the_cosine_follows_the_larger_share_of_the_budget(
+    step: int, share: float, expected: float
+) -> None:
     assert lr_factor(step, 100, 0, "cosine", time_share=share) == pytest.approx(
         max(expected, 0.5 * (1 + math.cos(math.pi * step / 100))) if share == 0 else expected, abs=0.02
     )
@@ -65,24 +69,77 @@ def test_the_cosine_follows_the_larger_share_of_the_budget(step: int, share: flo
         (3, 1.0, 0.0),
     ],
 )
-def test_the_warm_up_follows_the_larger_share_of_the_budget(step: int, share: float, expected: float) -> None:
+def test_without_a_plan_the_warm_up_follows_the_larger_share_of_the_budget(
+    step: int, share: float, expected: float
+) -> None:
     assert lr_factor(step, 100, 10, "cosine", time_share=share) == pytest.approx(expected, abs=1e-9)
 
 
-def test_a_time_budgeted_run_ends_near_a_zero_rate(
+def test_a_planned_trainings_rate_is_a_function_of_its_step() -> None:
+    """With a time budget in the recipe, the scheduler of a planned training reads no clock: the
+    rate at step k is the plan's (warm-up, then the cosine over `max_steps`) and nothing else."""
+    r = gnn_model.SPEC.recipe(small_cfg(max_steps=20, warmup_steps=4, time_budget_min=0.01), "layout")
+    opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=r.lr)
+    sched = make_scheduler(opt, r)
+    rates = []
+    for _ in range(20):
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert rates == pytest.approx([r.lr * lr_factor(k, 20, 4) for k in range(20)], rel=1e-12)
+    assert (
+        rates[3] == pytest.approx(r.lr) and rates[-1] < 0.01 * r.lr
+    )  # the peak after the warm-up; ~0 at the end
+
+
+def test_the_same_plan_trains_the_same_model_at_any_speed(
     tiny_paths: Paths, graphs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A 3 s budget at 0.1 s a step with a one-step warm-up: the first validation shows the peak rate,
-    the last one a rate near zero: the decay follows the budget's time, not max_steps."""
+    """One plan (12 steps, a 4-step warm-up, a one-minute cap it never reaches) trained on a fast
+    clock and on one a hundred times slower whose first step takes a third of the cap (a process's
+    one-time costs): the same rates, losses and weights, to the bit. A rate that followed the time
+    spent would have reached its peak after that first step."""
+    cfg = small_cfg(max_steps=12, eval_every=4, warmup_steps=4, time_budget_min=1.0, patience=100)
+    runs = []
+    for step_s, first_s in ((0.01, 0.01), (1.0, 20.0)):
+        fake_clock(monkeypatch, step_s=step_s, validation_s=step_s, first_step_s=first_s)
+        paths = Paths(tiny_paths.data, tmp_path / str(step_s))
+        summary = train_collection(gnn_model.SPEC, paths, cfg, COLLECTION, *graphs, progress=False)
+        assert summary["stopped_by"] == "max_steps" and summary["steps_run"] == 12
+        _, ckpt = load_model(gnn_model.SPEC, paths.model_dir("gnn", COLLECTION) / CHECKPOINT, COLLECTION)
+        curve = [(r["step"], r["lr"], r["train_loss"]) for r in metrics(paths, "step")]
+        runs.append((curve, ckpt["state_dict"], summary["plan"]))
+    (fast, fast_w, plan), (slow, slow_w, slow_plan) = runs
+    assert fast == slow and plan == slow_plan == {
+        "steps": 12,
+        "warmup_steps": 4,
+        "schedule": "cosine",
+        "time_cap_min": 1.0,
+    }
+    assert fast_w.keys() == slow_w.keys() and all(torch.equal(fast_w[k], slow_w[k]) for k in fast_w)
+    step, rate = int(slow[0][0]), float(slow[0][1])  # the first row, after that slow first step
+    assert step < 3 and rate == pytest.approx(cfg.gnn.lr * lr_factor(step, 12, 4))
+    assert rate < cfg.gnn.lr  # still warming up
+
+
+def test_a_time_cap_cuts_the_plan_short_and_says_so(
+    tiny_paths: Paths, graphs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A machine slower than planned: 100 planned steps at 0.1 s a step against a 3 s cap. The cap
+    ends the run (the budget is kept), its rates are still the plan's at each step (cut off before
+    the decay), and its one line says the model depends on the timing."""
     fake_clock(monkeypatch, step_s=0.1, validation_s=0.1)
     paths = Paths(tiny_paths.data, tmp_path)
-    cfg = small_cfg(max_steps=1_000_000, eval_every=5, time_budget_min=0.05, warmup_steps=1, patience=10**6)
+    cfg = small_cfg(max_steps=100, eval_every=5, time_budget_min=0.05, warmup_steps=4, patience=10**6)
     summary = train_collection(gnn_model.SPEC, paths, cfg, COLLECTION, *graphs, progress=False)
     rows = metrics(paths)
-    assert summary["stopped_by"] == "time budget" and len(rows) == summary["evals_run"] >= 3
-    assert float(rows[-1]["lr"]) <= 0.05 * cfg.gnn.lr
-    assert float(rows[0]["lr"]) > 0.5 * cfg.gnn.lr  # the peak was reached: the decay is the budget's
-    assert [int(r["step"]) for r in rows] == sorted(int(r["step"]) for r in rows)
+    assert summary["stopped_by"] == "time budget" and 0 < summary["steps_run"] < 100
+    assert [float(r["lr"]) for r in rows] == pytest.approx(
+        [cfg.gnn.lr * lr_factor(int(r["step"]), 100, 4) for r in rows], rel=1e-9
+    )
+    line = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith(f"[gnn {COLLECTION}] ")]
+    assert len(line) == 1 and "stopped: time budget; best " in line[0]
+    assert "plan: 100 steps (warm-up 4, cosine), time cap 0.05 min, cut short by its time budget" in line[0]
 
 
 def test_a_time_budget_holds_its_closing_validation(

@@ -22,6 +22,7 @@ INNER: dict[str, set[str]] = {
     # processes that stay light beside the work: all's own, a stage waiting on its workers
     "run/pipeline.py": {"tpurank.synth"},
     "train/collection_processes.py": {"tpurank.gnn.device", "torch"},
+    "train/pace.py": {"numpy"},
     "predict/stage.py": {"torch"},
     "core/profiles.py": {"torch"},
     # heavy libraries only the functions that need them load (each module's docstring says why)

@@ -209,7 +209,7 @@ def test_the_nodes_a_step_costs_are_those_prepare_keeps(tiny_paths: Paths) -> No
     (the prepared index's `nodes_kept`); a tile graph whole."""
     import pandas as pd
 
-    from tpurank.run.shares import kept_nodes
+    from tpurank.train.pace import kept_nodes
 
     index = pd.read_parquet(tiny_paths.prepared / INDEX_FILE)
     rows = index[index["split"] == "train"].groupby("collection").head(3)

@@ -27,6 +27,7 @@ from helpers import (
     copy_without_times,
     ran_steps,
     two_collection_all,
+    validation_table,
 )
 from runners import Forked, in_process
 
@@ -192,40 +193,6 @@ def here(capsys: pytest.CaptureFixture, *args: str) -> subprocess.CompletedProce
     return subprocess.CompletedProcess(args, rc, captured.out, captured.err)
 
 
-def _table(out: Path) -> str:
-    """The validation report without the lines naming its own folder."""
-    return "\n".join(
-        x for x in (out / "reports" / "validation.md").read_text().splitlines() if str(out) not in x
-    )
-
-
-def test_manual_commands_then_all_equal_a_clean_all(small_all: Paths, tmp_path: Path, capsys) -> None:
-    """Retrain one model by hand with other settings and predict with it, then `all`: every step
-    the manual commands touched, and those downstream, run again; the rest is skipped; the
-    submission bytes and the validation table are the clean run's."""
-    clean = small_all.out
-    out = tmp_path / "run"
-    shutil.copytree(clean, out)
-    run = ["--data-dir", str(small_all.data), "--out-dir", str(out), *TWO]
-    again = here(capsys, "all", *run, *FAST)  # a second `all` on an unchanged run skips everything
-    assert again.returncode == 0 and again.stderr.count("up to date, skipped") == 14, again.stderr[-3000:]
-    assert "tpurank train" not in again.stderr
-    other = [*FAST, "--set", "gnn.hidden=8", "--set", "gnn.max_steps=5"]
-    one = ["--data-dir", str(small_all.data), "--out-dir", str(out), "--collections", "layout:nlp:random"]
-    for cmd in (["train", "--model", "gnn"], ["predict", "--model", "gnn", "--split", "valid"]):
-        r = here(capsys, *cmd, *one, *other)
-        assert r.returncode == 0, r.stderr[-2000:]
-    assert _table(out) == _table(clean)  # validate has not run yet: the report is the old one
-    r = here(capsys, "all", *run, *FAST)
-    assert r.returncode == 0, r.stderr[-3000:]
-    ran = ran_steps(r.stderr)
-    assert {"train gnn", "predict gnn valid", "predict gnn test"} <= ran
-    assert not ran & {"prepare", "features", "train lgbm", "predict lgbm valid"}
-    sub = "submissions/submission.csv"
-    assert (out / sub).read_bytes() == (clean / sub).read_bytes()
-    assert _table(out) == _table(clean)
-
-
 def _kill_while_training(args: list[str], out: Path) -> None:
     """Start `tpurank ARGS` (an `all` into `out`) in a process of its own (forked: the imports are
     there) and SIGKILL it once the GNN's first resume state is written."""
@@ -278,7 +245,7 @@ def test_all_follows_the_data_content_and_a_killed_all_resumes(
     assert "[all] prepare: up to date, skipped" in r.stderr
     sub = "submissions/submission.csv"
     assert (out / sub).read_bytes() == (fresh / sub).read_bytes() != (clean / sub).read_bytes()
-    assert _table(out) == _table(fresh)
+    assert validation_table(out) == validation_table(fresh)
 
 
 def test_infer_on_a_copy_of_the_data_keeps_the_models_rule(

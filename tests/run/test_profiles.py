@@ -22,6 +22,7 @@ from tpurank.run import plan as planning
 from tpurank.run import shares, step_costs
 from tpurank.run.plan import MARGIN, apply_plan, make_plan
 from tpurank.run.steps import StepName
+from tpurank.train import pace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -331,11 +332,11 @@ def test_all_within_a_tiny_budget_stops_training_on_time(
 def test_neural_predictions_are_estimated_at_the_device_that_runs_them(monkeypatch, profile: str) -> None:
     """A GPU profile's faster predictions are counted only where a GPU runs them (a GPU profile
     chosen on a CPU predicts on the CPU)."""
-    monkeypatch.setattr(step_costs, "gpu", lambda: None)
-    assert step_costs.neural_predict_scale(profile) == 1.0
-    monkeypatch.setattr(step_costs, "gpu", lambda: ("Tesla T4", 14.7))
-    assert step_costs.neural_predict_scale(profile) == step_costs.NEURAL_PREDICT_SCALE[profile]
-    assert step_costs.neural_predict_scale(profile) < 1.0 or profile == "cpu"
+    monkeypatch.setattr(pace, "gpu", lambda: None)
+    assert pace.neural_predict_scale(profile) == 1.0
+    monkeypatch.setattr(pace, "gpu", lambda: ("Tesla T4", 14.7))
+    assert pace.neural_predict_scale(profile) == pace.NEURAL_PREDICT_SCALE[profile]
+    assert pace.neural_predict_scale(profile) < 1.0 or profile == "cpu"
 
 
 def test_the_seed_members_closing_scoring_is_counted_outside_the_shares(tmp_path: Path) -> None:

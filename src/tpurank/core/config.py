@@ -143,7 +143,9 @@ class GnnConfig:
         doc="training length in optimizer steps; per-collection defaults differ, a top-level value sets all five",
     )
     time_budget_min: float = value(
-        0.0, min=0, doc="also stop after this many minutes (0 = no limit); validates before stopping"
+        0.0,
+        min=0,
+        doc="a cap in minutes (0 = none); the steps it pays are planned before training; validates before stopping",
     )
     eval_every: int = value(
         0, min=0, doc="steps between validations; 0 = about one pass over the train configs, at most 200"
@@ -152,7 +154,7 @@ class GnnConfig:
     # seeds differ a lot on the xla collections, so a short run of worse scores is noise (the 1st place
     # never stopped early)
     min_train_share: float = value(
-        0.5, min=0, max=1, doc="no early stop before this share of the budget (steps or minutes)"
+        0.5, min=0, max=1, doc="no early stop before this share of the planned steps"
     )
     heads: int = value(4, min=1, doc="attention heads, each an equal share of the width (must divide hidden)")
     grad_clip: float = value(
@@ -240,7 +242,9 @@ class BaselineConfig:
     configs_per_graph: int = value(16, min=2, doc="configs sampled per graph per step")
     lr: float = value(1e-3, above=0, doc="learning rate")
     max_steps: int = value(2_000, min=1, doc="training length in optimizer steps")
-    time_budget_min: float = value(0.0, min=0, doc="also stop after this many minutes (0 = no limit)")
+    time_budget_min: float = value(
+        0.0, min=0, doc="a cap in minutes (0 = none); the steps it pays are planned before training"
+    )
     eval_every: int = value(
         0, min=0, doc="steps between validations; 0 = about one pass over the train configs, at most 200"
     )
@@ -249,7 +253,7 @@ class BaselineConfig:
     clip_norm: float = value(0.01, above=0, doc="the official per-tensor gradient clip (--clip_norm)")
     patience: int = value(5, min=1, doc="validations without a better score before stopping early")
     min_train_share: float = value(
-        0.5, min=0, max=1, doc="no early stop before this share of the budget (steps or minutes)"
+        0.5, min=0, max=1, doc="no early stop before this share of the planned steps"
     )
     eval_max_configs: int = value(
         1000, min=1, doc="configs per valid graph scored where no official subset is cached (official: 1000)"

@@ -1,9 +1,8 @@
 """The whole run's time budget (`all --budget 2h`), split over collections and seeds before training.
 
 `all` is data, prepare, features, LightGBM, the neural rankers, predictions and the submission. Only
-the neural rankers' training is elastic (a time budget per model: `gnn.time_budget_min`, whose
-learning-rate schedule follows the time as well as the steps, so a short share still anneals). So
-the plan sets aside an estimate of everything else, keeps a safety margin, and splits the rest.
+the neural rankers' training is elastic (a time share per model and collection). So the plan sets
+aside an estimate of everything else, keeps a safety margin, and splits the rest.
 
 - Over collections by need: the 1st place's relative step counts (each collection's default
   `gnn.max_steps`) times the configs a step sees times the nodes a pruned train graph keeps (read
@@ -17,8 +16,11 @@ the plan sets aside an estimate of everything else, keeps a safety margin, and s
 plans again with the time the run has really spent (data, prepare, features, LightGBM) and the
 predictions still to come (their estimate scaled by how far off the done stages' estimates were),
 and saves that plan beside the report: a rerun with the same budget, config and data takes it
-again, so its steps are up to date, whatever the clock says. Each training measures its own step
-rate and fits its learning-rate schedule to its share.
+again, so its steps are up to date, whatever the clock says. Each share becomes steps when the plan
+is made: those its minutes pay at the planned pace (tpurank.train.pace), written into the
+collection's `max_steps` beside its `time_budget_min`. A training runs those steps, its learning
+rate scheduled over them, so it is a function of its data, config, seed and plan, not of the
+clock; the minutes only cap it on a machine slower than planned.
 """
 
 from __future__ import annotations
@@ -43,8 +45,16 @@ from tpurank.core.paths import Paths
 from tpurank.core.profiles import format_duration
 from tpurank.core.staleness import Files, current
 from tpurank.data.npz import member_shapes
-from tpurank.run.shares import expected_s, processes, sample_files, span_s, split_span, typical_kept
-from tpurank.run.step_costs import fixed_estimate_s, neural_predict_scale
+from tpurank.run.shares import processes, span_s, split_span
+from tpurank.run.step_costs import fixed_estimate_s
+from tpurank.train.pace import (
+    expected_s,
+    neural_predict_scale,
+    planned_section,
+    planned_steps,
+    sample_files,
+    typical_kept,
+)
 
 MARGIN = 0.08  # of the budget, kept free: validations after the last step, noise in the estimates
 BASELINE_SHARE = 0.2  # of the neural training time, when the official baseline is trained too
@@ -57,13 +67,16 @@ NEIGHBOURHOOD = 4  # nodes kept per configurable node by the 1-hop pruning, roug
 @dataclass(frozen=True)
 class Share:
     """One model's training time for one collection: `minutes` per seed, `seeds` seeds;
-    `expected_min`, one seed's expected minutes to its step cap (0: not known)."""
+    `expected_min`, one seed's expected minutes to its step cap (0: not known); `steps`, the
+    optimizer steps each seed runs, those its minutes pay at that pace (0: not planned, a plan saved
+    before steps were: the config's, capped by the minutes)."""
 
     model: str
     collection: str
     seeds: int
     minutes: float
     expected_min: float = 0.0
+    steps: int = 0
 
     @property
     def likely_min(self) -> float:
@@ -113,9 +126,11 @@ class Plan:
             lines.append(f"[all]   lgbm: up to {self.lgbm_rounds} rounds per collection (early stopping)")
         for s in self.shares:
             ends = s.likely_min < s.minutes
-            steps = f" (its steps: about {format_duration(s.likely_min * 60)})" if ends else ""
+            ending = f" (its steps: about {format_duration(s.likely_min * 60)})" if ends else ""
+            steps = f", {s.steps} steps" if s.steps else ""
             lines.append(
-                f"[all]   {s.model:<8} {s.collection:<20} {s.seeds} x {format_duration(s.minutes * 60)}{steps}"
+                f"[all]   {s.model:<8} {s.collection:<20} {s.seeds} x {format_duration(s.minutes * 60)}"
+                f"{steps}{ending}"
             )
         if self.shares:
             lines.append(
@@ -127,7 +142,7 @@ class Plan:
 
 def graph_size(data_root: Path, collection: str) -> float:
     """The typical nodes a training step sees per graph and config, for the split by need: the mean
-    over a few train files (`shares.sample_files`) of the nodes pruning keeps, read from the arrays'
+    over a few train files (`tpurank.train.pace.sample_files`) of the nodes pruning keeps, read from the arrays'
     headers. Layout keeps the configurable nodes and their neighbours, about
     NEIGHBOURHOOD times as many, never more than the graph."""
     sizes = []
@@ -237,7 +252,9 @@ def make_plan(
                 weights = {c: need(cfg, c, nodes[c]) for c in collections}
             floor = {c: least_share(cfg, expected[c] / 60) for c in collections}
             minutes, seeds = split_span(left * part / 60, weights, seeds, floor, order, at_once)
-            shares += [Share(m, c, seeds[c], minutes[c], round(expected[c] / 60, 4)) for c in order]
+            caps = {c: getattr(cfg.for_collection(c), m).max_steps for c in collections}
+            steps = {c: planned_steps(caps[c], minutes[c] * 60, expected[c]) for c in collections}
+            shares += [Share(m, c, seeds[c], minutes[c], round(expected[c] / 60, 4), steps[c]) for c in order]
     lgbm = cfg.lgbm.num_boost_round if Model.LGBM in models else None
     plan = Plan(budget_s, spent_s + fixed_left, shares, lgbm, at_once=at_once)
     over = plan.fixed_s + plan.training_s - budget_s  # the margin spent too: the run ends past its budget
@@ -302,7 +319,8 @@ def _checked_plan(p: object) -> Plan:
         if seeds < 1 or minutes <= 0:
             raise ValueError(f"a share of {seeds} seeds x {minutes} minutes")
         expected = float(_number(x.get("expected_min", 0.0), "expected_min"))
-        shares.append(Share(x["model"], x["collection"], seeds, minutes, expected))
+        steps = int(_number(x.get("steps", 0), "steps", whole=True))
+        shares.append(Share(x["model"], x["collection"], seeds, minutes, expected, steps))
     rounds = p["lgbm_rounds"]
     rounds = None if rounds is None else int(_number(rounds, "lgbm_rounds", whole=True))
     budget, fixed = float(_number(p["budget_s"], "budget_s")), float(_number(p["fixed_s"], "fixed_s"))
@@ -334,13 +352,18 @@ def user_set_time(layers: list[Layer], model: str, collection: str) -> bool:
 
 
 def apply_plan(cfg: Config, plan: Plan, layers: list[Layer]) -> Config:
-    """`cfg` with each share as its collection's `<model>.time_budget_min` (where the user set none),
-    and the GNN's seeds where the budget pays fewer than the config asks."""
+    """`cfg` with each share as its collection's `<model>.time_budget_min` and its planned steps as
+    `<model>.max_steps` (the warm-up scaled alike: tpurank.train.pace.planned_section), where the
+    user set no time budget of their own (`train` then plans the steps from it), and the GNN's seeds
+    where the budget pays fewer than the config asks."""
     collections = copy.deepcopy(cfg.collections)
     for s in plan.shares:
         section = collections.setdefault(s.collection, {}).setdefault(s.model, {})
-        if s.model == Model.GNN and s.seeds < cfg.for_collection(s.collection).gnn.seeds:
+        own = getattr(cfg.for_collection(s.collection), s.model)
+        if s.model == Model.GNN and s.seeds < own.seeds:
             section["seeds"] = s.seeds
         if not user_set_time(layers, s.model, s.collection):
             section["time_budget_min"] = s.minutes
+            if 0 < s.steps < own.max_steps:
+                section.update(planned_section(own, s.steps))
     return dataclasses.replace(cfg, collections=collections)

@@ -11,15 +11,15 @@ from pathlib import Path
 
 from tpurank.core.config import Config
 from tpurank.core.names import NEURAL_MODELS, Model, Stage
-from tpurank.core.profiles import gpu
 from tpurank.data.dataset import npz_bytes
 from tpurank.run.steps import StepName
+from tpurank.train.pace import neural_predict_scale
 
 # seconds per GB of npz of each step but neural training, on 2 cores, as measured in Recipe 1 at full
 # scale (`all --budget 90m` on the 11.56 GB synthetic tree, the cpu profile's 3 GNN seeds; docs/scale.md,
 # bench/results/recipe1_full_90m.json): prepare 240 s, features 105 s, LightGBM 87 s; the GNN's
 # predictions per seed: valid 80 s (at most 1,000 configs of a layout graph: data/subsets.py), test
-# 129 s. They run on the GPU under the GPU profiles (NEURAL_PREDICT_SCALE)
+# 129 s. They run on the GPU under the GPU profiles (tpurank.train.pace.NEURAL_PREDICT_SCALE)
 STEP_S_PER_GB = {
     StepName(Stage.PREPARE): 20.8,
     StepName(Stage.FEATURES): 9.1,
@@ -31,7 +31,6 @@ STEP_S_PER_GB |= {
     for split, rate in (("valid", 6.9), ("test", 11.2))
 }
 OTHER_STEP_S_PER_GB = 0.4  # the untrained rankers, LightGBM's predictions, the ensemble, the report
-NEURAL_PREDICT_SCALE = {"cpu": 1.0, "kaggle-t4": 0.2, "gpu": 0.06}  # GPU inference, per the profile
 FIXED_S_MIN = 60.0  # process start-ups and small files: what even the tiny data costs, over the steps
 # how FIXED_S_MIN spreads over the steps: each one's seconds in a demo run, where the size term is
 # nothing (a fresh clone of c1af8df, 2 cores, load 1.7: bench/LOG.md, 2026-11-29); the GNN's
@@ -79,13 +78,6 @@ def neural_predictions(step: StepName, cfg: Config, collections: list[str]) -> f
         return 1.0
     seeds = [cfg.for_collection(c).gnn.seeds if step.model == Model.GNN else 1 for c in collections] or [1]
     return sum(seeds) / len(seeds) * neural_predict_scale(cfg.profile)
-
-
-def neural_predict_scale(profile: str) -> float:
-    """How much faster the neural rankers predict under `profile` than on 2 CPU cores: its GPU's
-    rate where the machine has a usable GPU, else 1 (a GPU profile chosen on a CPU runs there)."""
-    scale = NEURAL_PREDICT_SCALE.get(profile, 1.0)
-    return scale if scale == 1.0 or gpu() is not None else 1.0
 
 
 def step_estimates_s(

@@ -15,14 +15,19 @@ from tpurank.core.config import Config
 from tpurank.core.paths import Paths
 from tpurank.models.registry import get_model
 from tpurank.train.collection_processes import train_in_processes, training_processes
+from tpurank.train.pace import planned_config
 from tpurank.train.staging import staged
 
 
 def train_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:
     """Train `model` on one collection with its config, by way of its staging folder (an interrupted
     retrain leaves the finished model); its seconds. Module-level: the collections' own processes
-    run it (tpurank.train.collection_processes)."""
+    run it (tpurank.train.collection_processes). Its steps are fixed first, from its time budget at
+    the planned pace (tpurank.train.pace), in the collection's own process (reading its train files
+    there, so a stage that waits on its workers stays light): its model is then a function of its
+    data, config, seed and that plan, not of the clock."""
     t = time.perf_counter()
+    cfg = planned_config(cfg, model, collection, paths.data)
     trainer = get_model(model)  # a model this install lacks fails before its staging folder is made
     with staged(paths, model, collection) as staging:
         trainer.train(staging, cfg, collection)

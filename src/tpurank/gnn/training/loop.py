@@ -95,6 +95,7 @@ def fit(
     """
     train = [g for g in train if g.rankable]
     training = build(spec, paths, cfg, collection=collection, train=train, rt=rt, progress=progress)
+    before = run_log.previous_plan(training.out / SIDECAR)  # the finished model's, if this retrains one
     st = resume(training)
     if rt.world > 1:
         ids = [rt.device.index] if rt.device.type == "cuda" else None
@@ -102,7 +103,7 @@ def fit(
     loop(training, st, train, valid)
     if training.segmented is not None and training.recipe.finetune_steps > 0 and training.final.exists():
         finetune(training, st, train, valid)
-    summary = finish(training, st, paths)
+    summary = finish(training, st, paths, before)
     return Fitted(unwrap(training.model), summary)
 
 
@@ -184,7 +185,7 @@ def record(
             "configs_per_s": round(configs * rt.world / max(seconds, 1e-9), 1),
         }
     )
-    st.stopped = "time budget" if late else "patience" if patience_ends(r, st, training.spent) else ""
+    st.stopped = "time budget" if late else "patience" if patience_ends(r, st) else ""
     if rt.main:
         if improved:
             save_checkpoint(training.final, training.checkpoint(st, complete=False))
@@ -212,7 +213,7 @@ def loop(training: Training, st: LoopState, train: list[GraphData], valid: list[
         leave=False,
     )
     losses, window, configs_seen, t0, clock = [], [], 0, time.perf_counter(), time.perf_counter()
-    training.spent = st.seconds  # a resume: the seconds spent before carry over (and so the rate)
+    training.spent = st.seconds  # a resume: the seconds spent before carry over (the time cap)
     work, trained, trained_s = validation_work(valid, r), 0, 0.0
     # the process's first step pays one-time costs (the first touch of the data, the allocator's
     # growth: 16 s against 0.05 s for the next on full-scale tile): the training rate that sizes the
@@ -283,14 +284,19 @@ def finetune(training: Training, st: LoopState, train: list[GraphData], valid: l
         save_checkpoint(training.final, training.checkpoint(st, complete=False))
 
 
-def finish(training: Training, st: LoopState, paths: Paths) -> dict[str, Any]:
-    """Mark `model.pt` complete with the summary, write `model.json`, drop `last.pt`."""
+def finish(
+    training: Training, st: LoopState, paths: Paths, before: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Mark `model.pt` complete with the summary and its plan, write `model.json`, drop `last.pt`;
+    the one line says how the plan differs from `before`, the replaced model's."""
+    r = training.recipe
     summary = {
         "best_valid_score": st.best,
         "steps_run": st.step,
         "evals_run": len(st.history),
         "seconds": round(st.seconds, 3),
         "stopped_by": st.stopped or "max_steps",
+        "plan": run_log.plan_of(r.max_steps, r.warmup_steps, r.schedule, r.time_budget_min),
         "history": st.history,
     }
     if training.segmented is not None:
@@ -319,7 +325,13 @@ def finish(training: Training, st: LoopState, paths: Paths) -> dict[str, Any]:
             training.board.close()
         print(
             run_log.end_line(
-                f"{training.spec.name} {training.collection}", st.step, st.seconds, st.stopped, st.history
+                f"{training.spec.name} {training.collection}",
+                st.step,
+                st.seconds,
+                st.stopped,
+                st.history,
+                plan=summary["plan"],
+                before=before,
             ),
             file=sys.stderr,
         )

@@ -33,7 +33,7 @@ from tpurank.gnn.training.checkpoints import (
     training_key,
 )
 from tpurank.gnn.training.lr_schedule import make_scheduler
-from tpurank.gnn.training.pacing import budget_share
+from tpurank.gnn.training.pacing import step_share
 from tpurank.gnn.training.step import make_optimizer
 
 
@@ -181,8 +181,8 @@ def build(
         out=paths.model_dir(spec.name, collection),
         progress=progress,
     )
-    # follows the time budget too, which ends a closing validation early: the rate reaches ~0 at the last step
-    training.sched = make_scheduler(opt, r, spent=lambda: training.spent + training.reserved)
+    # over the planned steps alone: the clock never changes the rate (a time budget only caps the steps)
+    training.sched = make_scheduler(opt, r)
     if rt.main:
         member = training.out.name if training.out.name.startswith("seed-") else "seed-0"
         training.board = run_log.tensorboard(spec.name, collection, member)
@@ -214,7 +214,7 @@ def resume(training: Training) -> LoopState:
         history=state["history"],
         curve=state.get("curve", state["history"]),
     )
-    st.stopped = "patience" if patience_ends(training.recipe, st, st.seconds) else ""
+    st.stopped = "patience" if patience_ends(training.recipe, st) else ""
     if training.rt.main and training.progress:
         print(
             f"[{training.spec.name}] {training.collection}: resuming after step {st.step} from {training.resume_file}"
@@ -222,7 +222,8 @@ def resume(training: Training) -> LoopState:
     return st
 
 
-def patience_ends(r: Recipe, st: LoopState, seconds: float) -> bool:
-    """`patience` validations without a gain, once at least `min_train_share` of the budget is spent
-    and while some is left: a training that spent its whole budget stopped for the budget, not patience."""
-    return st.bad >= r.patience and r.min_train_share <= budget_share(r, st.step, seconds) < 1
+def patience_ends(r: Recipe, st: LoopState) -> bool:
+    """`patience` validations without a gain, once at least `min_train_share` of the planned steps
+    ran and while some are left: a training that ran them all stopped for its steps, not patience.
+    Counted in steps, never seconds, so where patience stops does not depend on the clock."""
+    return st.bad >= r.patience and r.min_train_share <= step_share(r, st.step) < 1

@@ -1,13 +1,16 @@
 """The learning-rate schedule of the GNN rankers: an optional linear warm-up, then cosine decay or a
-constant rate over the rest of the budget.
+constant rate over the rest of the training's planned steps.
 
-The budget is steps (`max_steps`) or time (`time_budget_min`), whichever runs out first, and both
-phases follow the larger of the two shares spent: the warm-up ends at `warmup_steps / max_steps` of
-the budget and the cosine reaches a rate near 0 when it ends. Over steps alone a time-budgeted run
-would see neither: a run whose minutes end after a few hundred of its `max_steps` would spend a
-large share of them warming up, and its rate would never decay.
-A resume restores the steps and seconds spent, and with them the rate. A warm-up keeps the first
-AdamW steps small while its second-moment estimates are still noisy (the top solutions warmed up).
+A training's steps are fixed by its plan before it starts (`max_steps`: the config's, or those its
+time budget pays at the planned pace, tpurank.train.pace), so the rate at a step is a function of
+that step and the plan alone: the same plan trains the same model, however fast the machine ran. A
+time budget only caps a training on a machine slower than its plan; the rate is then cut off
+before it has decayed, and the training's one line says so. A resume restores the step, and with
+it the rate. A warm-up keeps the first AdamW steps small while its second-moment estimates are
+still noisy (the top solutions warmed up).
+
+A caller with no plan, whose length is wall time alone (a user's program fine-tuned in `rank`),
+passes the seconds spent (`spent`): its rate then follows the larger of the two shares spent.
 """
 
 from __future__ import annotations
@@ -27,14 +30,13 @@ def lr_factor(
 
     Args:
         step: steps already taken.
-        max_steps: the step budget.
-        warmup_steps: linear warm-up from 1/warmup_steps to 1 over this many steps, or over the same
-            share of the time budget if that ends first (0 = none).
-        schedule: "cosine" (to 0 when the budget ends) or "constant" after the warm-up.
-        time_share: the share of the time budget spent (0 without one).
+        max_steps: the planned steps (the cosine reaches ~0 at the last).
+        warmup_steps: linear warm-up from 1/warmup_steps to 1 over this many steps (0 = none).
+        schedule: "cosine" (to 0 at the last planned step) or "constant" after the warm-up.
+        time_share: the share of a time budget spent, for a caller without a plan (0: the steps alone).
     """
     spent = min(1.0, time_share)
-    warm = min(1.0, warmup_steps / max(1, max_steps))  # the warm-up's share of the budget
+    warm = min(1.0, warmup_steps / max(1, max_steps))  # the warm-up's share of the steps
     if step < warmup_steps and spent < warm:
         return max((step + 1) / warmup_steps, spent / warm)
     if schedule != "cosine":
@@ -53,9 +55,10 @@ def make_scheduler(
 
     Args:
         opt: the optimizer.
-        r: gives max_steps, warmup_steps, schedule and time_budget_min.
-        spent: seconds of training spent so far (resumes included); read at each step when the
-            recipe has a time budget.
+        r: gives max_steps (the planned steps), warmup_steps, schedule and time_budget_min.
+        spent: seconds spent so far, for a caller without a plan (its length is wall time): read at
+            each step when the recipe has a time budget. None (a planned training): the schedule
+            is a function of the step alone.
     """
     budget = r.time_budget_min * 60
 

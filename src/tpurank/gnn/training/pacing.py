@@ -1,7 +1,8 @@
 """The step budget of a training run: which graphs a step takes, when to validate, when time is up.
 
-Training length is a budget (`Recipe.max_steps` optimizer steps, `Recipe.time_budget_min`
-minutes), not epochs: collections differ 80-fold in size, so an epoch means nothing across them.
+Training length is a budget (`Recipe.max_steps` optimizer steps, planned before the training
+starts: tpurank.train.pace; `Recipe.time_budget_min` minutes, a cap), not epochs: collections differ
+80-fold in size, so an epoch means nothing across them.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ def eval_interval(train: list[GraphData], r: Recipe, world: int) -> int:
 
 
 def synced_seconds(seconds: float, rt: Runtime) -> float:
-    """Training seconds spent, the same on every rank (the slowest rank's): the time budget and
-    the learning rate that follows it must agree across processes."""
+    """Training seconds spent, the same on every rank (the slowest rank's): the time budget's cap
+    must stop every process at the same step."""
     if rt.world > 1:
         box = torch.tensor([seconds], dtype=torch.float64, device=rt.device)
         dist.all_reduce(box, op=dist.ReduceOp.MAX)
@@ -54,9 +55,15 @@ def out_of_time(r: Recipe, seconds: float) -> bool:
     return r.time_budget_min > 0 and seconds >= r.time_budget_min * 60
 
 
+def step_share(r: Recipe, step: int) -> float:
+    """The share of the planned steps taken: what patience waits for (a function of the plan)."""
+    return min(1.0, step / max(1, r.max_steps))
+
+
 def budget_share(r: Recipe, step: int, seconds: float) -> float:
-    """The share of the budget spent: the larger of the steps' and the time's."""
-    share = step / max(1, r.max_steps)
+    """The share of the budget spent, the larger of the steps' and the time's: when a progress line
+    is printed (what the run tells, never what it trains)."""
+    share = step_share(r, step)
     if r.time_budget_min > 0:
         share = max(share, seconds / (r.time_budget_min * 60))
     return min(1.0, share)

@@ -3,6 +3,7 @@ line it ends with, and, when `$TPURANK_TENSORBOARD` names a folder, the same row
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -71,19 +72,66 @@ def progress_line(name: str, max_steps: int, history: list[dict[str, Any]]) -> s
     )
 
 
-def end_line(name: str, steps: int, seconds: float, stopped: str, history: list[dict[str, Any]]) -> str:
-    """The one line each trained model ends with: steps, minutes, why it stopped, best step and score.
+def end_line(
+    name: str,
+    steps: int,
+    seconds: float,
+    stopped: str,
+    history: list[dict[str, Any]],
+    plan: dict[str, Any] | None = None,
+    before: dict[str, Any] | None = None,
+) -> str:
+    """The one line each trained model ends with: steps, minutes, why it stopped, best step and
+    score, then its plan (`plan_of`): whether the time budget cut it short (then the model depends
+    on the machine's timing), and how it differs from the plan of the model it replaces.
 
     Args:
         name: `<model> <collection>`.
         steps, seconds: what the run spent (resumes included).
         stopped: why the loop ended ("" = max_steps).
         history: one record per validation.
+        plan: the training's plan (None: not told).
+        before: the plan of the finished model this training replaces (None: none, or not known).
     """
     scored = [h for h in history if "valid_score" in h]
     best = max(scored, key=lambda h: h["valid_score"]) if scored else None
     at = f"best {best['valid_score']:.4f} at step {best['step']}" if best else "no validation"
-    return f"[{name}] {steps} steps in {seconds / 60:.1f} min, stopped: {stopped or 'max_steps'}; {at}"
+    line = f"[{name}] {steps} steps in {seconds / 60:.1f} min, stopped: {stopped or 'max_steps'}; {at}"
+    if plan is None:
+        return line
+    line += f"; plan: {plan_text(plan)}"
+    if stopped == "time budget" and steps < plan["steps"]:
+        line += ", cut short by its time budget (this machine ran slower than planned: a rerun may differ)"
+    if before is not None and before != plan:
+        line += f"; the plan changed (was {plan_text(before)})"
+    return line
+
+
+def plan_of(max_steps: int, warmup_steps: int, schedule: str, time_budget_min: float) -> dict[str, Any]:
+    """What a training was planned to run, recorded with its model (`model.json`'s `plan`): the
+    same plan, data, config and seed train the same model."""
+    return {
+        "steps": max_steps,
+        "warmup_steps": warmup_steps,
+        "schedule": schedule,
+        "time_cap_min": time_budget_min,
+    }
+
+
+def plan_text(plan: dict[str, Any]) -> str:
+    """A plan in a few words: `240 steps (warm-up 24, cosine), time cap 1.29 min`."""
+    cap = f", time cap {plan['time_cap_min']:g} min" if plan.get("time_cap_min") else ""
+    return f"{plan['steps']} steps (warm-up {plan['warmup_steps']}, {plan['schedule']}){cap}"
+
+
+def previous_plan(sidecar: Path) -> dict[str, Any] | None:
+    """The plan recorded in a finished model's `model.json` (None: no model, or one recorded before
+    plans were, or a file that does not read)."""
+    try:
+        plan = json.loads(sidecar.read_text()).get("plan")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return plan if isinstance(plan, dict) and {"steps", "warmup_steps", "schedule"} <= plan.keys() else None
 
 
 def tensorboard(model: str, collection: str, member: str) -> Any | None:
