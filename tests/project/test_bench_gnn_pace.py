@@ -14,17 +14,18 @@ from tpurank.gnn.data import from_prepared
 
 sys.path.insert(0, str(ROOT / "bench"))
 import bench_gnn_pace  # noqa: E402
+import pace_worker  # noqa: E402
 
 
 def test_candidates_take_each_node_s_values_from_the_real_configs() -> None:
     g = from_prepared(prepared_graph("layout", seed=1))
-    c = bench_gnn_pace.candidates(g, 50, seed=3)
+    c = pace_worker.candidates(g, 50, seed=3)
     assert c.configs.shape == (50, *g.configs.shape[1:]) and c.num_unique == 50 and c.is_test
     real = np.asarray(g.configs)
     for node in range(real.shape[1]):  # every node's row is one of that node's real rows
         seen = {tuple(r) for r in real[:, node]}
         assert all(tuple(r) in seen for r in c.configs[:, node])
-    again = bench_gnn_pace.candidates(g, 50, seed=3)
+    again = pace_worker.candidates(g, 50, seed=3)
     assert np.array_equal(c.configs, again.configs)  # the same candidates in both checkouts
 
 
