@@ -25,11 +25,12 @@ def test_malloc_trim_runs_on_linux() -> None:
     assert release_free_memory() is sys.platform.startswith("linux")
 
 
-def test_cpu_training_frees_the_heap_after_every_step_and_validation(
+def test_cpu_training_checks_the_heap_after_every_step_and_frees_it_after_validation(
     tiny_paths: Paths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Validation's freed tensors are given back before the next step: without it, a step stacked
-    its own tensors on that heap (a 3.6 GB peak where steps alone reached 2.6 GB, docs/scale.md)."""
+    its own tensors on that heap (a 3.6 GB peak where steps alone reached 2.6 GB, docs/scale.md).
+    After a step the heap is given back only where it grew (`release_if_grown`)."""
     events: list[str] = []
     evaluate, step = loop.evaluate, loop.train_step
 
@@ -43,6 +44,7 @@ def test_cpu_training_frees_the_heap_after_every_step_and_validation(
     monkeypatch.setattr(loop, "evaluate", logged("validation", evaluate))
     monkeypatch.setattr(loop, "train_step", logged("step", step))
     monkeypatch.setattr(loop, "release_free_memory", lambda: events.append("free") or True)
+    monkeypatch.setattr(loop, "release_if_grown", lambda: events.append("grown?") or False)
     paths = Paths(data=tiny_paths.data, out=tmp_path)
     (tmp_path / "features").mkdir()
     (tmp_path / "features" / "prepared").symlink_to(tiny_paths.prepared, target_is_directory=True)
@@ -52,7 +54,54 @@ def test_cpu_training_frees_the_heap_after_every_step_and_validation(
     assert events.count("validation") == 2 and events.count("step") == 4
     for i, e in enumerate(events[:-1]):
         if e in ("step", "validation"):
-            assert events[i + 1] == "free", events  # every step and validation is followed by a trim
+            # every step is followed by the check, every validation by a trim
+            assert events[i + 1] == ("grown?" if e == "step" else "free"), events
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallinfo2")
+def test_a_step_trims_only_when_the_heap_grew(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first step after a trim sets the reference; steps that leave as much free memory as it
+    (they reuse it) trim nothing; one that leaves more than the slack beyond it trims, and the next
+    step sets a new reference."""
+    from tpurank.core import memory
+
+    free = iter([100, 100 + memory.HEAP_SLACK, 101 + memory.HEAP_SLACK, 50, 60])
+    monkeypatch.setattr(memory, "heap_free_bytes", lambda: next(free))
+    trims: list[int] = []
+    monkeypatch.setattr(memory, "release_free_memory", lambda: trims.append(1) or True)
+    monkeypatch.setattr(memory._Heap, "free_after_step", -1)
+    assert [memory.release_if_grown() for _ in range(5)] == [False, False, True, False, False]
+    assert trims == [1]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallinfo2")
+def test_the_heap_free_memory_is_read_from_glibc() -> None:
+    from tpurank.core import memory
+
+    free = memory.heap_free_bytes()
+    assert free is None or free >= 0  # None on a glibc older than 2.33
+
+
+@pytest.mark.parametrize(
+    ("bounded", "pass_bytes", "threshold"),
+    [
+        (True, 1 << 20, 4 << 20),  # small passes keep the 4 MiB floor
+        (True, 7_300_000, 14_600_000),  # a 256-config pass's states: twice them
+        (True, 100 << 20, 32 << 20),  # glibc's cap
+        (False, 7_300_000, 0),  # not bounded here (a user's own threshold, no huge pages): left alone
+    ],
+)
+def test_the_threshold_follows_the_pass(
+    bounded: bool, pass_bytes: int, threshold: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tpurank.core import memory
+
+    set_to: list[int] = []
+    monkeypatch.setattr(memory, "fix_mmap_threshold", lambda n: set_to.append(n) or True)
+    monkeypatch.setattr(memory._Heap, "threshold", memory.MMAP_THRESHOLD if bounded else 0)
+    assert memory.fit_mmap_threshold(pass_bytes) is bounded
+    assert memory._Heap.threshold == threshold
+    assert set_to == ([threshold] if bounded and threshold != memory.MMAP_THRESHOLD else [])
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM is Linux /proc")

@@ -239,32 +239,29 @@ def test_layer_attention_shape_and_permutation_equivariance() -> None:
 
 
 @pytest.mark.parametrize("training", [False, True])
-def test_a_mask_that_hides_nothing_is_left_out_with_the_same_attention(
-    training: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A scoring pass (one graph's configs) masks no key: the attention runs without a mask, which
-    torch's CPU kernel computes faster, and gives what the mask gives; a padded batch keeps it."""
+def test_the_cpu_attention_is_torchs_multihead_attention_with_and_without_padding(training: bool) -> None:
+    """On the CPU the attention runs on torch's scaled-dot-product kernel from the layer's own
+    weights: it gives what `nn.MultiheadAttention` gives with its key padding mask, in values and
+    gradients, with no padding (no mask passed) and with padding slots (which are not attended to)."""
     torch.manual_seed(0)
     attn = CrossConfigAttention(16, 2).train(training)
-    g = torch.randn(5, 12, 16)
+    g = torch.randn(5, 12, 16, requires_grad=True)
     full = torch.ones(5, 12, dtype=torch.bool)
     padded = full.clone()
     padded[1, 7:] = False
-    seen: list[torch.Tensor | None] = []
-    call = attn.attn.forward
-
-    def spy(*args: torch.Tensor, key_padding_mask: torch.Tensor | None, **kw: object) -> tuple:
-        seen.append(key_padding_mask)
-        return call(*args, key_padding_mask=key_padding_mask, **kw)
-
-    monkeypatch.setattr(attn.attn, "forward", spy)
-    with torch.set_grad_enabled(training):
-        fast = attn(g, full)
+    assert CrossConfigAttention.padding(full) is None and torch.equal(
+        CrossConfigAttention.padding(padded), ~padded
+    )
+    for mask in (full, padded):
+        ours = attn(g, mask)
         h = attn.norm(g)
-        masked = g + call(h, h, h, key_padding_mask=~full, need_weights=False)[0]
-        attn(g, padded)
-    assert seen[0] is None and torch.equal(seen[1], ~padded)  # padding slots still ignored
-    torch.testing.assert_close(fast, masked, atol=1e-5, rtol=0)
+        theirs = g + attn.attn(h, h, h, key_padding_mask=~mask, need_weights=False)[0]
+        torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=0)
+        grad = torch.randn_like(ours)
+        mine = torch.autograd.grad(ours, [g, attn.attn.in_proj_weight], grad)
+        ref = torch.autograd.grad(theirs, [g, attn.attn.in_proj_weight], grad)
+        for a, b in zip(mine, ref, strict=True):
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
 
 
 def test_off_the_cpu_the_padding_mask_is_kept_without_asking_the_device() -> None:

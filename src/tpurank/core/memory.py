@@ -10,8 +10,16 @@ measures (what each saves: docs/scale.md, "Memory on the CPU"; `bench/bench_gnn_
   only where torch gets transparent huge pages:
 - `ask_torch_for_huge_pages` (the CLI, before torch's first allocation) sets torch's
   `THP_MEM_ALLOC_ENABLE`: tensors from 2 MB are madvised to huge pages.
-- `release_free_memory` (`malloc_trim`, after each CPU step and validation) returns what is left
-  in the heap's holes.
+- `release_free_memory` (`malloc_trim`, after each CPU validation) returns what is left in the
+  heap's holes.
+Fresh pages are what the kernel's share of a step's time pays for (sys time, a third of the CPU
+time when every pass's state tensors got their own pages and every step's trim gave the heap back),
+so the bound is kept without handing memory back that the next pass takes again:
+- `fit_mmap_threshold` (each scoring pass and training step) raises the fixed threshold above the
+  pass's own state tensors (up to glibc's 32 MiB cap), so a pass reuses the previous one's freed
+  blocks; anything bigger (a big graph's pass) still gets its own pages, given back when freed.
+- `release_if_grown` (after each CPU step) trims only when the heap holds more than `HEAP_SLACK`
+  of free memory: a steady run reuses its holes, a run whose steps grew the heap gives it back.
 `all` runs every stage in one process, so a stage's leftovers (glibc's heap, pyarrow's pool) would
 stay resident through the next ones: `release_between_steps` gives them back after each step.
 Elsewhere (no glibc, or CUDA, whose caching allocator reuses its blocks) nothing is done.
@@ -29,8 +37,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+M_TRIM_THRESHOLD = -1  # mallopt's parameter numbers (malloc.h)
+M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 4 << 20  # about the memory of 1 MiB in 4% less time; 16 MiB: more memory (docs/scale.md)
+MMAP_THRESHOLD_MAX = 32 << 20  # glibc's cap on 64-bit systems (mallopt refuses more)
+PASS_HEADROOM = 2  # the threshold is this many times a pass's state tensor: its biggest temporaries fit
+HEAP_SLACK = 64 << 20  # free heap memory kept for the next step; more is given back (`release_if_grown`)
 TORCH_HUGE_PAGES = "THP_MEM_ALLOC_ENABLE"  # torch reads it once, at its first CPU allocation
 THP_SETTING = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
@@ -108,12 +120,94 @@ def fix_mmap_threshold(nbytes: int = MMAP_THRESHOLD) -> bool:
     return libc is not None and bool(libc.mallopt(M_MMAP_THRESHOLD, nbytes))
 
 
+class _Heap:
+    """What `bound_cpu_heap` set in this process: the threshold now (0: not bounded here)."""
+
+    threshold = 0
+    free_after_step = -1  # the heap's free bytes after the first step since the last trim (-1: none yet)
+
+
 def bound_cpu_heap() -> bool:
     """`fix_mmap_threshold` where its fresh pages are huge pages (see the module docstring) and the
-    user set no `MALLOC_MMAP_THRESHOLD_` of their own; True when it was fixed."""
+    user set no `MALLOC_MMAP_THRESHOLD_` of their own; True when it was fixed. The top of the heap
+    is then kept up to `HEAP_SLACK` (glibc would give back all but 128 KiB of it at every free)."""
     if "MALLOC_MMAP_THRESHOLD_" in os.environ or os.environ.get(TORCH_HUGE_PAGES) != "1":
         return False
-    return huge_pages_available() and fix_mmap_threshold()
+    if not (huge_pages_available() and fix_mmap_threshold()):
+        return False
+    _Heap.threshold = MMAP_THRESHOLD
+    libc = _libc()
+    if libc is not None:
+        libc.mallopt(M_TRIM_THRESHOLD, HEAP_SLACK)
+    return True
+
+
+def fit_mmap_threshold(pass_bytes: int) -> bool:
+    """Where `bound_cpu_heap` fixed the threshold: set it to `PASS_HEADROOM` times the bytes of one
+    pass's (configs, nodes, hidden) states, between `MMAP_THRESHOLD` and glibc's cap, so the pass's
+    tensors come from the heap and the next pass reuses them (see the module docstring). True when
+    the threshold is that now.
+
+    Args:
+        pass_bytes: the bytes of one (configs, nodes, hidden) state tensor of the pass.
+    """
+    if not _Heap.threshold:
+        return False
+    want = min(MMAP_THRESHOLD_MAX, max(MMAP_THRESHOLD, PASS_HEADROOM * pass_bytes))
+    if want != _Heap.threshold:
+        if not fix_mmap_threshold(want):
+            return False
+        _Heap.threshold = want
+    return True
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [  # noqa: RUF012  (glibc's struct mallinfo2, malloc.h)
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+def heap_free_bytes() -> int | None:
+    """The bytes glibc's heaps hold free (mallinfo2's fordblks, glibc 2.33+; None elsewhere)."""
+    libc = _libc()
+    fn = getattr(libc, "mallinfo2", None) if libc is not None else None
+    if fn is None:
+        return None
+    fn.restype = _MallInfo2
+    return int(fn().fordblks)
+
+
+def release_if_grown(slack: int = HEAP_SLACK) -> bool:
+    """After a step: `release_free_memory` when the heap's free memory grew by more than `slack`
+    since the first step after the last trim (always where it cannot be read); True when it trimmed.
+
+    A step frees all it allocated, so the heap then holds that step's working memory free: the
+    next step of the same size takes it again, and a trim would only hand the kernel pages to
+    fault in again (the sys time of a step). What grows beyond that (a bigger graph's step, holes
+    the next steps cannot reuse) is given back once it exceeds `slack`, and the next step sets
+    the new reference."""
+    free = heap_free_bytes()
+    if free is None:
+        return release_free_memory()
+    if _Heap.free_after_step < 0:
+        _Heap.free_after_step = free
+        return False
+    if free <= _Heap.free_after_step + slack:
+        return False
+    _Heap.free_after_step = -1
+    return release_free_memory()
 
 
 def reset_peak_rss() -> None:

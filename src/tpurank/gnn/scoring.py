@@ -9,6 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from tpurank.core.memory import fit_mmap_threshold
 from tpurank.core.metrics import kendall_tau, order_from_costs, tile_score
 from tpurank.gnn.data import GraphData, eval_configs, make_batch
 from tpurank.gnn.device import autocast
@@ -107,6 +108,10 @@ def score_rows(
 
     out = np.empty(len(rows), dtype=np.float64)
     chunk = pass_configs(model, g, chunk, pass_nodes, device)
+    if device.type == "cpu":  # each pass reuses the last one's heap (tpurank.core.memory)
+        fit_mmap_threshold(
+            min(chunk, len(rows)) * pass_nodes * int(getattr(model, "hidden", 64)) * FLOAT_BYTES
+        )
     for start in range(0, len(rows), chunk):
         part = rows[start : start + chunk]
         out[start : start + len(part)] = costs(part).float().cpu().numpy()

@@ -2,8 +2,8 @@
 
 Layout: node features + an opcode embedding give config-independent node states, computed once per
 graph; each sampled config's 18 values are embedded per position and added at the configurable
-nodes, giving (C, N, H) states that residual GraphSAGE layers update in both edge directions over the
-pruned graph (optionally with attention across the configs at every configurable node after each
+nodes, giving node-major (N, C, H) states that residual GraphSAGE layers update in both edge directions
+over the pruned graph (one sparse product per direction: `adjacency.py`) (optionally with attention across the configs at every configurable node after each
 layer, `gnn.layer_attention`). Mean pools over all nodes and over the configurable nodes make one embedding per
 config; optional attention across the configs of a graph; an MLP gives one cost per config, to which
 a per-node cost summed over the graph is added (runtime is a sum over the program's ops).
@@ -19,8 +19,10 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
-from torch_geometric.nn import global_add_pool, global_max_pool, global_mean_pool
+from torch_geometric.nn import global_max_pool, global_mean_pool
+from torch_geometric.utils import scatter
 
+from tpurank.gnn.nets.adjacency import Adjacency
 from tpurank.gnn.nets.batch import Batch
 from tpurank.gnn.nets.layers import (
     TILE_CONFIG_DIM,
@@ -133,32 +135,41 @@ class GnnRanker(RankerNet):
         return self.node_in(torch.cat([feat, self.opcode(batch.opcode)], dim=-1))
 
     def layout_states(self, batch: Batch, h: torch.Tensor) -> torch.Tensor:
-        """(C, N, H) node states per config slot after every message-passing layer (layout).
-        Graph Segment Training (`gnn/gst/sums.py`) runs the same stack on each segment."""
+        """(C, N, H) node states per config slot after every message-passing layer (layout): a view
+        of `node_states`. Graph Segment Training (`gnn/gst/sums.py`) runs the same stack on each segment."""
+        return self.node_states(batch, h).transpose(0, 1)
+
+    def node_states(self, batch: Batch, h: torch.Tensor) -> torch.Tensor:
+        """(N, C, H) node-major states per config slot after every message-passing layer (layout)."""
         c = batch.configs.shape[0]
-        e = self.config_in(batch.configs)  # (C, K, H)
+        e = self.config_in(batch.configs.transpose(0, 1))  # (K, C, H)
         if self.tile_in is not None:
             if batch.config_tile is None:
                 raise ValueError("a model with tile_features needs make_batch(..., tile=True)")
-            e = e + self.tile_in(batch.config_tile.to(e.dtype))
+            e = e + self.tile_in(batch.config_tile.transpose(0, 1).to(e.dtype))
         e = e.to(h.dtype)
-        x = h.unsqueeze(0).expand(c, -1, -1).index_add(1, batch.config_nodes, e)  # (C, N, H), no graph copy
+        x = h.unsqueeze(1).expand(-1, c, -1).index_add(0, batch.config_nodes, e)  # (N, C, H), no graph copy
+        adj = self.adjacency(batch)
         recompute = self.recomputes(x)
         for i in range(len(self.layers)):
             if recompute:  # same numbers, a fraction of the memory (see the constructor)
-                x = checkpoint(self._layer, i, x, batch, use_reentrant=False)
+                x = checkpoint(self._layer, i, x, batch, adj, use_reentrant=False)
             else:
-                x = self._layer(i, x, batch)
+                x = self._layer(i, x, batch, adj)
         return x
+
+    def adjacency(self, batch: Batch) -> Adjacency:
+        """The batch's normalised adjacency, built once for all layers."""
+        return Adjacency.build(batch.edge_index, len(batch.opcode), self.layers[0].aggr)
 
     def recomputes(self, x: torch.Tensor) -> bool:
         """Whether a training pass over the (C, N, H) states `x` recomputes its layers in backward."""
         big = x.numel() >= self.checkpoint_min_states
         return self.checkpoint_layers and big and self.training and torch.is_grad_enabled()
 
-    def _layer(self, i: int, x: torch.Tensor, batch: Batch) -> torch.Tensor:
+    def _layer(self, i: int, x: torch.Tensor, batch: Batch, adj: Adjacency) -> torch.Tensor:
         """Message-passing layer `i` and its attention across configs (checkpointed as one)."""
-        x = self.layers[i](x, batch.edge_index)
+        x = self.layers[i](x, adj)
         if self.layer_attention is not None:
             x = self._attend_at_config_nodes(self.layer_attention[i], x, batch)
         return x
@@ -176,25 +187,27 @@ class GnnRanker(RankerNet):
         return cost if extra is None else cost + extra
 
     def _layout(self, batch: Batch, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        x = self.layout_states(batch, h)
+        x = self.node_states(batch, h)  # (N, C, H)
         b = batch.num_graphs
-        pooled = global_mean_pool(x, batch.node_graph, size=b)  # (C, B, H)
-        at_configs = global_mean_pool(x[:, batch.config_nodes], batch.config_graph, size=b)
-        node_costs = global_add_pool(self.node_cost(x), batch.node_graph, size=b)  # (C, B, 1)
-        g = self.fuse(torch.cat([pooled, at_configs], dim=-1).transpose(0, 1))
-        return g, node_costs.squeeze(-1).transpose(0, 1)
+        pooled = scatter(x, batch.node_graph, dim=0, dim_size=b, reduce="mean")  # (B, C, H)
+        at_configs = scatter(x[batch.config_nodes], batch.config_graph, dim=0, dim_size=b, reduce="mean")
+        node_costs = scatter(
+            self.node_cost(x), batch.node_graph, dim=0, dim_size=b, reduce="sum"
+        )  # (B, C, 1)
+        g = self.fuse(torch.cat([pooled, at_configs], dim=-1))
+        return g, node_costs.squeeze(-1)
 
     @staticmethod
     def _attend_at_config_nodes(attn: CrossConfigAttention, x: torch.Tensor, batch: Batch) -> torch.Tensor:
-        """x (C, N, H) with each configurable node's C states updated by attention across configs."""
-        at = x[:, batch.config_nodes].transpose(0, 1)  # (K, C, H): one sequence of configs per node
+        """x (N, C, H) with each configurable node's C states updated by attention across configs."""
+        at = x[batch.config_nodes]  # (K, C, H): one sequence of configs per node
         mask = batch.mask[batch.config_graph]  # (K, C): the real configs of that node's graph
-        delta = (attn(at, mask) - at).transpose(0, 1)  # (C, K, H)
-        return x.index_add(1, batch.config_nodes, delta.to(x.dtype))
+        return x.index_add(0, batch.config_nodes, attn.update(at, mask).to(x.dtype))
 
     def _tile(self, batch: Batch, h: torch.Tensor) -> torch.Tensor:
+        adj = self.adjacency(batch)
         for layer in self.layers:
-            h = layer(h, batch.edge_index)
+            h = layer(h, adj)
         b = batch.num_graphs
         graph = torch.cat(
             [global_mean_pool(h, batch.node_graph, size=b), global_max_pool(h, batch.node_graph, size=b)], -1

@@ -23,7 +23,7 @@ import torch.distributed as dist
 from torch import nn
 
 from tpurank.core.config import Config
-from tpurank.core.memory import release_free_memory
+from tpurank.core.memory import fit_mmap_threshold, release_free_memory, release_if_grown
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import write_sidecar
@@ -121,6 +121,10 @@ def step_once(training: Training, st: LoopState, train: list[GraphData], every: 
         inputs = SegmentStep(training.segmented, graphs, rows, rng)
     else:
         inputs = micro_batches(graphs, rows, r.max_batch_nodes, tile_inputs.wanted(unwrap(training.model)))
+    hidden = int(getattr(unwrap(training.model), "hidden", 0))
+    node_configs = sum(len(x) * len(g.opcode) for g, x in zip(graphs, rows, strict=True))
+    if rt.device.type == "cpu":  # the step's tensors reuse the last step's heap (tpurank.core.memory)
+        fit_mmap_threshold(node_configs * hidden * 4)
     loss = train_step(
         training.model,
         training.opt,
@@ -132,9 +136,8 @@ def step_once(training: Training, st: LoopState, train: list[GraphData], every: 
     )
     training.sched.step()
     if rt.device.type == "cpu":
-        release_free_memory()  # the heap's holes would keep growing (tpurank.core.memory)
+        release_if_grown()  # the heap's holes would keep growing (tpurank.core.memory)
     st.step += 1
-    node_configs = sum(len(x) * len(g.opcode) for g, x in zip(graphs, rows, strict=True))
     return StepDone(loss, sum(len(x) for x in rows), node_configs)
 
 
