@@ -128,6 +128,7 @@ def variant(text: str) -> Calibration:
         "l": ("lgbm_prior", float),
         "g": ("gnn_prior", float),
         "c": ("checked_from", int),
+        "w": ("weights_from", int),
         "m": ("margin", float),
     }
     keys |= {"reach": ("reach", float)}
@@ -156,6 +157,7 @@ def scores(costs: np.ndarray, truth: np.ndarray, left: np.ndarray, tile: bool) -
     return out
 
 
+MIN_LEFT = 10  # configs left to score, as bench_tune.py and calibration_fits.py ask
 FEW = (1, 2)  # measured configs too few to learn from: no fit saved, the rules rank as trained
 DRAWS = 5
 
@@ -165,7 +167,7 @@ def few_measured(data: dict, program: str) -> list[str]:
     without fits: the shipped rule must rank them as trained, and the table shows that it does."""
     known = np.flatnonzero(data["truth"] > 0)
     keys = []
-    for k in FEW:
+    for k in [k for k in FEW if len(known) - k >= MIN_LEFT]:
         for draw in range(DRAWS):
             rng = np.random.default_rng([draw, k, zlib.crc32(program.encode())])
             sets = {"uniform": np.sort(rng.choice(known, size=k, replace=False))}

@@ -84,7 +84,7 @@ def test_calibration_ranks_the_rest_no_worse_than_as_trained(
         return
     n = len(positions)
     if n < HOW.checked_from:
-        assert line.startswith(f"{program.name}: {n} measured configs, too few to check the calibration")
+        assert line.startswith(f"{program.name}: {n} measured configs, too few to check each model")
     else:
         assert line.startswith(f"{program.name}: calibration chosen on {n} measured configs by 3")
     assert ("lgbm " in line) == (model != "gnn") and ("gnn " in line) == (model != "lgbm")

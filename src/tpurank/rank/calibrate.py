@@ -69,7 +69,9 @@ class Calibration:
             (tpurank.rank.select.prior_share; 0: whole).
         gnn_prior: the same for the GNN's fine-tuning.
         checked_from: with `select`, the measured configs from which held-out folds check each
-            share and the ensemble's weights (below: the prior shares and the trained weights).
+            model's share (below: the prior shares).
+        weights_from: with `select`, the measured configs from which held-out folds choose the
+            ensemble's weights (below: its trained weights).
     """
 
     method: str = "boost"
@@ -86,6 +88,7 @@ class Calibration:
     lgbm_prior: float = LGBM_PRIOR  # the trained LightGBM counts as 20 measured configs (select.prior_share)
     gnn_prior: float = GNN_PRIOR  # the GNN's fine-tuning is used whole: it helped at every k measured
     checked_from: int = MIN_CHECKED  # held-out folds from 20 measured configs: at 10 they misjudged
+    weights_from: int = MIN_CHECKED  # the ensemble's weights chosen on held-out folds from this many
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -110,8 +113,10 @@ class Calibration:
             value = getattr(self, name)
             if not (value >= 0 and np.isfinite(value)):
                 raise TpurankError(f"calibration {name} must be a number >= 0, got {value}")
-        if not (isinstance(self.checked_from, int) and self.checked_from >= 2):
-            raise TpurankError(f"calibration checked_from must be an integer >= 2, got {self.checked_from!r}")
+        for name in ("checked_from", "weights_from"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 2):
+                raise TpurankError(f"calibration {name} must be an integer >= 2, got {value!r}")
 
     def prior_of(self, member: str) -> float:
         """How many measured configs the trained `member` ("lgbm" or "gnn") is worth."""

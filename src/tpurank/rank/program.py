@@ -205,8 +205,9 @@ class Program:
                 f"calibrating helps ({select.MIN_MEASURED} distinct are needed): ranked as trained"
             )
         checked = len(positions) >= how.checked_from
-        margin = how.margin if checked else np.inf  # unchecked: the prior shares, the trained weights
-        fold = select.fold_of(len(positions), how.folds, how.seed) if checked else None
+        weighed = self.model == ENSEMBLE and len(positions) >= how.weights_from
+        margin = how.margin if checked else np.inf  # unchecked: the prior shares
+        fold = select.fold_of(len(positions), how.folds, how.seed) if checked or weighed else None
 
         def chosen(m: str) -> tuple[select.Choice, np.ndarray]:
             learn, in_fold = learners[m]
@@ -227,18 +228,23 @@ class Program:
         choices, final = {m: c for m, (c, _) in each.items()}, {m: f for m, (_, f) in each.items()}
         parts = [c.text(m, checked) for m, c in choices.items()]
         if self.model == ENSEMBLE:
-            costs, what = self._selected_weights(choices, final, positions, label, margin, checked)
+            w_margin = how.margin if weighed else np.inf  # unweighed: the trained weights
+            costs, what = self._selected_weights(choices, final, positions, label, w_margin, weighed)
             parts.append(f"the ensemble {what}")
         else:
             costs = final[self.model]
         said = "; ".join(parts) + (": ranked as trained" if costs is self.costs[self.model] else "")
-        if not checked:
-            return costs, (
-                f"{self.name}: {len(label)} measured configs, too few to check the calibration on held-out folds "
-                f"({how.checked_from} are needed), each model's share as far as that many measurements go: {said}"
+        folds = f"{int(fold.max()) + 1} held-out folds" if fold is not None else ""
+        if checked:
+            return (
+                costs,
+                f"{self.name}: calibration chosen on {len(label)} measured configs by {folds}: {said}",
             )
-        head = f"{self.name}: calibration chosen on {len(label)} measured configs by {int(fold.max()) + 1} held-out folds"
-        return costs, f"{head}: {said}"
+        weights = f"; the ensemble's weights chosen by {folds}" if weighed else ""
+        return costs, (
+            f"{self.name}: {len(label)} measured configs, too few to check each model's calibration on held-out "
+            f"folds ({how.checked_from} are needed), its share as far as that many measurements go{weights}: {said}"
+        )
 
     def _selected_weights(
         self,
