@@ -17,12 +17,14 @@ MODELS = ("lgbm", "gnn", "ensemble")
 MEASURES = {"uniform": "a uniform draw", "top": "its own top k"}
 
 
-def gains(kind: str, metric: str = "tau") -> dict[tuple[str, str, int], dict[str, list[float]]]:
-    """(measure, model, k) -> program -> the default's gain over as trained, one value per draw."""
-    rows = results(CALIBRATION)["rows"]
+def gains(
+    kind: str, metric: str = "tau", rule: str = DEFAULT, name: str = CALIBRATION
+) -> dict[tuple[str, str, int], dict[str, list[float]]]:
+    """(measure, model, k) -> program -> a rule's gain over as trained, one value per draw."""
+    rows = results(name)["rows"]
     base, got = {}, {}
     for r in rows:
-        if r["kind"] != kind or metric not in r or r["rule"] not in ("trained", DEFAULT):
+        if r["kind"] != kind or metric not in r or r["rule"] not in ("trained", rule):
             continue
         measure = "uniform" if r["source"] == "uniform" else "top"
         if measure == "top" and r["source"][4:] != r["model"]:
@@ -97,6 +99,35 @@ def per_program_table(kind: str, measure: str, model: str, metric: str = "tau") 
             cells.append("-" if not v else f"{np.mean(v):+.3f} ({', '.join(f'{x:+.2f}' for x in v)})")
         rows.append([p, *cells])
     return table(["program", *(f"k = {k}" for k in ks)], rows)
+
+
+TRIED = "calibration_rules_tried.json"
+RULE_NAMES = {
+    "": "**the default**: LightGBM's prior 20, the GNN's 0, checked from 20",
+    "l=0:c=10": "the rule before: every calibration whole below 10, checked from 10",
+    "l=10": "LightGBM's prior 10",
+    "l=40": "LightGBM's prior 40",
+    "g=5": "the GNN's prior 5",
+}
+
+
+@figure("calibration_rules_tried")
+def rules_tried() -> Figure:
+    """Each rule tried, per model and k (uniform draws, layout): the mean gain and the lowest program's."""
+    rules = results(TRIED)["rules"]
+    parts = []
+    for model in MODELS:
+        rows = []
+        for rule in rules:
+            g = gains("layout", rule=rule, name=TRIED)
+            ks = sorted({k for (m, mod, k) in g if m == "uniform" and mod == model and k > 2})
+            cells = []
+            for k in ks:
+                means = [float(np.mean(v)) for v in g[("uniform", model, k)].values()]
+                cells.append(f"{np.mean(means):+.3f} (lowest {min(means):+.3f})")
+            rows.append([RULE_NAMES.get(rule, rule), *cells])
+        parts += [f"{model}, a uniform draw:", "", table(["rule", *(f"k = {k}" for k in ks)], rows), ""]
+    return Figure("\n".join(parts).rstrip(), (Source(TRIED),))
 
 
 @figure("calibration_per_program_layout")
