@@ -211,9 +211,7 @@ MAX_PAGE_LINES = 350
 def test_docs_pages_are_guidance_not_evidence(page: Path) -> None:
     """A docs page opens with what to do, in about 300 lines; its evidence is a link away."""
     lines = len(page.read_text().splitlines())
-    assert lines <= MAX_PAGE_LINES, (
-        f"{page.name}: {lines} lines; move evidence to docs/evidence/"
-    )
+    assert lines <= MAX_PAGE_LINES, f"{page.name}: {lines} lines; move evidence to docs/evidence/"
 
 
 def test_evidence_pages_are_linked_from_the_docs() -> None:
