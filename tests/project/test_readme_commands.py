@@ -355,6 +355,10 @@ def test_recipe_3_runs_as_written_after_the_quick_start_and_after_recipe_1(
     second = tiny_real_looking(tmp_path / OWNED["/path/to/predict-ai-model-runtime"])
     profile = budget_profile(tmp_path)
     monkeypatch.setattr(tpurank.core.profiles, "preset_file", lambda name: profile)  # forked: inherited
+    # a forked line imports kaggle afresh: an import inherited from this worker (another test's
+    # in-process build-code-dataset) keeps the config folder of that test's HOME, not kaggle-config
+    for name in [m for m in sys.modules if m.split(".")[0] in ("kaggle", "kagglesdk")]:
+        monkeypatch.delitem(sys.modules, name)
     text = README.read_text()
     recipe = fenced_lines(section(text, "Recipe 3: Kaggle"))
     walk = Walk(home, tmp_path, user_env(tmp_path, home))
