@@ -165,6 +165,7 @@ LONGEST_FIRST = (
     ("test_kaggle_notebooks.py", "test_notebooks_in_a_fresh_offline_environment"),
     ("test_pipeline.py", "test_all_follows_the_data_content_and_a_killed_all_resumes"),
     ("test_retrain.py", "test_an_interrupted_retrain_leaves_the_finished_model_and_resumes[2]"),
+    ("test_readme_commands.py", "test_recipe_3_runs_as_written_after_the_quick_start_and_after_recipe_1"),
     ("test_gnn_ddp.py", "test_two_process_ddp_ends_with_identical_weights"),
     ("test_collection_processes.py", "test_side_by_side_trains_the_same_weights"),
     ("test_curves.py", "test_a_gnn_run_records_its_loss_between_validations_and_logs_a_few_lines"),

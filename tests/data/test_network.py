@@ -3,7 +3,7 @@
 The kaggle client talks to http://localhost:7777 with KAGGLE_API_ENVIRONMENT=TEST; here a raw
 socket listens there, accepts every connection, reads what is sent and never writes a byte.
 TPURANK_NET_TIMEOUT=1 keeps each test to a few seconds (the default is 60 s). Port 7777 is shared
-with tests/kaggle/test_kaggle_server.py, so the same file lock is held while the socket is open.
+with tests/kaggle_stand_in.py, so the same file lock is held while the socket is open.
 """
 
 from __future__ import annotations

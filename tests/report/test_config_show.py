@@ -170,11 +170,11 @@ def test_a_broken_pipe_that_is_not_stdout_stays_an_error(capsys) -> None:
     assert capsys.readouterr().err == "tpurank prepare: error: Broken pipe\n"
 
 
-def test_usage_key_table_is_generated_from_the_config() -> None:
-    usage = ROOT / "docs" / "usage.md"
-    text = usage.read_text()
-    assert with_key_table(text, str(usage)) == text, (
-        f"docs/usage.md: the config key table differs from core/config.py; rewrite it with {REGENERATE}"
+def test_the_docs_key_table_is_generated_from_the_config() -> None:
+    page = ROOT / "docs" / "configuration.md"
+    text = page.read_text()
+    assert with_key_table(text, str(page)) == text, (
+        f"docs/configuration.md: the config key table differs from core/config.py; rewrite it with {REGENERATE}"
     )
     table_rows = markdown_keys().splitlines()[2:]
     assert len(table_rows) == len(field_docs())
@@ -187,7 +187,7 @@ def test_usage_key_table_is_generated_from_the_config() -> None:
 
 
 def test_write_key_table_rewrites_only_the_block(tmp_path: Path) -> None:
-    page = tmp_path / "usage.md"
+    page = tmp_path / "configuration.md"
     page.write_text("before\n<!-- config-keys:start -->\nSTALE ROW\n<!-- config-keys:end -->\nafter\n")
     write_key_table(page)
     text = page.read_text()

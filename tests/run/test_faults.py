@@ -3,7 +3,7 @@ the smaller ones, 8, are in test_faults_minor.py).
 
 Each test drives the command line (`tpurank.cli.main`, or a subprocess where a process must be
 killed) on a copy of the tiny synthetic dataset and asserts the one-line error, the warning, or
-that finished output survives. The table "What bad input gets" of docs/usage.md lists every case tried.
+that finished output survives. The table "What bad input gets" of docs/stages.md lists every case tried.
 """
 
 from __future__ import annotations

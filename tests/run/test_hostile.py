@@ -1,5 +1,5 @@
 """The hostile harness: one case per family of bad input or fault, run through the real CLI on tiny
-data, each classified as "one-line error", "correct result" or "defect" (docs/usage.md#bad-input
+data, each classified as "one-line error", "correct result" or "defect" (docs/stages.md#bad-input
 lists every kind tried and the test that covers it).
 
 A case is a defect when the command hangs (a timeout), prints a traceback or more than one error

@@ -32,7 +32,7 @@ def value(
 
     Every key is checked when a config is built (file, `--set` and per-collection overrides alike),
     so a bad value is a one-line error before any stage starts. The doc is what `config show` and the
-    key table of docs/usage.md print (`field_docs`), so it lives here once, not in a comment.
+    key table of docs/configuration.md print (`field_docs`), so it lives here once, not in a comment.
 
     Args:
         default: the default value; a list or dict is copied for each instance (a default_factory).

@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="download even if the data is already there")
 
 
-def _api_class() -> type:
+def api_class() -> type:
     """KaggleApi, whose client honours KAGGLE_API_ENVIRONMENT.
 
     kaggle 2.2.4 builds its client with an explicit env (PROD unless --staging/--local is in its
@@ -70,7 +70,7 @@ def _api_class() -> type:
 
 def kaggle_api() -> Any:
     """An authenticated KaggleApi (the package's own credential discovery), or a one-line TpurankError."""
-    api = _api_class()()
+    api = api_class()()
     try:
         with contextlib.redirect_stdout(io.StringIO()), network_timeouts("Kaggle authentication"):
             api.authenticate()

@@ -4,7 +4,7 @@ Every key of `Config` with its value, its default, where the value came from and
 exists (its `value(doc=...)`), then each collection's own value beneath it: what a stage would run
 with. `--toml` prints it as a file that `--config` reads back to the same config.
 
-The same docs make the key table of docs/usage.md (`markdown_keys`), so the reference there never
+The same docs make the key table of docs/configuration.md (`markdown_keys`), so the reference there never
 drifts from the code: tests/report/test_config_show.py fails, saying how to rewrite it, when it does.
 """
 
@@ -32,7 +32,7 @@ SOURCES = "source: the last layer that sets the key (profile < preset < --config
 DOCS_START, DOCS_END = "<!-- config-keys:start -->", "<!-- config-keys:end -->"
 REGENERATE = (
     ".venv/bin/python -c 'from tpurank.report.config_show import write_key_table; "
-    'write_key_table("docs/usage.md")\''
+    'write_key_table("docs/configuration.md")\''
 )
 
 
@@ -172,7 +172,7 @@ def _collection_defaults(key: str) -> str:
 
 
 def markdown_keys() -> str:
-    """The key table of docs/usage.md: every key, its default, its range or choices and its doc."""
+    """The key table of docs/configuration.md: every key, its default, its range or choices and its doc."""
     out = ["| key | default | range or choices | what it does |", "|---|---|---|---|"]
     defaults = flat({k: v for k, v in to_dict(Config()).items() if k != "collections"})
     for key, f in config_fields().items():
@@ -198,7 +198,7 @@ def with_key_table(text: str, where: str) -> str:
 
 
 def write_key_table(path: str | Path) -> None:
-    """Rewrite the key table in the page at `path` (docs/usage.md) from core/config.py."""
+    """Rewrite the key table in the page at `path` (docs/configuration.md) from core/config.py."""
     path = Path(path)
     write_text(path, with_key_table(path.read_text(encoding="utf-8"), str(path)))
 
