@@ -25,7 +25,7 @@ from tpurank.core.errors import TpurankError
 from tpurank.lgbm.queries import grades, query_labels
 from tpurank.lgbm.training_rows import TrainingRows
 from tpurank.rank.finetune import FineTune
-from tpurank.rank.select import GNN_PRIOR, LGBM_PRIOR, MIN_CHECKED
+from tpurank.rank.select import GNN_PRIOR, LGBM_PRIOR, MIN_CHECKED, MIN_WEIGHED
 
 METHODS = ("boost", "refit")
 # the ensemble once calibrated: "kept" (its trained weights over the calibrated members) when the GNN is
@@ -88,7 +88,7 @@ class Calibration:
     lgbm_prior: float = LGBM_PRIOR  # the trained LightGBM counts as 20 measured configs (select.prior_share)
     gnn_prior: float = GNN_PRIOR  # the GNN's fine-tuning is used whole: it helped at every k measured
     checked_from: int = MIN_CHECKED  # held-out folds from 20 measured configs: at 10 they misjudged
-    weights_from: int = MIN_CHECKED  # the ensemble's weights chosen on held-out folds from this many
+    weights_from: int = MIN_WEIGHED  # the ensemble's weights chosen on held-out folds from 5 measured
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:

@@ -4,8 +4,8 @@ A copy of the first trained seed member (`FineTune.members`: more of them) is lo
 `model.pt` (the file is only read) and takes a few optimizer steps on the program's own graph, with
 the program's measured configs as the one ranking query: the member's training loss and step
 (`tpurank.gnn.training.step.train_step`, the recipe's loss, optimizer and gradient clipping), a cosine
-learning rate that follows the steps or the time limit, whichever is spent faster
-(`tpurank.gnn.training.lr_schedule`). The fine-tuned members then score every config of the graph as
+learning rate over the steps alone, never the clock (`tpurank.gnn.training.lr_schedule`), so a
+fine-tuning is the same on a busy machine; the time limit only stops the steps early. The fine-tuned members then score every config of the graph as
 `predict` scores it, and their costs are averaged as the seed members' are
 (`tpurank.gnn.seeds.average_costs`).
 
@@ -49,9 +49,9 @@ class FineTune:
     Args:
         steps: optimizer steps per seed member (>= 1).
         seconds: the time limit of all members' steps together (> 0): a calibration on a slow
-            machine or a big graph stops there; the learning rate follows whichever of steps and
-            time is spent faster, so it has decayed when either ends. Scoring the graph afterwards is
-            not counted. Deterministic for a seed as long as the steps end first.
+            machine or a big graph stops there, before its learning rate has decayed. Scoring the
+            graph afterwards is not counted. Deterministic for a seed as long as the steps end first
+            (the learning rate follows the steps alone).
         lr: the peak learning rate (> 0), decayed by a cosine to 0 at the end.
         members: the seed members fine-tuned, the first this many (None: all); the calibrated GNN
             ranks by their average. Each member costs its steps and a scoring of every config.
@@ -222,13 +222,12 @@ def fit(
         trained,
         lr=how.lr,
         max_steps=how.steps,
-        time_budget_min=seconds / 60,
         warmup_steps=0,
         schedule="cosine",
     )
     opt = make_optimizer(model, r)
     start = time.perf_counter()
-    sched = make_scheduler(opt, r, spent=lambda: time.perf_counter() - start)
+    sched = make_scheduler(opt, r)  # the steps alone: the same fine-tuning however busy the machine
     rng = np.random.default_rng(seed)
     measured, per_step = g.eval_rows, trained.configs_per_graph
     tile = tile_inputs.wanted(model)

@@ -229,7 +229,9 @@ class Program:
         parts = [c.text(m, checked) for m, c in choices.items()]
         if self.model == ENSEMBLE:
             w_margin = how.margin if weighed else np.inf  # unweighed: the trained weights
-            costs, what = self._selected_weights(choices, final, positions, label, w_margin, weighed)
+            costs, what = self._selected_weights(
+                choices, final, positions, label, w_margin, weighed, how.reach
+            )
             parts.append(f"the ensemble {what}")
         else:
             costs = final[self.model]
@@ -254,10 +256,13 @@ class Program:
         label: np.ndarray,
         margin: float,
         checked: bool,
+        reach: float,
     ) -> tuple[np.ndarray, str]:
         """The ensemble's costs over its members as chosen, with the weights the held-out folds
         trust (its trained weights unless one member alone or equal weights beat them by `margin`),
-        and what they are (unchecked: its trained weights)."""
+        and what they are (unchecked: its trained weights). Other weights than its trained ones hold
+        over the stretch of the ensemble's order the measured configs span (`select.coverage` with
+        `reach`), its trained weights beyond."""
         assert self.weights is not None
         members = list(self.weights["members"])
         oof = {
@@ -269,8 +274,15 @@ class Program:
         said = f"{what} (held-out tau {tau:.2f})" if checked else what
         if all(m not in choices or choices[m].share == 0 for m in members) and weights is trained:
             return self.costs[ENSEMBLE], said
-        costs = combine([final.get(m, self.costs[m]) for m in members], weights, self.weights["normalize"])
-        return costs.astype(np.float32), said
+        parts = [final.get(m, self.costs[m]) for m in members]
+        costs = combine(parts, weights, self.weights["normalize"]).astype(np.float32)
+        if weights is trained:
+            return costs, said
+        # weights chosen on the measured configs are trusted over the stretch they span, as each
+        # member's calibration is: an autotuner's top k tell nothing of how the members order the rest
+        kept = combine(parts, trained, self.weights["normalize"]).astype(np.float32)
+        near = select.coverage(self.costs[ENSEMBLE], positions, reach)
+        return select.blend(kept, costs, 1.0, near), said
 
 
 def two_threads() -> bool:

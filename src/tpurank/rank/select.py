@@ -43,6 +43,7 @@ LGBM_PRIOR = (
     20.0  # the trained LightGBM counts as 20 measured configs: 5 measured made it worse on real programs
 )
 GNN_PRIOR = 0.0  # the GNN's fine-tuning ranked the rest better on real programs at every k measured
+MIN_WEIGHED = 5  # measured configs: from 5, held-out folds choosing the ensemble's weights helped it
 REACH = 4.0  # coverage: a calibration is trusted up to four mean gaps beyond the measured configs' span
 # a model learns from the measured configs: (positions, runtimes, positions scored) -> their costs,
 # None where it learns nothing (fewer than two distinct runtimes)
