@@ -103,11 +103,12 @@ def per_program_table(kind: str, measure: str, model: str, metric: str = "tau") 
 
 TRIED = "calibration_rules_tried.json"
 RULE_NAMES = {
-    "": "**the default**: LightGBM's prior 20, the GNN's 0, checked from 20",
-    "l=0:c=10": "the rule before: every calibration whole below 10, checked from 10",
+    "": "**the default**: LightGBM's prior 20, the GNN's 0, shares checked from 20, weights from 5",
+    "l=0:c=10:w=10": "the rule before: every calibration whole below 10, checked from 10",
     "l=10": "LightGBM's prior 10",
     "l=40": "LightGBM's prior 40",
     "g=5": "the GNN's prior 5",
+    "w=20": "the ensemble's weights chosen from 20",
 }
 
 
@@ -137,3 +138,35 @@ def per_program_layout() -> Figure:
         for model in MODELS:
             parts += [f"{model}, measured: {what}.", "", per_program_table("layout", measure, model), ""]
     return Figure("\n".join(parts).rstrip(), (Source(CALIBRATION),))
+
+
+def _loop_runs(name: str) -> list[dict]:
+    """Every replay of a loop results file: one per program and calibration seed."""
+    return [run for rec in results(name)["layout"] for run in rec.get("loops", {}).get("ensemble", [])]
+
+
+@figure("calibration_loop_layout")
+def loop_layout() -> Figure:
+    """The loop after each round against the model as trained on the configs not yet measured, and
+    the TpuGraphs paper's top-K error of the loop, the model as trained and random search."""
+    parts = []
+    for name in LOOPS:
+        runs = _loop_runs(name)
+        res = results(name)
+        head = f"{res['rounds']} rounds of {res['per_round']} ({len(runs)} replays: programs x seeds)"
+        rows = []
+        for i in range(max(len(r["rounds"]) for r in runs)):
+            got = [r["rounds"][i] for r in runs if len(r["rounds"]) > i]
+            tau = np.mean([g["tau"] for g in got])
+            model = np.mean([g["tau_model"] for g in got])
+            rows.append([str(got[0]["measured"]), f"{tau:.4f}", f"{model:.4f}", f"{tau - model:+.4f}"])
+        parts += [head + ":", "", table(["measured", "tau of the loop", "tau as trained", "gain"], rows), ""]
+        errors = []
+        for k in ("1", "5", "10"):
+            cells = []
+            for who in ("tuner", "model", "random"):
+                v = [r["top_k_error"][who][k] for r in runs if r["top_k_error"][who][k] is not None]
+                cells.append(f"{np.mean(v):.4f}" if v else "-")
+            errors.append([f"K = {k}", *cells])
+        parts += [table(["top-K error", "loop", "model as trained", "random search"], errors), ""]
+    return Figure("\n".join(parts).rstrip(), tuple(Source(n) for n in LOOPS))
