@@ -87,7 +87,7 @@ class Calibration:
     reach: float = 4.0  # trust a calibration this many mean gaps from the measured configs (select.coverage)
     lgbm_prior: float = LGBM_PRIOR  # the trained LightGBM counts as 20 measured configs (select.prior_share)
     gnn_prior: float = GNN_PRIOR  # the GNN's fine-tuning is used whole: it helped at every k measured
-    checked_from: int = MIN_CHECKED  # held-out folds from 20 measured configs: at 10 they misjudged
+    checked_from: int = MIN_CHECKED  # held-out folds check each share from 20 measured configs
     weights_from: int = MIN_WEIGHED  # the ensemble's weights chosen on held-out folds from 5 measured
 
     def __post_init__(self) -> None:

@@ -36,12 +36,8 @@ from tpurank.models.ensemble import combine
 
 SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)  # the calibrated ranking's share in the blend with the trained one
 MIN_MEASURED = 4  # distinct runtimes: fewer hold too little order to learn from (none measured below 5)
-MIN_CHECKED = (
-    20  # measured configs: with fewer, folds on two thirds of them misjudged LightGBM (docs/rank.md)
-)
-LGBM_PRIOR = (
-    20.0  # the trained LightGBM counts as 20 measured configs: 5 measured made it worse on real programs
-)
+MIN_CHECKED = 20  # measured configs: below, folds on two thirds of them are too noisy to judge by
+LGBM_PRIOR = 20.0  # the trained LightGBM counts as 20 measured configs: used whole, 5 or 10 hurt it
 GNN_PRIOR = 0.0  # the GNN's fine-tuning ranked the rest better on real programs at every k measured
 MIN_WEIGHED = 5  # measured configs: from 5, held-out folds choosing the ensemble's weights helped it
 REACH = 4.0  # coverage: a calibration is trusted up to four mean gaps beyond the measured configs' span
