@@ -76,9 +76,6 @@ def _saved_out_of_fold(
     return learn.oof if learn.oof is not None else np.full(len(positions), np.nan)
 
 
-select.out_of_fold = _saved_out_of_fold  # every rule reads the saved folds
-
-
 @dataclasses.dataclass
 class Replayed(Program):
     """A program whose members learn by reading the saved fits: `Program.calibrate` runs as shipped."""
@@ -185,7 +182,16 @@ def few_measured(data: dict, program: str) -> list[str]:
 
 
 def evaluate(folder: Path, rules: list[str]) -> list[dict]:
-    """One row per (program, record, model, rule) and per (program, record, model) as trained."""
+    """One row per (program, record, model, rule) and per (program, record, model) as trained; every
+    rule reads the saved folds (`select.out_of_fold` patched meanwhile, restored after)."""
+    plain, select.out_of_fold = select.out_of_fold, _saved_out_of_fold
+    try:
+        return _evaluate(folder, rules)
+    finally:
+        select.out_of_fold = plain
+
+
+def _evaluate(folder: Path, rules: list[str]) -> list[dict]:
     rows = []
     for f in sorted(folder.glob("*.npz")):
         meta = json.loads(f.with_suffix(".json").read_text())

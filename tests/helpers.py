@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-from runners import script_helps
 
 from tpurank.core.paths import NPZ_SUBDIR, Paths
 from tpurank.data.npz import LayoutGraph
@@ -335,35 +334,6 @@ def layout_pb(path: Path) -> Path:
     run.module_config.layout_config.nodes.add().tensors.add().dims.extend([0, 1])
     path.write_bytes(m.SerializeToString())
     return path
-
-
-def bench_helps(factory: pytest.TempPathFactory) -> dict[str, list]:
-    """`--help` of every script in bench/ (an import for a helper module), run once per session for
-    every worker and test file, in the worker that comes first (runners.script_helps):
-    {"bench/x.py": [exit, stdout]}."""
-    scripts = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "bench").glob("*.py"))]
-
-    def run(folder: Path) -> None:
-        (folder / "helps.json").write_text(json.dumps(script_helps(ROOT, scripts)))
-
-    return json.loads((built_once(factory, "bench-helps", scripts, run) / "helps.json").read_text())
-
-
-def script_help(factory: pytest.TempPathFactory, script: str | Path, *sub: str) -> str:
-    """`python SCRIPT [SUB] --help` (SCRIPT relative to the checkout, or absolute below it), run once
-    per session for every worker and test file (runners.script_helps). Asserts it exits 0."""
-    rel = Path(script).resolve().relative_to(ROOT) if Path(script).is_absolute() else Path(script)
-    if not sub and rel.parent == Path("bench"):  # all of bench/ at once
-        code, text = bench_helps(factory)[str(rel)]
-        assert code == 0, f"{rel} --help: {code}"
-        return text
-
-    def run(folder: Path) -> None:
-        code, text = script_helps(ROOT, [str(rel)], *sub)[str(rel)]
-        assert code == 0, f"{rel} {' '.join(sub)} --help: {code}"
-        (folder / "help.txt").write_text(text)
-
-    return (built_once(factory, "help", [str(rel), *sub], run) / "help.txt").read_text()
 
 
 def fake_clock(

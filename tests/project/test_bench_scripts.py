@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import SAMPLE_ROOT, bench_helps
+from helpers import SAMPLE_ROOT
+from script_help_cache import bench_helps
 
 from tpurank.prepare.cache import INDEX_FILE
 

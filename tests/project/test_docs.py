@@ -13,7 +13,8 @@ import tokenize
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, script_help
+from helpers import ROOT
+from script_help_cache import script_help
 
 from tpurank.cli import STAGES, stage_module, stage_parser
 from tpurank.core.options import Refused
