@@ -135,6 +135,10 @@ def _child(args: list[str], env: dict[str, str] | None, cwd: Path | None, out: i
         if env is not None:
             os.environ.clear()
             os.environ.update(env)
+            # the kaggle client fixes its config folder from the environment at import: as a fresh
+            # process with `env` would, the child imports it again (the worker may have already)
+            for name in [m for m in sys.modules if m.split(".")[0] in ("kaggle", "kagglesdk")]:
+                del sys.modules[name]
         _one_openmp_thread()
         os.chdir(cwd or os.getcwd())
         from tpurank.cli import main
