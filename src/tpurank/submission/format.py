@@ -18,7 +18,7 @@ itself is written and read by `submission.csvio` (the csv module's quoting, for 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -202,6 +202,25 @@ def check_indices(collection: str, idx: list[int], num_configs: int | None) -> l
     return problems
 
 
+def first_rows(rows: list[Row], where: str, problems: list[str], first_line: dict[str, int]) -> Iterator[Row]:
+    """Each row whose ID is seen for the first time; a repeated ID adds one problem line instead.
+
+    Args:
+        rows: from read_rows.
+        where: the CSV's name for the messages.
+        problems: where the duplicate lines go.
+        first_line: filled with each ID's first line (the caller reads it for missing IDs).
+    """
+    for r in rows:
+        if r.id in first_line:
+            problems.append(
+                f"{where}:{r.line}: duplicate ID {shown(r.id)} (first on line {first_line[r.id]})"
+            )
+            continue
+        first_line[r.id] = r.line
+        yield r
+
+
 def validate_rows(
     rows: list[Row],
     expected: list[ExpectedGraph],
@@ -226,13 +245,7 @@ def validate_rows(
     by_id = {e.id: e for e in expected}
     first_line: dict[str, int] = {}
     parsed: dict[str, list[int]] = {}
-    for r in rows:
-        if r.id in first_line:
-            problems.append(
-                f"{where}:{r.line}: duplicate ID {shown(r.id)} (first on line {first_line[r.id]})"
-            )
-            continue
-        first_line[r.id] = r.line
+    for r in first_rows(rows, where, problems, first_line):
         exp = by_id.get(r.id)
         if exp is None:
             why = "malformed ID" if parse_id(r.id) is None else f"not in {reference}"

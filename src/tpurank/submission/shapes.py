@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tpurank.core.collections import COLLECTIONS
 from tpurank.submission.csvio import read_rows, shown
-from tpurank.submission.format import check_indices, parse_id, parse_indices
+from tpurank.submission.format import check_indices, first_rows, parse_id, parse_indices
 
 # the rows of the competition's sample_submission.csv per collection (894 in all); the test column of
 # synth.scales.REAL_COUNTS, spelled here because importing tpurank.synth loads scipy (a test checks
@@ -39,13 +39,7 @@ def check_shapes(csv: str | Path, split: str = "test") -> tuple[list[str], int]:
     rows, problems = read_rows(csv)
     first_line: dict[str, int] = {}
     per_collection: Counter[str] = Counter()
-    for r in rows:
-        if r.id in first_line:
-            problems.append(
-                f"{where}:{r.line}: duplicate ID {shown(r.id)} (first on line {first_line[r.id]})"
-            )
-            continue
-        first_line[r.id] = r.line
+    for r in first_rows(rows, where, problems, first_line):
         parsed = parse_id(r.id)
         if parsed is None:
             problems.append(f"{where}:{r.line}: unknown ID {r.id!r} (malformed ID)")
