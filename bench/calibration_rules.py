@@ -181,20 +181,22 @@ def few_measured(data: dict, program: str) -> list[str]:
     return keys
 
 
-def evaluate(folder: Path, rules: list[str]) -> list[dict]:
+def evaluate(folder: Path, rules: list[str], kinds: tuple[str, ...] = ("layout", "tile")) -> list[dict]:
     """One row per (program, record, model, rule) and per (program, record, model) as trained; every
     rule reads the saved folds (`select.out_of_fold` patched meanwhile, restored after)."""
     plain, select.out_of_fold = select.out_of_fold, _saved_out_of_fold
     try:
-        return _evaluate(folder, rules)
+        return _evaluate(folder, rules, kinds)
     finally:
         select.out_of_fold = plain
 
 
-def _evaluate(folder: Path, rules: list[str]) -> list[dict]:
+def _evaluate(folder: Path, rules: list[str], kinds: tuple[str, ...]) -> list[dict]:
     rows = []
     for f in sorted(folder.glob("*.npz")):
         meta = json.loads(f.with_suffix(".json").read_text())
+        if meta["kind"] not in kinds:
+            continue
         data = dict(np.load(f, allow_pickle=False))
         truth = data["truth"]
         tile = meta["kind"] == "tile"
@@ -258,9 +260,10 @@ def main() -> int:
     p.add_argument("fits", type=Path)
     p.add_argument("--rules", nargs="+", default=[""], help="calibration variants (`variant`)")
     p.add_argument("--metric", default="tau")
+    p.add_argument("--kinds", nargs="+", choices=["layout", "tile"], default=["layout", "tile"])
     p.add_argument("--out", type=Path, help="save every score, the tables and the provenance here (.json)")
     a = p.parse_args()
-    rows = evaluate(a.fits, a.rules)
+    rows = evaluate(a.fits, a.rules, tuple(a.kinds))
     text = summary(rows, a.rules, a.metric)
     print(text)
     if a.out is not None:
