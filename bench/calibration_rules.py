@@ -261,9 +261,12 @@ def main() -> int:
     p.add_argument("--rules", nargs="+", default=[""], help="calibration variants (`variant`)")
     p.add_argument("--metric", default="tau")
     p.add_argument("--kinds", nargs="+", choices=["layout", "tile"], default=["layout", "tile"])
+    p.add_argument("--uniform-only", action="store_true", help="score only the uniform draws' records")
     p.add_argument("--out", type=Path, help="save every score, the tables and the provenance here (.json)")
     a = p.parse_args()
     rows = evaluate(a.fits, a.rules, tuple(a.kinds))
+    if a.uniform_only:
+        rows = [r for r in rows if r["source"] == "uniform"]
     text = summary(rows, a.rules, a.metric)
     print(text)
     if a.out is not None:
