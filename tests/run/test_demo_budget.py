@@ -68,7 +68,7 @@ def test_the_demo_preset_sets_its_own_budget_and_the_profile_keeps_its_default()
         load_config(overrides=["budget.split=evenly"])
 
 
-BINDING = "budget.default_min=2.5"  # shorter than the demo's steps take on the faked machine: it binds
+BINDING = "budget.default_min=2.75"  # shorter than the demo's steps take on the faked machine: it binds
 
 
 def test_the_demo_budget_splits_over_the_collections_side_by_side_by_their_steps(demo_tree: Path) -> None:
@@ -239,9 +239,9 @@ def test_a_neural_model_predicts_on_the_cores_usable_now(monkeypatch: pytest.Mon
 
 def test_what_small_data_costs_is_spread_as_a_demo_run_spends_it(demo_tree: Path) -> None:
     """On the demo's few MB the steps the budget cannot shorten cost their floor, spread as a demo run
-    spends it: the GNN's predictions most of what follows training, and about as long as the steps
-    before it, so a machine slower in those is expected slower in the predictions (the second look
-    scales them)."""
+    spends it: the GNN's predictions most of what follows training, and more than half as long as
+    the steps before it, so a machine slower in those is expected slower in the predictions (the
+    second look scales them)."""
     from tpurank.run import step_costs
     from tpurank.run.steps import StepName
 
@@ -257,7 +257,7 @@ def test_what_small_data_costs_is_spread_as_a_demo_run_spends_it(demo_tree: Path
     gnn = estimates[StepName("predict", "gnn", "valid")] + estimates[StepName("predict", "gnn", "test")]
     before = [StepName("prepare"), StepName("features"), StepName("train", "lgbm")]
     after = sum(estimates.values()) - sum(estimates[s] for s in before)
-    assert gnn > after / 2 and gnn > 0.8 * sum(estimates[s] for s in before)
+    assert gnn > after / 2 and gnn > 0.5 * sum(estimates[s] for s in before)
 
 
 def test_the_demo_budget_fits_one_core(demo_tree: Path, tmp_path: Path, monkeypatch, capsys) -> None:

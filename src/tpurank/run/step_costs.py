@@ -31,21 +31,22 @@ STEP_S_PER_GB |= {
     for split, rate in (("valid", 6.9), ("test", 11.2))
 }
 OTHER_STEP_S_PER_GB = 0.4  # the untrained rankers, LightGBM's predictions, the ensemble, the report
-FIXED_S_MIN = 60.0  # process start-ups and small files: what even the tiny data costs, over the steps
+FIXED_S_MIN = 76.0  # process start-ups and small files: what even the tiny data costs, over the steps
 # how FIXED_S_MIN spreads over the steps: each one's seconds in a demo run, where the size term is
-# nothing (a fresh clone of c1af8df, 2 cores, load 1.7: bench/LOG.md, 2026-11-29); the GNN's
-# predictions most of what follows training, per seed (they score up to 1,000 configs of a graph in
-# one pass: attention)
+# nothing (a fresh clone of 992562e, 2 cores, quiet: bench/LOG.md, 2026-11-29; the GNN's pace per step,
+# tpurank.train.pace.STEP_S_PER_UNIT, from the same machine that day, so `all`'s second look scales
+# both alike); the GNN's predictions most of what follows training, per seed (they score up to 1,000
+# configs of a graph in one pass: attention)
 SMALL_STEP_S = {
-    StepName(Stage.PREPARE): 5.8,
-    StepName(Stage.FEATURES): 6.3,
-    StepName(Stage.TRAIN, Model.LGBM): 17.1,
+    StepName(Stage.PREPARE): 7.1,
+    StepName(Stage.FEATURES): 9.7,
+    StepName(Stage.TRAIN, Model.LGBM): 22.7,
 }
-SMALL_STEP_S |= {StepName(Stage.VALIDATE): 4.0}
+SMALL_STEP_S |= {StepName(Stage.VALIDATE): 6.1}
 SMALL_STEP_S |= {
     StepName(Stage.PREDICT, Model(m), split): s
     for m in NEURAL_MODELS
-    for split, s in (("valid", 12.5), ("test", 16.0))
+    for split, s in (("valid", 11.6), ("test", 12.2))
 }
 OTHER_SMALL_STEP_S = 1.0  # the untrained rankers, LightGBM's predictions, the ensemble
 # the steps of `all` with its default models (lgbm, gnn), for an estimate without a step list

@@ -29,11 +29,11 @@ from tpurank.core.profiles import gpu
 
 # Seconds one optimizer step takes per unit of work on one thread, validations included: a unit is one
 # config of one graph at one node pruning keeps (`kept_nodes`), at width 32 through 3 layers. Measured
-# on the demo's plain layout collections, trained side by side on 2 cores (bench/LOG.md, 2026-11-27,
-# quiet): xla:random 42.9 s for 240 steps of 4 graphs x 32 configs x ~278 kept nodes (5.02e-6),
-# nlp:random 38.7 s at ~257 (4.90e-6); a little above both, so a share scaled from it rarely falls
-# short of its steps.
-STEP_S_PER_UNIT = 5.1e-6
+# on the demo's plain layout collections, trained side by side on 2 cores (bench/LOG.md, 2026-11-29,
+# quiet, the same run as tpurank.run.step_costs.SMALL_STEP_S, so the two scale alike): xla:random
+# 74.6 s for 300 steps of 4 graphs x 32 configs x ~278 kept nodes (6.99e-6), nlp:random 71.1 s at
+# ~257 (7.21e-6); a little above both, so a share scaled from it rarely falls short of its steps.
+STEP_S_PER_UNIT = 7.3e-6
 # attention across configs at the configurable nodes (gnn.layer_attention): xla:default 67.3 s and
 # nlp:default 67.1 s in the same run (1.54x and 1.67x the plain rate)
 ATTENTION_COST = 1.67
