@@ -38,8 +38,8 @@ from tpurank.rank.program import Program  # noqa: E402
 class Record:
     """One measured set of one program, read from a saved fits file."""
 
-    def __init__(self, data: dict, key: str) -> None:
-        self.key = key
+    def __init__(self, data: dict, key: str, kind: str = "layout") -> None:
+        self.key, self.kind = key, kind
         self.source, k, draw = key.split("|")
         self.k, self.draw = int(k), int(draw)
         self.positions = data[f"{key}|positions"]
@@ -103,7 +103,8 @@ def shipped(how: Calibration, fits: dict[str, str] | None = None) -> Rule:
         for model in r.trained:
             if model == "ensemble" and weights is None:
                 continue
-            p = Replayed(_Named(r.key), "layout:xla:default", model, dict(r.trained), weights, fits=saved)
+            collection = "tile:xla" if r.kind == "tile" else "layout:xla:default"  # Calibration.for_kind
+            p = Replayed(_Named(r.key), collection, model, dict(r.trained), weights, fits=saved)
             out[model] = p.calibrate(r.positions, r.label, dataclasses.replace(how, seed=r.draw))[0]
         return out
 
@@ -119,10 +120,11 @@ RULES: dict[str, Rule] = {}
 
 
 def variant(text: str) -> Calibration:
-    """`l=20:g=0:c=5:m=1:a` -> the default calibration with lgbm_prior 20, gnn_prior 0, checked from 5,
-    margin 1; `a`: LightGBM's fit on the measured query alone."""
+    """`l=20:t=100:g=5:c=5:m=1:a` -> the default calibration with lgbm_prior 20, tile_lgbm_prior 100,
+    gnn_prior 5, checked from 5, margin 1; `a`: LightGBM's fit on the measured query alone."""
     keys = {
         "l": ("lgbm_prior", float),
+        "t": ("tile_lgbm_prior", float),
         "g": ("gnn_prior", float),
         "c": ("checked_from", int),
         "w": ("weights_from", int),
@@ -201,7 +203,7 @@ def _evaluate(folder: Path, rules: list[str], kinds: tuple[str, ...]) -> list[di
         truth = data["truth"]
         tile = meta["kind"] == "tile"
         for key in [*data["index"], *few_measured(data, meta["program"])]:
-            r = Record(data, str(key))
+            r = Record(data, str(key), meta["kind"])
             left = truth > 0
             left[r.positions] = False
             base = {

@@ -135,6 +135,19 @@ def test_the_prior_share_grows_with_the_measurements_down_to_the_grid(
     assert select.prior_share(measured, prior) == share
 
 
+def test_each_member_has_its_prior_the_gnns_until_checked_and_tile_its_own() -> None:
+    how = Calibration(lgbm_prior=20.0, tile_lgbm_prior=100.0, gnn_prior=5.0)
+    assert (how.prior_of("lgbm", False), how.prior_of("lgbm", True)) == (20.0, 20.0)
+    assert (how.prior_of("gnn", False), how.prior_of("gnn", True)) == (5.0, 0.0)
+    tile = how.for_kind("tile")
+    assert tile.prior_of("lgbm", True) == 100.0 and tile.gnn is None
+    assert how.for_kind("layout") is how
+    assert Calibration(gnn_tile=True).for_kind("tile").gnn is not None
+    # what the default shares come to at the measured counts
+    assert [select.prior_share(k, how.prior_of("gnn", False)) for k in (5, 10, 19)] == [0.5, 0.5, 0.75]
+    assert [select.prior_share(k, tile.lgbm_prior) for k in (10, 20, 50)] == [0.0, 0.0, 0.25]
+
+
 def test_unchecked_the_prior_share_stands_and_checked_only_a_clear_gain_moves_it() -> None:
     runtime, trained, _ = _case(30, 2)
     unchecked = select.choose_share(trained, np.full(30, np.nan), runtime, margin=np.inf, prior=0.25)
@@ -164,6 +177,7 @@ def test_the_ensemble_takes_equal_weights_when_its_members_err_apart() -> None:
         ("margin", float("nan")),
         ("reach", 0.0),
         ("lgbm_prior", -1.0),
+        ("tile_lgbm_prior", float("nan")),
         ("gnn_prior", float("inf")),
         ("checked_from", 1),
     ],

@@ -25,7 +25,7 @@ from tpurank.core.errors import TpurankError
 from tpurank.lgbm.queries import grades, query_labels
 from tpurank.lgbm.training_rows import TrainingRows
 from tpurank.rank.finetune import FineTune
-from tpurank.rank.select import GNN_PRIOR, LGBM_PRIOR, MIN_CHECKED, MIN_WEIGHED
+from tpurank.rank.select import GNN_PRIOR, LGBM_PRIOR, MIN_CHECKED, MIN_WEIGHED, TILE_LGBM_PRIOR
 
 METHODS = ("boost", "refit")
 # the ensemble once calibrated: "kept" (its trained weights over the calibrated members) when the GNN is
@@ -67,7 +67,11 @@ class Calibration:
         lgbm_prior: with `select`, how many measured configs the trained LightGBM is worth: its
             calibration's share before any check is `k / (k + lgbm_prior)` of k measured
             (tpurank.rank.select.prior_share; 0: whole).
-        gnn_prior: the same for the GNN's fine-tuning.
+        tile_lgbm_prior: the same on tile kernels (`for_kind`): their trained order is near the
+            best already, so a few measurements move it less.
+        gnn_prior: the same for the GNN's fine-tuning, below `checked_from`; from there the folds
+            check its fine-tuning starting from the whole (it ranked the rest better at every k
+            from 20 on the real programs).
         checked_from: with `select`, the measured configs from which held-out folds check each
             model's share (below: the prior shares).
         weights_from: with `select`, the measured configs from which held-out folds choose the
@@ -86,7 +90,8 @@ class Calibration:
     margin: float = 1.0  # a smaller share must beat the calibration whole by this many null SDs of tau
     reach: float = 4.0  # trust a calibration this many mean gaps from the measured configs (select.coverage)
     lgbm_prior: float = LGBM_PRIOR  # the trained LightGBM counts as 20 measured configs (select.prior_share)
-    gnn_prior: float = GNN_PRIOR  # the GNN's fine-tuning is used whole: it helped at every k measured
+    tile_lgbm_prior: float = TILE_LGBM_PRIOR  # tile kernels: the trained LightGBM counts as 100 measured
+    gnn_prior: float = GNN_PRIOR  # the GNN's fine-tuning counts as 5 measured configs until checked
     checked_from: int = MIN_CHECKED  # held-out folds check each share from 20 measured configs
     weights_from: int = MIN_WEIGHED  # the ensemble's weights chosen on held-out folds from 5 measured
 
@@ -109,7 +114,7 @@ class Calibration:
             raise TpurankError(f"calibration margin must be a number >= 0, got {self.margin}")
         if not self.reach > 0:
             raise TpurankError(f"calibration reach must be > 0, got {self.reach}")
-        for name in ("lgbm_prior", "gnn_prior"):
+        for name in ("lgbm_prior", "tile_lgbm_prior", "gnn_prior"):
             value = getattr(self, name)
             if not (value >= 0 and np.isfinite(value)):
                 raise TpurankError(f"calibration {name} must be a number >= 0, got {value}")
@@ -118,16 +123,20 @@ class Calibration:
             if not (isinstance(value, int) and value >= 2):
                 raise TpurankError(f"calibration {name} must be an integer >= 2, got {value!r}")
 
-    def prior_of(self, member: str) -> float:
-        """How many measured configs the trained `member` ("lgbm" or "gnn") is worth."""
-        return self.lgbm_prior if member == "lgbm" else self.gnn_prior
+    def prior_of(self, member: str, checked: bool) -> float:
+        """How many measured configs the trained `member` ("lgbm" or "gnn") is worth; `checked`:
+        held-out folds check the shares (the GNN's prior then gives way to its fine-tuning whole)."""
+        if member == "lgbm":
+            return self.lgbm_prior
+        return 0.0 if checked else self.gnn_prior
 
     def for_kind(self, kind: str) -> Calibration:
-        """The calibration of a program of `kind` ("layout" or "tile"): without the GNN's fine-tuning
-        on tile unless `gnn_tile` asks for it."""
-        if kind != "tile" or self.gnn_tile or self.gnn is None:
+        """The calibration of a program of `kind` ("layout" or "tile"): on tile, LightGBM's prior is
+        `tile_lgbm_prior`, and the GNN is not fine-tuned unless `gnn_tile` asks for it."""
+        if kind != "tile":
             return self
-        return dataclasses.replace(self, gnn=None)
+        gnn = self.gnn if self.gnn_tile else None
+        return dataclasses.replace(self, lgbm_prior=self.tile_lgbm_prior, gnn=gnn)
 
     @property
     def weights(self) -> str:

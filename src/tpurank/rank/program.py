@@ -216,7 +216,7 @@ class Program:
                 if fold is not None
                 else np.full(len(label), np.nan)
             )
-            prior = select.prior_share(len(positions), how.prior_of(m))
+            prior = select.prior_share(len(positions), how.prior_of(m, checked))
             choice = select.choose_share(self.costs[m][positions], oof, label, margin, prior)
             calibrated = learn(positions, label, None) if choice.share > 0 else None
             if calibrated is None:

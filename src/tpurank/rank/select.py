@@ -10,9 +10,10 @@ average (docs/rank.md), so it is used, within two bounds the measured configs th
   bend the order of the rest;
 - by how much evidence they are: a member's share of its calibration before any check grows with
   the k measured configs as `k / (k + prior)` (`prior_share`): the trained model counts as `prior`
-  measured configs. LightGBM's calibration made the rest worse on real programs at 5 and 10
-  measured configs and helped from 20 (`LGBM_PRIOR`); the GNN's fine-tuning helped at every k
-  (`GNN_PRIOR`: used whole);
+  measured configs. LightGBM's calibration made the rest worse on real layout programs at 5 and 10
+  measured configs and helped from 20 (`LGBM_PRIOR`); on tile kernels, whose trained order is
+  already near the best, a uniform 20 still lowered one (`TILE_LGBM_PRIOR`); the GNN's fine-tuning
+  used whole lowered one layout program at 5 (`GNN_PRIOR`, until the folds can check it);
 - from `MIN_CHECKED` measured configs, checked on held-out folds: each fold's configs are ranked
   by a model calibrated on the other folds (out of fold: it never saw them) and by the trained
   model (it never saw any); another share (`SHARES`; 0 = as trained) replaces the prior one only
@@ -38,7 +39,8 @@ SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)  # the calibrated ranking's share in the bl
 MIN_MEASURED = 4  # distinct runtimes: fewer hold too little order to learn from (none measured below 5)
 MIN_CHECKED = 20  # measured configs: below, folds on two thirds of them are too noisy to judge by
 LGBM_PRIOR = 20.0  # the trained LightGBM counts as 20 measured configs: used whole, 5 or 10 hurt it
-GNN_PRIOR = 0.0  # the GNN's fine-tuning ranked the rest better on real programs at every k measured
+TILE_LGBM_PRIOR = 100.0  # on tile kernels: at 40 a uniform 20 lowered one kernel's tile score, at 70 none
+GNN_PRIOR = 5.0  # the GNN's fine-tuning, until checked: whole, 5 measured lowered one program by 0.04
 MIN_WEIGHED = 5  # measured configs: from 5, held-out folds choosing the ensemble's weights helped it
 REACH = 4.0  # coverage: a calibration is trusted up to four mean gaps beyond the measured configs' span
 # a model learns from the measured configs: (positions, runtimes, positions scored) -> their costs,

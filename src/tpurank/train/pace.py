@@ -34,9 +34,10 @@ from tpurank.core.profiles import gpu
 # 74.6 s for 300 steps of 4 graphs x 32 configs x ~278 kept nodes (6.99e-6), nlp:random 71.1 s at
 # ~257 (7.21e-6); a little above both, so a share scaled from it rarely falls short of its steps.
 STEP_S_PER_UNIT = 7.3e-6
-# attention across configs at the configurable nodes (gnn.layer_attention): xla:default 67.3 s and
-# nlp:default 67.1 s in the same run (1.54x and 1.67x the plain rate)
-ATTENTION_COST = 1.67
+# attention across configs at the configurable nodes (gnn.layer_attention): in a fresh clone's demo run
+# (bench/LOG.md, 2026-11-29) xla:default and nlp:default trained at 1.38x and 1.48x the plain
+# collections' rate per unit beside them (56.1 s for 140 steps, 54.2 s for 140); a little above both
+ATTENTION_COST = 1.5
 # a tile kernel's step: the demo's tile:xla trained 600 steps of 4 graphs x 64 configs x ~14 nodes at
 # width 64 in 4.8 s, about a fifth of the layout rate per unit (no configurable nodes carry a config)
 TILE_COST = 0.22
