@@ -109,31 +109,53 @@ def per_program_table(kind: str, measure: str, model: str, metric: str = "tau") 
 
 TRIED = "calibration_rules_tried.json"
 RULE_NAMES = {
-    "": "**the default**: LightGBM's prior 20, the GNN's 0, shares checked from 20, weights from 5",
-    "l=0:c=10:w=10": "the rule before: every calibration whole below 10, checked from 10",
+    "": "**the default**: LightGBM's prior 20 (tile 100), the GNN's 5 until checked, checked from 20, weights from 5",
+    "g=0:t=20": "the rule before: the GNN's fine-tuning whole, LightGBM's prior 20 on tile too",
+    "l=0:c=10:w=10:g=0:t=20": "the rule before that: every calibration whole below 10, checked from 10",
     "l=10": "LightGBM's prior 10",
     "l=40": "LightGBM's prior 40",
-    "g=5": "the GNN's prior 5",
+    "g=10": "the GNN's prior 10 until checked",
     "w=20": "the ensemble's weights chosen from 20",
+    "t=40": "LightGBM's prior 40 on tile",
+    "t=70": "LightGBM's prior 70 on tile",
 }
+TILE_RULES = ("", "g=0:t=20", "t=40", "t=70")  # the rules that differ on tile kernels
+
+
+def _rules_table(kind: str, model: str, rules: list[str], metric: str) -> str:
+    """One row per rule: its mean gain over the programs and the lowest program's, per k above 2."""
+    rows, ks = [], []
+    for rule in rules:
+        g = gains(kind, metric, rule=rule, name=TRIED)
+        ks = sorted({k for (m, mod, k) in g if m == "uniform" and mod == model and k > 2})
+        cells = []
+        for k in ks:
+            means = [float(np.mean(v)) for v in g[("uniform", model, k)].values()]
+            cells.append(f"{np.mean(means):+.3f} (lowest {min(means):+.3f})")
+        rows.append([RULE_NAMES.get(rule, rule), *cells])
+    return table(["rule", *(f"k = {k}" for k in ks)], rows)
 
 
 @figure("calibration_rules_tried")
 def rules_tried() -> Figure:
-    """Each rule tried, per model and k (uniform draws, layout): the mean gain and the lowest program's."""
+    """Each rule tried, per model and k (uniform draws): layout's tau, and tile's score of LightGBM
+    for the rules that differ there; the mean gain and the lowest program's."""
     rules = results(TRIED)["rules"]
     parts = []
     for model in MODELS:
-        rows = []
-        for rule in rules:
-            g = gains("layout", rule=rule, name=TRIED)
-            ks = sorted({k for (m, mod, k) in g if m == "uniform" and mod == model and k > 2})
-            cells = []
-            for k in ks:
-                means = [float(np.mean(v)) for v in g[("uniform", model, k)].values()]
-                cells.append(f"{np.mean(means):+.3f} (lowest {min(means):+.3f})")
-            rows.append([RULE_NAMES.get(rule, rule), *cells])
-        parts += [f"{model}, a uniform draw:", "", table(["rule", *(f"k = {k}" for k in ks)], rows), ""]
+        parts += [
+            f"Layout, {model}, a uniform draw (tau):",
+            "",
+            _rules_table("layout", model, rules, "tau"),
+            "",
+        ]
+    tile = [r for r in rules if r in TILE_RULES]
+    if tile:
+        parts += [
+            "Tile, lgbm, a uniform draw (the tile score):",
+            "",
+            _rules_table("tile", "lgbm", tile, "tile"),
+        ]
     return Figure("\n".join(parts).rstrip(), (Source(TRIED),))
 
 
