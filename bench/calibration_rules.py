@@ -129,6 +129,7 @@ def variant(text: str) -> Calibration:
         "c": ("checked_from", int),
         "w": ("weights_from", int),
         "m": ("margin", float),
+        "wm": ("weights_margin", float),
     }
     keys |= {"reach": ("reach", float)}
     kw = {}

@@ -175,6 +175,7 @@ def test_the_ensemble_takes_equal_weights_when_its_members_err_apart() -> None:
         ("folds", 1),
         ("margin", -0.1),
         ("margin", float("nan")),
+        ("weights_margin", -0.5),
         ("reach", 0.0),
         ("lgbm_prior", -1.0),
         ("tile_lgbm_prior", float("nan")),

@@ -25,7 +25,14 @@ from tpurank.core.errors import TpurankError
 from tpurank.lgbm.queries import grades, query_labels
 from tpurank.lgbm.training_rows import TrainingRows
 from tpurank.rank.finetune import FineTune
-from tpurank.rank.select import GNN_PRIOR, LGBM_PRIOR, MIN_CHECKED, MIN_WEIGHED, TILE_LGBM_PRIOR
+from tpurank.rank.select import (
+    GNN_PRIOR,
+    LGBM_PRIOR,
+    MIN_CHECKED,
+    MIN_WEIGHED,
+    TILE_LGBM_PRIOR,
+    WEIGHTS_MARGIN,
+)
 
 METHODS = ("boost", "refit")
 # the ensemble once calibrated: "kept" (its trained weights over the calibrated members) when the GNN is
@@ -76,6 +83,9 @@ class Calibration:
             model's share (below: the prior shares).
         weights_from: with `select`, the measured configs from which held-out folds choose the
             ensemble's weights (below: its trained weights).
+        weights_margin: below `checked_from`, the margin (as `margin`) by which one member alone or
+            equal weights must beat the ensemble's trained weights on the held-out folds (from
+            `checked_from`: `margin`).
     """
 
     method: str = "boost"
@@ -94,6 +104,7 @@ class Calibration:
     gnn_prior: float = GNN_PRIOR  # the GNN's fine-tuning counts as 5 measured configs until checked
     checked_from: int = MIN_CHECKED  # held-out folds check each share from 20 measured configs
     weights_from: int = MIN_WEIGHED  # the ensemble's weights chosen on held-out folds from 5 measured
+    weights_margin: float = WEIGHTS_MARGIN  # half the margin for the weights while the shares are unchecked
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -110,8 +121,10 @@ class Calibration:
             raise TpurankError(f"calibration rounds must be >= 1, got {self.rounds}")
         if self.folds < 2:
             raise TpurankError(f"calibration folds must be >= 2, got {self.folds}")
-        if not (self.margin >= 0 and np.isfinite(self.margin)):
-            raise TpurankError(f"calibration margin must be a number >= 0, got {self.margin}")
+        for name in ("margin", "weights_margin"):
+            value = getattr(self, name)
+            if not (value >= 0 and np.isfinite(value)):
+                raise TpurankError(f"calibration {name} must be a number >= 0, got {value}")
         if not self.reach > 0:
             raise TpurankError(f"calibration reach must be > 0, got {self.reach}")
         for name in ("lgbm_prior", "tile_lgbm_prior", "gnn_prior"):

@@ -228,7 +228,7 @@ class Program:
         choices, final = {m: c for m, (c, _) in each.items()}, {m: f for m, (_, f) in each.items()}
         parts = [c.text(m, checked) for m, c in choices.items()]
         if self.model == ENSEMBLE:
-            w_margin = how.margin if weighed else np.inf  # unweighed: the trained weights
+            w_margin = (how.margin if checked else how.weights_margin) if weighed else np.inf
             costs, what = self._selected_weights(
                 choices, final, positions, label, w_margin, weighed, how.reach
             )

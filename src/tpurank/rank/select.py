@@ -42,6 +42,9 @@ LGBM_PRIOR = 20.0  # the trained LightGBM counts as 20 measured configs: used wh
 TILE_LGBM_PRIOR = 100.0  # on tile kernels: at 40 a uniform 20 lowered one kernel's tile score, at 70 none
 GNN_PRIOR = 5.0  # the GNN's fine-tuning, until checked: whole, 5 measured lowered one program by 0.04
 MIN_WEIGHED = 5  # measured configs: from 5, held-out folds choosing the ensemble's weights helped it
+# below MIN_CHECKED, other weights replace the trained ones when they beat them by half the margin: at
+# 10 measured configs the full margin kept trained weights that trailed the better member by 0.07
+WEIGHTS_MARGIN = 0.5
 REACH = 4.0  # coverage: a calibration is trusted up to four mean gaps beyond the measured configs' span
 # a model learns from the measured configs: (positions, runtimes, positions scored) -> their costs,
 # None where it learns nothing (fewer than two distinct runtimes)
