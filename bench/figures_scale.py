@@ -360,3 +360,34 @@ def scale_attention_unmasked() -> Figure:
         f"differ by at most {max(row['max_abs_diff'] for row in r['rows']):.1e}"
     )
     return Figure(text, (Source(ATTENTION),))
+
+
+GNN_PACE = "gnn_pace.json"
+
+
+@figure("scale_gnn_pace")
+def scale_gnn_pace() -> Figure:
+    """The GNN's scoring and training against the machine's matmul peak, HEAD beside the earlier
+    commit of the same run: configs/s, share of the peak, the kernel's share of the CPU time and
+    the speed-up per alternating pair."""
+    r = results(GNN_PACE)
+    against = r["against"][:7]
+    rows = []
+    for part, what in (("score", "scoring"), ("train", "training")):
+        s = r["summary"][part]
+        head, old = s["median"]["head"], s["median"]["against"]
+        rows.append(
+            [
+                what,
+                f"{head['configs_per_s']:,.0f} ({100 * head['share_of_peak']:.1f}%, sys/user {head['sys_over_user']:.2f})",
+                f"{old['configs_per_s']:,.0f} ({100 * old['share_of_peak']:.1f}%, sys/user {old['sys_over_user']:.2f})",
+                span(s["speedups"]),
+            ]
+        )
+    peak = r["matmul_gflops"]
+    text = (
+        f"The machine's FP32 matmul peak: {peak['peak_2t']:.0f} GFLOP/s on 2 threads. Configs per second "
+        "(share of that peak; the kernel's system time over user time):\n\n"
+        + table(["", "this version", f"commit {against}", "speed-up per pair"], rows)
+    )
+    return Figure(text, (Source(GNN_PACE),))
