@@ -94,7 +94,7 @@ def neural_threads(small: bool) -> int:
     steps a model's weights, would follow how busy the machine was when the step started
     (bench/LOG.md, "Same bytes whatever the load (helper)"). One thread on small data also keeps what
     a load-sized count was for: tensors that small barely share two threads, and a thread on a core
-    another program holds slows every step of theirs many times over (15x a training step, 70x a
+    another program holds slows every step of theirs many times over (15x a training step, 74x a
     scoring pass of the tiny tree's GNN on two threads of a fully busy 2-core machine, against
     one). Big data takes every core, as its collections always trained: its tensors share them.
 
