@@ -6,6 +6,7 @@ of its own (tpurank.core.workers.neural_threads, model_threads)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from tpurank.cli import main
 from tpurank.core import workers
 from tpurank.core.paths import Paths
 from tpurank.gnn.training.checkpoints import CHECKPOINT, load_checkpoint
+from tpurank.models.predictions import load_predictions
 
 # a tile collection (its first layer's sgemm over a few rows splits by thread) and a layout one
 TWO = ["tile:xla", "layout:nlp:random"]
@@ -25,7 +27,7 @@ SMALL = ["gnn.max_steps=2", "gnn.eval_every=2", "gnn.hidden=16", "gnn.seeds=1"]
 
 
 @pytest.fixture
-def two_cores(monkeypatch: pytest.MonkeyPatch):
+def two_cores(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A machine of 2 cores this process may both use, no $OMP_NUM_THREADS (./run.sh sets it to 1,
     which alone would hide a count that follows the load); torch's own count restored after."""
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
@@ -37,10 +39,12 @@ def two_cores(monkeypatch: pytest.MonkeyPatch):
     workers.cores_now.cache_clear()
 
 
-def _train_and_predict(paths: Paths, monkeypatch: pytest.MonkeyPatch, busy_percent: float, threads: int):
+def _train_and_predict(
+    paths: Paths, monkeypatch: pytest.MonkeyPatch, busy_percent: float, threads: int
+) -> tuple[dict[str, tuple[dict, list[list[str]]]], bytes]:
     """Each collection trained on its own (in this process), then predicted: another program keeping
     `busy_percent` of the machine busy, this process's torch on `threads` threads when they start.
-    Returns each collection's weights and curve (without its seconds) and the predictions' bytes."""
+    Returns each collection's checkpoint and curve (without its seconds) and the predictions' bytes."""
     monkeypatch.setattr(psutil, "cpu_percent", lambda interval=None: busy_percent)
     workers.cores_now.cache_clear()
     sets = [x for s in SMALL for x in ("--set", s)]
@@ -51,9 +55,7 @@ def _train_and_predict(paths: Paths, monkeypatch: pytest.MonkeyPatch, busy_perce
         folder = paths.model_dir("gnn", c)
         rows = [r.split(",") for r in (folder / "metrics.csv").read_text().splitlines()]
         gone = rows[0].index("elapsed")
-        ckpt = load_checkpoint(folder / CHECKPOINT)
-        assert ckpt["threads"] == 1  # small data; its predictions take as many
-        models[c] = ckpt["state_dict"], [r[:gone] + r[gone + 1 :] for r in rows]
+        models[c] = load_checkpoint(folder / CHECKPOINT), [r[:gone] + r[gone + 1 :] for r in rows]
     torch.set_num_threads(threads)
     argv = ["predict", "--model", "gnn", "--split", "valid", "--collections", *TWO, *common(paths), *sets]
     assert main(argv) == 0
@@ -68,10 +70,13 @@ def test_weights_and_predictions_do_not_follow_the_load(
     quiet_models, quiet = _train_and_predict(copy_tree(tiny_paths, tmp_path / "quiet"), monkeypatch, 0.0, 2)
     busy_models, busy = _train_and_predict(copy_tree(tiny_paths, tmp_path / "busy"), monkeypatch, 50.0, 1)
     for c in TWO:
-        (weights, curve), (busy_weights, busy_curve) = quiet_models[c], busy_models[c]
+        (ckpt, curve), (busy_ckpt, busy_curve) = quiet_models[c], busy_models[c]
+        weights, busy_weights = ckpt["state_dict"], busy_ckpt["state_dict"]
         assert curve == busy_curve, c
         assert weights.keys() == busy_weights.keys()
         differ = [k for k in weights if not torch.equal(weights[k], busy_weights[k])]
         assert not differ, f"{c}: {len(differ)} of {len(weights)} weight tensors differ, e.g. {differ[0]}"
     assert quiet == busy
-    assert np.load(tmp_path / "quiet/out/predictions/gnn/valid.npz").files  # predictions were made
+    assert all(m[c][0].get("threads") == 1 for m in (quiet_models, busy_models) for c in TWO)  # small data
+    made = load_predictions(tmp_path / "quiet/out/predictions/gnn/valid.npz")
+    assert len(made) == 6 and all(np.isfinite(c).any() for c in made.values())  # each valid graph
