@@ -1,4 +1,5 @@
-"""How many threads a multi-threaded step takes: the cores usable now, never more than asked."""
+"""How many threads a multi-threaded step takes: LightGBM the cores usable now, never more than
+asked; torch a count that never follows the load (its float sums would)."""
 
 from __future__ import annotations
 
@@ -50,3 +51,34 @@ def test_a_real_sample_of_the_machine_gives_a_usable_count(monkeypatch: pytest.M
     got = workers.usable_cores(sample_s=0.05)
     assert 1 <= got <= len(os.sched_getaffinity(0))
     assert workers.usable_cores(sample_s=0) == len(os.sched_getaffinity(0))
+
+
+def test_torch_threads_follow_the_data_and_the_affinity_never_the_load(
+    four_cores: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psutil
+
+    monkeypatch.setattr(psutil, "cpu_percent", lambda interval=None: 75.0)  # 3 of the 4 cores busy
+    assert workers.usable_cores() == 1
+    assert workers.neural_threads(small=True) == 1
+    assert workers.neural_threads(small=False) == 4
+    assert workers.model_threads(4) == 4  # as it trained
+    assert workers.model_threads(1) == 1
+    assert workers.model_threads(None) == 1  # a checkpoint from before the count was kept
+    assert workers.model_threads(4, most=3) == 3  # beside LightGBM's one
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert workers.affinity_cores() == 2
+    assert workers.neural_threads(small=False) == 2
+    assert workers.model_threads(4) == 2  # at most the cores this process may use
+
+
+def test_torch_threads_give_the_count_back() -> None:
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    want = 1 if before > 1 else 2
+    with workers.torch_threads(want):
+        assert torch.get_num_threads() == want
+    assert torch.get_num_threads() == before
+    with pytest.raises(KeyError), workers.torch_threads(want):
+        raise KeyError("a failure inside")
+    assert torch.get_num_threads() == before

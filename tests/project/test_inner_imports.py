@@ -21,9 +21,9 @@ INNER: dict[str, set[str]] = {
     "synth/cli.py": {"tpurank.synth.stage"},
     # processes that stay light beside the work: all's own, a stage waiting on its workers
     "run/pipeline.py": {"tpurank.synth"},
-    "train/collection_processes.py": {"tpurank.gnn.device", "torch"},
+    "train/collection_processes.py": {"tpurank.gnn.device"},
     "train/pace.py": {"numpy"},
-    "predict/stage.py": {"torch"},
+    "core/workers.py": {"torch"},
     "core/profiles.py": {"torch"},
     # heavy libraries only the functions that need them load (each module's docstring says why)
     "core/metrics.py": {"scipy.stats"},

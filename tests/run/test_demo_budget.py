@@ -195,12 +195,12 @@ def test_the_plan_counts_the_processes_train_will_run(
     from tpurank.train import collection_processes
 
     every = list(COLLECTIONS)
-    monkeypatch.setattr(collection_processes, "usable_cores", lambda sample_s=0: 2)
+    monkeypatch.setattr(collection_processes, "affinity_cores", lambda: 2)
     biggest_first = sorted(every, key=lambda c: npz_bytes(tiny_root, [c]), reverse=True)
     assert side_by_side("gnn", tiny_root, every, gpu=False) == (2, biggest_first)
     assert side_by_side("gnn", tiny_root, every, gpu=True) == (1, every)  # a GPU: one process
     assert side_by_side("gnn", tiny_root, ["tile:xla"], gpu=False) == (1, ["tile:xla"])
-    monkeypatch.setattr(collection_processes, "usable_cores", lambda sample_s=0: 1)
+    monkeypatch.setattr(collection_processes, "affinity_cores", lambda: 1)
     assert side_by_side("baseline", tiny_root, every, gpu=False) == (1, every)
 
 
@@ -219,22 +219,6 @@ def test_the_nodes_a_step_costs_are_those_prepare_keeps(tiny_paths: Paths) -> No
         assert kept_nodes([f], 1) == row.nodes_kept, row.stem
         assert kept_nodes([f], -1) == row.nodes
     assert kept_nodes([tiny_paths.data / "missing.npz"], 1) == 0.0  # nothing read: no estimate
-
-
-def test_a_neural_model_predicts_on_the_cores_usable_now(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The demo's GNN predictions, which the budget cannot shorten, take the cores another program
-    leaves (as LightGBM does), and give the thread count back after."""
-    torch = pytest.importorskip("torch")
-    from tpurank.predict import stage as predict_split
-
-    before = torch.get_num_threads()
-    want = 1 if before > 1 else 2
-    monkeypatch.setattr(predict_split, "usable_cores", lambda: want)
-    with predict_split.neural_threads("gnn"):
-        assert torch.get_num_threads() == want
-    assert torch.get_num_threads() == before
-    with predict_split.neural_threads("lgbm"):
-        assert torch.get_num_threads() == before
 
 
 def test_what_small_data_costs_is_spread_as_a_demo_run_spends_it(demo_tree: Path) -> None:

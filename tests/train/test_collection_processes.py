@@ -35,14 +35,20 @@ def _train(paths: Paths) -> dict[str, dict[str, torch.Tensor]]:
 
 
 def test_side_by_side_trains_the_same_weights(
-    tiny_paths: Paths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd, one_thread
+    tiny_paths: Paths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd
 ) -> None:
-    """One thread in this process (`one_thread`) and in each worker: bit for bit the same models.
-    The cores are set both times: a quiet machine's two free cores would train side by side twice."""
-    monkeypatch.setattr(cp, "usable_cores", lambda sample_s=0: 1)
-    one_by_one = _train(copy_tree(tiny_paths, tmp_path / "one"))
+    """One after another in this process, whose torch has two threads, and side by side: bit for
+    bit the same models, each collection training on one thread (small data) either way. The cores
+    are set both times: a quiet machine's two free cores would train side by side twice."""
+    monkeypatch.setattr(cp, "affinity_cores", lambda: 1)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        one_by_one = _train(copy_tree(tiny_paths, tmp_path / "one"))
+    finally:
+        torch.set_num_threads(before)
     assert "at a time" not in capfd.readouterr().err
-    monkeypatch.setattr(cp, "usable_cores", lambda sample_s=0: 2)
+    monkeypatch.setattr(cp, "affinity_cores", lambda: 2)
     together = _train(copy_tree(tiny_paths, tmp_path / "two"))
     err = capfd.readouterr().err
     assert "train gnn: 2 collections, 2 at a time (1 thread each)" in err
@@ -52,7 +58,7 @@ def test_side_by_side_trains_the_same_weights(
         assert all(torch.equal(one_by_one[c][k], together[c][k]) for k in one_by_one[c]), c
 
 
-SIDE_BY_SIDE_2, SIDE_BY_SIDE_3, APART = Processes(2, 1), Processes(3, 1), Processes(1, None)
+SIDE_BY_SIDE_2, SIDE_BY_SIDE_3, APART = Processes(2), Processes(3), Processes(1)
 
 
 @pytest.mark.parametrize(
@@ -78,7 +84,7 @@ def test_how_the_collections_train(
 ) -> None:
     """Side by side on small data on the CPU, in the stage's process on small data with a GPU; on big
     data one after another in fresh processes, whatever the device."""
-    monkeypatch.setattr(cp, "usable_cores", lambda sample_s=0: cores)
+    monkeypatch.setattr(cp, "affinity_cores", lambda: cores)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the CPU, on any machine
     monkeypatch.setenv("WORLD_SIZE", world)
     assert cp.training_processes(model, tiny_paths, collections) == small
@@ -86,6 +92,21 @@ def test_how_the_collections_train(
     assert cp.training_processes(model, tiny_paths, collections) is None
     monkeypatch.setattr(cp, "SMALL_DATA_BYTES", 1)  # big data
     assert cp.training_processes(model, tiny_paths, collections) == big
+
+
+def test_a_collection_trains_on_threads_of_its_own_size(
+    tiny_paths: Paths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One torch thread on small data, every core the process may use on big data, whatever else
+    trains with it; LightGBM's threads are its own (None: torch untouched)."""
+    from tpurank.core import workers
+
+    monkeypatch.setattr(workers, "affinity_cores", lambda: 2)
+    assert cp.training_threads("gnn", tiny_paths, TWO[1]) == 1
+    assert cp.training_threads("baseline", tiny_paths, TWO[1]) == 1
+    assert cp.training_threads("lgbm", tiny_paths, TWO[1]) is None
+    monkeypatch.setattr(cp, "SMALL_DATA_BYTES", 1)  # big data
+    assert cp.training_threads("gnn", tiny_paths, TWO[1]) == 2
 
 
 def test_a_failing_collection_is_one_error_and_stops_the_others(tiny_paths: Paths, tmp_path: Path) -> None:

@@ -116,7 +116,6 @@ def test_lightgbm_learns_in_a_thread_beside_the_gnn_what_it_learns_after_it(
     one_thread = dataclasses.replace(program.lgbm, params={**program.lgbm.params, "num_threads": 1})
     program = dataclasses.replace(program, lgbm=one_thread)
     positions, runtime = _measured(program, "12 drawn at random")
-    monkeypatch.setattr("tpurank.rank.finetune.cores_now", lambda: 1)
     caller, seen = threading.get_ident(), set()
     for cls, name in ((LgbmInputs, "lgbm"), (GnnInputs, "gnn")):
 
@@ -127,7 +126,7 @@ def test_lightgbm_learns_in_a_thread_beside_the_gnn_what_it_learns_after_it(
         monkeypatch.setattr(cls, "calibrated", spy)
     results, threads = {}, {}
     for cores in (1, 2):
-        monkeypatch.setattr("tpurank.rank.program.cores_now", lambda cores=cores: cores)
+        monkeypatch.setattr("tpurank.rank.program.affinity_cores", lambda cores=cores: cores)
         seen.clear()
         for checked in (True, False):
             how = dataclasses.replace(HOW, select=checked)

@@ -9,6 +9,7 @@ from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError, command
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
+from tpurank.core.workers import model_threads, torch_threads
 from tpurank.data.subsets import scored_configs
 from tpurank.gnn import device as devices
 from tpurank.gnn.data import GraphData, load_split
@@ -27,7 +28,9 @@ def predict_collection(
     graphs: list[GraphData] | None = None,
     progress: bool = True,
 ) -> dict[str, np.ndarray]:
-    """Graph ID -> cost per original config index (lower = faster), from `model.pt`.
+    """Graph ID -> cost per original config index (lower = faster), from `model.pt`, on the torch
+    threads the model trained on (`model_threads`): another count changes the costs' last bits, and
+    the same model must give the same bytes in every run, however busy the machine.
 
     Args:
         spec: the model family.
@@ -54,27 +57,31 @@ def predict_collection(
         graphs = load_split(paths, collection, split, progress, dim_features=trained.dim_features)
     want = ckpt["model_args"]["node_feat_dim"]
     out: dict[str, np.ndarray] = {}
-    for g in tqdm(
-        graphs, desc=f"{spec.name} predict {collection} {split}", unit="graph", disable=not progress
-    ):
-        if g.node_feat.shape[1] != want:
-            raise TpurankError(
-                f"{g.id}: {g.node_feat.shape[1]} node features but the model was trained on {want}; "
-                f"rerun {command('prepare')} and {command('train')} together"
+    with torch_threads(model_threads(ckpt.get("threads"))):
+        for g in tqdm(
+            graphs, desc=f"{spec.name} predict {collection} {split}", unit="graph", disable=not progress
+        ):
+            check_features(g, want)
+            rows = scored_rows(g, collection, split)
+            cost = np.full(g.num_unique, np.nan)
+            cost[rows] = score_rows(
+                model, g, rows, chunk, rt.device, precision=precision, segment_nodes=trained.segment_nodes
             )
-        rows = scored_rows(g, collection, split)
-        cost = np.full(g.num_unique, np.nan)
-        cost[rows] = score_rows(
-            model,
-            g,
-            rows,
-            chunk=chunk,
-            device=rt.device,
-            precision=precision,
-            segment_nodes=trained.segment_nodes,
-        )
-        out[g.id] = cost[g.inverse]
+            out[g.id] = cost[g.inverse]
     return out
+
+
+def check_features(g: GraphData, want: int) -> None:
+    """A graph's node features are as wide as the model's (`want`).
+
+    Raises:
+        TpurankError: naming the graph and the widths (a cache prepared after the model trained).
+    """
+    if g.node_feat.shape[1] != want:
+        raise TpurankError(
+            f"{g.id}: {g.node_feat.shape[1]} node features but the model was trained on {want}; "
+            f"rerun {command('prepare')} and {command('train')} together"
+        )
 
 
 def scored_rows(g: GraphData, collection: str, split: str) -> np.ndarray:

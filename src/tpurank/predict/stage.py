@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -21,12 +19,10 @@ from tpurank.core.config import Config
 from tpurank.core.declared import ENSEMBLE, member_predictions, model_sections, predict_io
 from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.core.metrics import summarize
-from tpurank.core.names import NEURAL_MODELS
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import data_fingerprint, write_sidecar
 from tpurank.core.staleness import SEED, Files, StageIO, current
-from tpurank.core.workers import usable_cores
 from tpurank.models.predictions import load_predictions, save_predictions
 from tpurank.models.registry import get_model
 from tpurank.prepare.belongs import check_cache
@@ -126,25 +122,6 @@ def predict_collection(
     return got
 
 
-@contextmanager
-def neural_threads(name: str) -> Iterator[None]:
-    """A neural model predicts on the CPU cores usable now (`usable_cores`: the load looked at
-    first), as LightGBM trains: torch's threads wait for each other at every operation, so a thread
-    on a core another program holds slows each pass many times over (the demo's 60 tile graphs took
-    10-30 s on two threads beside another program, 0.3 s on one: bench/LOG.md). Restored after."""
-    if name not in NEURAL_MODELS:
-        yield
-        return
-    import torch  # the model's predictions import it anyway
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(usable_cores())
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def predict_split(
     paths: Paths,
     cfg: Config,
@@ -175,28 +152,27 @@ def predict_split(
     preds, stamps = finished_predictions(pred_file, meta_file)  # kept until a collection's rerun succeeds
     io, fingerprint = predict_io(paths, name, split), data_fingerprint(paths.data)
     failed: list[str] = []
-    with neural_threads(name):
-        for c in tqdm(wanted, desc=f"predict {name} {split}", unit="collection", file=sys.stderr):
-            ids = [e.id for e in expected if e.collection == c]
-            stamp = collection_stamp(io, paths, cfg, name, split, c, fingerprint)
-            if not force and current(stamps.get(c), stamp, whole=all(i in preds for i in ids)):
-                tqdm.write(f"predict {name} {split} {c}: up to date, kept", file=sys.stderr)
-                continue
-            t = time.perf_counter()
-            try:
-                got = predict_collection(paths, cfg, name, c, split, ids)
-            except TpurankError as e:
-                failed.append(f"{c}: {e}")
-                tqdm.write(f"tpurank predict: error: {c}: {e}", file=sys.stderr)
-                continue
-            preds = replace_collection(preds, c, got)
-            stamps[c] = stamp
-            save_predictions(pred_file, preds)
-            write_sidecar(
-                meta_file, cfg, paths.data, fingerprint=fingerprint, model=name, split=split, stamps=stamps
-            )
-            seconds = time.perf_counter() - t
-            print(f"predict {name} {split} {c}: {len(got)} graphs, {seconds:.1f} s", file=sys.stderr)
+    for c in tqdm(wanted, desc=f"predict {name} {split}", unit="collection", file=sys.stderr):
+        ids = [e.id for e in expected if e.collection == c]
+        stamp = collection_stamp(io, paths, cfg, name, split, c, fingerprint)
+        if not force and current(stamps.get(c), stamp, whole=all(i in preds for i in ids)):
+            tqdm.write(f"predict {name} {split} {c}: up to date, kept", file=sys.stderr)
+            continue
+        t = time.perf_counter()
+        try:
+            got = predict_collection(paths, cfg, name, c, split, ids)
+        except TpurankError as e:
+            failed.append(f"{c}: {e}")
+            tqdm.write(f"tpurank predict: error: {c}: {e}", file=sys.stderr)
+            continue
+        preds = replace_collection(preds, c, got)
+        stamps[c] = stamp
+        save_predictions(pred_file, preds)
+        write_sidecar(
+            meta_file, cfg, paths.data, fingerprint=fingerprint, model=name, split=split, stamps=stamps
+        )
+        seconds = time.perf_counter() - t
+        print(f"predict {name} {split} {c}: {len(got)} graphs, {seconds:.1f} s", file=sys.stderr)
     if failed:
         target = paths.submission_file(name, split)
         raise TpurankError(

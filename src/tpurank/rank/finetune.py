@@ -4,8 +4,9 @@ A copy of the first trained seed member (`FineTune.members`: more of them) is lo
 `model.pt` (the file is only read) and takes a few optimizer steps on the program's own graph, with
 the program's measured configs as the one ranking query: the member's training loss and step
 (`tpurank.gnn.training.step.train_step`, the recipe's loss, optimizer and gradient clipping), a cosine
-learning rate over the steps alone, never the clock (`tpurank.gnn.training.lr_schedule`), so a
-fine-tuning is the same on a busy machine; the time limit only stops the steps early. The fine-tuned members then score every config of the graph as
+learning rate over the steps alone, never the clock (`tpurank.gnn.training.lr_schedule`), on the torch threads the member trained on
+(`tpurank.core.workers.model_threads`), never a count that follows the load, so a fine-tuning is
+the same on a busy machine; the time limit only stops the steps early. The fine-tuned members then score every config of the graph as
 `predict` scores it, and their costs are averaged as the seed members' are
 (`tpurank.gnn.seeds.average_costs`).
 
@@ -28,7 +29,7 @@ import torch
 
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
-from tpurank.core.workers import cores_now
+from tpurank.core.workers import model_threads, torch_threads
 from tpurank.gnn import device as devices
 from tpurank.gnn.data import GraphData, load_split
 from tpurank.gnn.nets import tile_inputs
@@ -134,24 +135,20 @@ class GnnInputs:
             seed: seeds the configs each step samples (member k: `seed + k`).
             scored: the positions whose costs are returned (None: every config).
             members: fine-tune only the first this many seed members (None: as `how` says).
-            threads: torch's threads meanwhile (None: the cores usable when first asked).
+            threads: at most this many torch threads (None: the cores this process may use); each
+                member takes those it trained on (`model_threads`), the caller's count restored after.
         """
         if len(np.unique(runtime)) < MIN_MEASURED:  # nothing to learn: no model or graph read
             return None
         costs, start = [], time.perf_counter()
         files = self.files[: min(n for n in (members, how.members, len(self.files)) if n is not None)]
-        callers = torch.get_num_threads()
-        torch.set_num_threads(threads or cores_now())  # OpenMP threads beside a busy core slow every step
-        try:
-            for k, file in enumerate(files):
-                left = how.seconds - (time.perf_counter() - start)
-                share = max(left, 0.0) / (len(files) - k)  # what the earlier members left, shared
-                member = self._member(file, positions, runtime, how, seed + k, share, scored)
-                if member is None:
-                    return None
-                costs.append(member)
-        finally:  # the caller's process keeps its own setting
-            torch.set_num_threads(callers)
+        for k, file in enumerate(files):
+            left = how.seconds - (time.perf_counter() - start)
+            share = max(left, 0.0) / (len(files) - k)  # what the earlier members left, shared
+            member = self._member(file, positions, runtime, how, seed + k, share, scored, threads)
+            if member is None:
+                return None
+            costs.append(member)
         if self.normalize is None or len(costs) == 1:
             return costs[0].astype(np.float32)
         return average_costs(costs, self.normalize).astype(np.float32)
@@ -165,9 +162,11 @@ class GnnInputs:
         seed: int,
         seconds: float,
         scored: np.ndarray | None,
+        threads: int | None,
     ) -> np.ndarray | None:
-        """One member fine-tuned on a copy of its weights, then every config of the graph scored; the
-        caller's torch generator is left as it was (building the model draws from it)."""
+        """One member fine-tuned on a copy of its weights, then every config of the graph scored, on
+        its training's torch threads (at most `threads`); the caller's torch generator is left as
+        it was (building the model draws from it)."""
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model, ckpt = load_model(self.spec, file, self.collection)
@@ -179,12 +178,15 @@ class GnnInputs:
             device = devices.pick_device(0)
             precision = devices.prediction_precision(device, ckpt.get("precision") or "fp32")
             model.to(device)
-            fit(model, target, trained, how, seconds, seed, device, precision)
+            count = model_threads(ckpt.get("threads"), threads)
+            with torch_threads(count):
+                fit(model, target, trained, how, seconds, seed, device, precision)
         model.eval()
         rows, back = np.unique(g.inverse if scored is None else g.inverse[scored], return_inverse=True)
-        cost = score_rows(
-            model, g, rows, self.chunk, device, precision=precision, segment_nodes=trained.segment_nodes
-        )
+        with torch_threads(count):
+            cost = score_rows(
+                model, g, rows, self.chunk, device, precision=precision, segment_nodes=trained.segment_nodes
+            )
         return cost[back]
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from tpurank.core.collections import kind_of
 from tpurank.core.normalize import normalize
-from tpurank.core.workers import cores_now
+from tpurank.core.workers import affinity_cores
 from tpurank.models.ensemble import combine
 from tpurank.rank import select
 from tpurank.rank.calibrate import Calibration, LgbmInputs
@@ -151,7 +151,8 @@ class Program:
         """Member -> how it learns from measured configs, for itself and inside a held-out fold (the
         GNN's folds fine-tune its first seed member alone): LightGBM, and the GNN where `how.gnn` asks
         and its costs are used (alone, or in the ensemble). When both learn on 2+ usable cores they
-        learn side by side (`side_by_side`): LightGBM on one thread, the GNN on the others."""
+        learn side by side (`side_by_side`): LightGBM on one thread, the GNN on at most the others
+        (on those it trained on: tpurank.core.workers.model_threads)."""
         lgbm_learns = self.lgbm is not None and self.model in (LGBM, ENSEMBLE)
         in_ensemble = self.model == ENSEMBLE and (how.select or how.weights == "kept" or self.lgbm is None)
         gnn_learns = self.gnn is not None and how.gnn is not None and (self.model == GNN or in_ensemble)
@@ -166,7 +167,7 @@ class Program:
 
             out[LGBM] = (learn_lgbm, learn_lgbm)
         if gnn_learns:
-            gnn, tune, gnn_threads = self.gnn, how.gnn, (cores_now() - 1 if both else None)
+            gnn, tune, gnn_threads = self.gnn, how.gnn, (affinity_cores() - 1 if both else None)
             assert gnn is not None and tune is not None
 
             def learn_gnn(p: np.ndarray, r: np.ndarray, s: np.ndarray | None, n: int | None = None):
@@ -286,8 +287,10 @@ class Program:
 
 
 def two_threads() -> bool:
-    """Whether LightGBM and the GNN, when both learn, learn side by side: 2+ usable cores."""
-    return cores_now() >= 2
+    """Whether LightGBM and the GNN, when both learn, learn side by side: 2+ cores this process may
+    use (`affinity_cores`), busy or not: each member's thread count, and with it its costs, does not
+    follow the machine's load."""
+    return affinity_cores() >= 2
 
 
 def side_by_side(work: dict[str, Callable[[], T]]) -> dict[str, T]:

@@ -1,21 +1,28 @@
 """A neural model's collections trained in processes of their own: side by side on small data, one
 after another on big data.
 
+A collection trains on torch threads of its own data's size (`training_threads`: one on small
+data, else every core the process may use), wherever it trains: alone, in the stage's process, side
+by side or in a fresh process. A float sum splits differently over another thread count, so a
+collection's weights are then the same bytes however it was scheduled, and whatever the machine's
+load (tpurank.core.workers.neural_threads).
+
 Small data, on the CPU: one one-thread process per usable core, each training its own collection.
 On the demo's graphs (a few hundred nodes, 32 configs a step) a training step's tensors are too
 small for torch's threads to share a step well, so two one-thread processes finish the five
 collections sooner than one process whose two threads train them one after another (the figures:
 docs/scale.md, "The first run"). Each collection's training is the same call either way, with its
-own seed: where steps end it (the demo's `gnn.max_steps`), only the thread count differs, which
-changes a float's last bits. Where a time share ends it (`all --budget`), each collection still
-stops at its share, with a core of its own instead of all of them; the budget's plan splits the
-time the processes have together, in the order they start (tpurank.run.shares).
+own seed and one thread: where steps end it (the demo's `gnn.max_steps`), the weights are the same
+bytes. Where a time share ends it (`all --budget`), each collection still stops at its share, with
+a core of its own instead of all of them; the budget's plan splits the time the processes have
+together, in the order they start (tpurank.run.shares).
 
 Big data: one collection at a time, each in a fresh process that takes every core (its tensors
-share the threads well). What a collection's training leaves on the heap (freed, but not returned
-to the system) dies with its process instead of lying under the next collection's graphs; the
-stage's own process only waits and, on the CPU, never imports torch (looking for a GPU does:
-tpurank.core.profiles; docs/scale.md, "Memory on the CPU").
+share the threads well; a small collection among them keeps its one thread). What a collection's
+training leaves on the heap (freed, but not returned to the system) dies with its process instead
+of lying under the next collection's graphs; the stage's own process only waits and, on the CPU,
+never imports torch (looking for a GPU does: tpurank.core.profiles; docs/scale.md, "Memory on the
+CPU").
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
 from tpurank.core.progress import lines_only
-from tpurank.core.workers import die_with_parent, usable_cores
+from tpurank.core.workers import affinity_cores, die_with_parent, neural_threads
 from tpurank.data.dataset import SMALL_DATA_BYTES, npz_bytes
 from tpurank.train.staging import discard
 
@@ -41,15 +48,14 @@ NEURAL = ("gnn", "baseline")  # models whose steps are torch's: LightGBM shares 
 
 @dataclass(frozen=True)
 class Processes:
-    """How a model's collections train outside the stage's process.
+    """How a model's collections train outside the stage's process (each on its own
+    `training_threads`: side by side, on small data, one).
 
     Args:
         at_once: collections trained at the same time (1: one after another, each in a fresh process).
-        threads: torch threads per process (None: torch's default, every usable core).
     """
 
     at_once: int
-    threads: int | None
 
     @property
     def side_by_side(self) -> bool:
@@ -62,8 +68,8 @@ def training_processes(
     """How `model`'s collections train, or None for the stage's own process (LightGBM, a single
     collection, torchrun's ranks, a GPU on small data, a single usable core on small data).
 
-    Side by side, the usable cores come from affinity and $OMP_NUM_THREADS, not from the machine's
-    load, so a run's models do not depend on what else ran.
+    Side by side, the usable cores come from affinity and $OMP_NUM_THREADS (`affinity_cores`), not
+    from the machine's load, so a run's models do not depend on what else ran.
 
     Args:
         model: the model to train.
@@ -76,11 +82,26 @@ def training_processes(
     if model not in NEURAL or len(collections) < 2 or ranks > 1:
         return None
     if npz_bytes(paths.data, collections) >= SMALL_DATA_BYTES:
-        return Processes(at_once=1, threads=None)
-    cores = usable_cores(sample_s=0)
+        return Processes(at_once=1)
+    cores = affinity_cores()
     if cores < 2:
         return None
-    return None if (cuda or _usable_cuda)() else Processes(at_once=min(cores, len(collections)), threads=1)
+    return None if (cuda or _usable_cuda)() else Processes(at_once=min(cores, len(collections)))
+
+
+def training_threads(model: str, paths: Paths, collection: str) -> int | None:
+    """torch's threads for training `model` on `collection` (None: not a neural model, torch
+    untouched): `neural_threads` of the collection's own npz, so its weights do not depend on which
+    other collections train with it, nor on where it trains.
+
+    Args:
+        model: the model to train.
+        paths: its paths (the collection's size is read).
+        collection: the collection.
+    """
+    if model not in NEURAL:
+        return None
+    return neural_threads(small=npz_bytes(paths.data, [collection]) < SMALL_DATA_BYTES)
 
 
 def _usable_cuda() -> bool:
@@ -97,14 +118,10 @@ def training_order(paths: Paths, collections: list[str], processes: Processes) -
     return sorted(collections, key=lambda c: npz_bytes(paths.data, [c]), reverse=True)
 
 
-def _worker_start(parent_pid: int, threads: int | None, side_by_side: bool) -> None:
-    """Pool initializer: die with the stage; side by side, take `threads` and print progress as
-    lines (the workers share the terminal)."""
+def _worker_start(parent_pid: int, side_by_side: bool) -> None:
+    """Pool initializer: die with the stage; side by side, print progress as lines (the workers
+    share the terminal). Each training sets its own threads (`training_threads`)."""
     die_with_parent(parent_pid)
-    if threads is not None:
-        import torch  # in the worker: the stage's own process, waiting on it, stays light
-
-        torch.set_num_threads(threads)
     if side_by_side:
         lines_only()
 
@@ -129,7 +146,7 @@ def train_in_processes(
     """
     order = training_order(paths, list(configs), processes)
     if processes.side_by_side:
-        how = f"{processes.at_once} at a time ({processes.threads} thread each)"
+        how = f"{processes.at_once} at a time ({neural_threads(small=True)} thread each)"
     else:
         how = "one after another, each in a process of its own"
     print(f"train {model}: {len(order)} collections, {how}", file=sys.stderr)
@@ -155,7 +172,7 @@ def _run_pool(
         min(processes.at_once, len(configs)),
         get_context("spawn"),
         initializer=_worker_start,
-        initargs=(os.getpid(), processes.threads, processes.side_by_side),
+        initargs=(os.getpid(), processes.side_by_side),
     )
     try:
         futures = [pool.submit(train_one, model, paths, cfg, c) for c, cfg in configs.items()]

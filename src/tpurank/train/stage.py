@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import nullcontext
 
 from tpurank.core.config import Config
 from tpurank.core.paths import Paths
+from tpurank.core.workers import torch_threads
 from tpurank.models.registry import get_model
-from tpurank.train.collection_processes import train_in_processes, training_processes
+from tpurank.train.collection_processes import train_in_processes, training_processes, training_threads
 from tpurank.train.pace import planned_config
 from tpurank.train.staging import staged
 
@@ -25,11 +27,14 @@ def train_one(model: str, paths: Paths, cfg: Config, collection: str) -> float:
     run it (tpurank.train.collection_processes). Its steps are fixed first, from its time budget at
     the planned pace (tpurank.train.pace), in the collection's own process (reading its train files
     there, so a stage that waits on its workers stays light): its model is then a function of its
-    data, config, seed and that plan, not of the clock."""
+    data, config, seed and that plan, not of the clock. A neural model trains on the threads of its
+    collection's size (`training_threads`), in the worker or in this process alike, not on those
+    the process happened to have: another count changes its weights' last bits."""
     t = time.perf_counter()
     cfg = planned_config(cfg, model, collection, paths.data)
     trainer = get_model(model)  # a model this install lacks fails before its staging folder is made
-    with staged(paths, model, collection) as staging:
+    threads = training_threads(model, paths, collection)
+    with staged(paths, model, collection) as staging, torch_threads(threads) if threads else nullcontext():
         trainer.train(staging, cfg, collection)
     seconds = time.perf_counter() - t
     print(f"train {model} {collection}: {seconds:.1f} s", file=sys.stderr)

@@ -105,7 +105,9 @@ class Training:
             tqdm.write(text)
 
     def checkpoint(self, st: LoopState, complete: bool, resumable: bool = False) -> dict[str, Any]:
-        """The checkpoint of the model as it stands: weights, config, constructor arguments, loop state."""
+        """The checkpoint of the model as it stands: weights, config, constructor arguments, loop
+        state, and the torch threads it trained on (its predictions and fine-tunings take as many:
+        tpurank.core.workers.model_threads)."""
         state = {
             "format": CHECKPOINT_FORMAT,
             "model": self.spec.name,
@@ -124,6 +126,7 @@ class Training:
             "key": self.key,
             "device": str(self.rt.device),
             "precision": self.precision,
+            "threads": torch.get_num_threads(),
         }
         if resumable:
             state.update(optimizer=self.opt.state_dict(), scheduler=self.sched.state_dict())
