@@ -117,6 +117,7 @@ class _Named:
 
 
 RULES: dict[str, Rule] = {}
+COLUMNS = ("program", "kind", "source", "k", "draw", "model", "rule", "tau", "tile")  # a saved row
 
 
 def variant(text: str) -> Calibration:
@@ -279,7 +280,8 @@ def main() -> int:
         res = {"command": " ".join(["bench/calibration_rules.py", *sys.argv[1:]]), "rules": a.rules}
         res |= {
             "fits_commits": sorted(set(fits)),
-            "rows": rows,
+            "columns": list(COLUMNS),  # rows as lists: thousands of records, each key once
+            "rows": [[r.get(c) for c in COLUMNS] for r in rows],
             "report": {m: summary(rows, a.rules, m) for m in ("tau", "tile")},
         }
         res["provenance"] = provenance.stamp()

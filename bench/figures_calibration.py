@@ -17,11 +17,18 @@ MODELS = ("lgbm", "gnn", "ensemble")
 MEASURES = {"uniform": "a uniform draw", "top": "its own top k"}
 
 
+def records(name: str) -> list[dict]:
+    """A results file's rows as records (calibration_rules.py saves them as lists under `columns`),
+    without the scores a row lacks (tile's score on layout)."""
+    r = results(name)
+    return [{c: v for c, v in zip(r["columns"], row, strict=True) if v is not None} for row in r["rows"]]
+
+
 def gains(
     kind: str, metric: str = "tau", rule: str = DEFAULT, name: str = CALIBRATION
 ) -> dict[tuple[str, str, int], dict[str, list[float]]]:
     """(measure, model, k) -> program -> a rule's gain over as trained, one value per draw."""
-    rows = results(name)["rows"]
+    rows = records(name)
     base, got = {}, {}
     for r in rows:
         if r["kind"] != kind or metric not in r or r["rule"] not in ("trained", rule):
@@ -208,7 +215,7 @@ def loop_layout() -> Figure:
 def _absolute(kind: str) -> dict[tuple[int, str, str], list[float]]:
     """(k, program, model) -> the calibrated tau of each uniform draw (the default rule)."""
     out: dict[tuple[int, str, str], list[float]] = defaultdict(list)
-    for r in results(CALIBRATION)["rows"]:
+    for r in records(CALIBRATION):
         if r["kind"] == kind and r["source"] == "uniform" and r["rule"] == DEFAULT:
             out[(r["k"], r["program"], r["model"])].append(r["tau"])
     return out
