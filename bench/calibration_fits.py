@@ -15,6 +15,8 @@ each measured config ranked by a fit that never saw it). Saved per program to
 positions, their labels, each member's whole fit and out-of-fold ranks.
 
     .venv/bin/python bench/calibration_fits.py --work /tmp/bt --out /tmp/fits
+    # LightGBM's fits again after a change to it alone, the GNN's kept from an earlier run:
+    .venv/bin/python bench/calibration_fits.py --work /tmp/bt --out /tmp/fits2 --members lgbm --base /tmp/fits
 """
 
 from __future__ import annotations
@@ -52,9 +54,11 @@ def top_positions(costs: np.ndarray, known: np.ndarray, k: int) -> np.ndarray:
     return np.sort(np.asarray(order[:k], dtype=np.int64))
 
 
-def fits(program, positions: np.ndarray, seed: int, only: str | None) -> dict[str, np.ndarray]:  # noqa: ANN001
+def fits(
+    program, positions: np.ndarray, seed: int, only: str | None, members: list[str] | None
+) -> dict[str, np.ndarray]:  # noqa: ANN001
     """Each learning member's whole fit and out-of-fold ranks on the measured configs (`only`: that
-    member's fits alone; None: every member's)."""
+    member's fits alone; None: every member's; `members`: of those, only these)."""
     how = Calibration(seed=seed).for_kind("tile" if program.candidates.normalizer is not None else "layout")
     runtime = program.candidates.runtime[positions].astype(np.float64)
     label = (
@@ -75,7 +79,7 @@ def fits(program, positions: np.ndarray, seed: int, only: str | None) -> dict[st
 
         learners["lgbm_alone"] = (learn_alone, learn_alone)
     for m, (learn, in_fold) in learners.items():
-        if only is not None and not m.startswith(only):
+        if (only is not None and not m.startswith(only)) or (members is not None and m not in members):
             continue
         whole = learn(positions, label, None)
         if whole is None:
@@ -83,6 +87,27 @@ def fits(program, positions: np.ndarray, seed: int, only: str | None) -> dict[st
         out[f"whole:{m}"] = whole.astype(np.float32)
         out[f"oof:{m}"] = select.out_of_fold(in_fold, positions, label, fold)
     return out
+
+
+def with_base(saved: dict[str, np.ndarray], base: Path | None) -> dict[str, np.ndarray]:
+    """`saved` with the fits of an earlier run (`base`, None: none) that it does not hold: the other
+    learners' fits of the same records. The records must be drawn alike (same models, ks, draws)."""
+    if base is None:
+        return saved
+    with np.load(base) as old:
+        records = {str(k) for k in saved["index"]}
+        kept = {
+            n: old[n]
+            for n in old.files
+            if n not in saved and "|" in n and "|".join(n.split("|")[:3]) in records
+        }
+        for n in kept:
+            key = "|".join(n.split("|")[:3])
+            if n.endswith("|positions") or n.endswith("|label"):
+                continue
+            if not np.array_equal(old[f"{key}|positions"], saved[f"{key}|positions"]):
+                raise SystemExit(f"{base}: record {key} measured other configs: not the same draws")
+    return {**saved, **kept}
 
 
 def program_records(program, a: argparse.Namespace, save) -> None:  # noqa: ANN001
@@ -110,7 +135,7 @@ def program_records(program, a: argparse.Namespace, save) -> None:  # noqa: ANN0
                     positions = top_positions(program.costs[source[4:]], known, k)
                 t = time.perf_counter()
                 only = None if source in ("uniform", "top:ensemble") else source[4:]
-                rec = fits(program, positions, draw, only)
+                rec = fits(program, positions, draw, only, a.members)
                 key = f"{source}|{k}|{draw}"
                 saved[f"{key}|positions"] = positions
                 saved |= {f"{key}|{name}": v for name, v in rec.items()}
@@ -130,7 +155,11 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--programs", nargs="+", metavar="NAME", help="only the programs whose names start so")
     p.add_argument("--measure", nargs="+", choices=["uniform", "top"], default=["uniform", "top"])
+    p.add_argument("--members", nargs="+", help="fit only these learners (lgbm, gnn, lgbm_alone)")
+    p.add_argument("--base", type=Path, help="an earlier --out: its fits of the other learners are kept")
     a = p.parse_args()
+    if a.members and not a.base:
+        p.error("--members needs --base: the fits of the other learners come from there")
     if reason := rd.missing_sample(rd.SHARED):
         print(f"calibration_fits: skipped: {reason}")
         return 0
@@ -151,7 +180,7 @@ def main() -> int:
 
             def save(saved: dict, stem: str = stem, name: str = name, kind: str = kind) -> None:
                 tmp = a.out / f"{kind}-{stem}.tmp.npz"
-                np.savez_compressed(tmp, **saved)
+                np.savez_compressed(tmp, **with_base(saved, a.base and a.base / f"{kind}-{stem}.npz"))
                 tmp.replace(a.out / f"{kind}-{stem}.npz")
                 meta = {"program": name, "kind": kind, "provenance": STAMP}
                 (a.out / f"{kind}-{stem}.json").write_text(json.dumps(meta))

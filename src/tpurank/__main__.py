@@ -1,5 +1,5 @@
 """`python -m tpurank` is the command-line interface."""
 
-from tpurank.cli import main
+from tpurank.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -15,6 +15,7 @@ from types import ModuleType
 
 from tpurank.core.env import check_environment
 from tpurank.core.errors import TpurankError
+from tpurank.core.exit import exit_now
 from tpurank.core.memory import ask_torch_for_huge_pages
 from tpurank.core.options import (
     CONFIG,
@@ -206,5 +207,11 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def entry() -> None:
+    """The `tpurank` command (and `python -m tpurank`): `main`, then the exit that skips unloading
+    the modules (tpurank.core.exit)."""
+    exit_now(main())
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()

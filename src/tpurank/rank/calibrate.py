@@ -39,6 +39,9 @@ METHODS = ("boost", "refit")
 # fine-tuned, else "lgbm" (the calibrated LightGBM alone); or either of them named
 ENSEMBLE_WEIGHTS = ("auto", "lgbm", "kept")
 AUTO_WEIGHT_PER = 10  # the default weight: 1 up to 10 measured configs, then one more per 10
+# layout: the shipped training queries are cut into queries of at most 100 rows, a fifth of the pairs
+# LambdaRank's gradient walks over (nearly all of a fit's time when it counts every pair)
+ANCHOR_QUERY_ROWS = 100
 MIN_MEASURED = 2  # configs of different runtimes: fewer hold no order to learn
 
 
@@ -86,6 +89,11 @@ class Calibration:
         weights_margin: below `checked_from`, the margin (as `margin`) by which one member alone or
             equal weights must beat the ensemble's trained weights on the held-out folds (from
             `checked_from`: `margin`).
+        anchor_query_rows: each query of the training rows shipped with LightGBM is cut, by a
+            seeded draw, into queries of at most this many rows before boosting on them (0: whole).
+            Layout's LambdaRank counts every pair of a query, so a 500-row query costs 25 times a
+            100-row one; a cut query is still a ranking of its rows. Tile kernels keep theirs whole
+            (`for_kind`): their truncation level already bounds a query's pairs.
     """
 
     method: str = "boost"
@@ -105,6 +113,9 @@ class Calibration:
     checked_from: int = MIN_CHECKED  # held-out folds check each share from 20 measured configs
     weights_from: int = MIN_WEIGHED  # the ensemble's weights chosen on held-out folds from 5 measured
     weights_margin: float = WEIGHTS_MARGIN  # half the margin for the weights while the shares are unchecked
+    anchor_query_rows: int = (
+        ANCHOR_QUERY_ROWS  # layout's shipped queries cut to 100 rows: a fifth of the pairs
+    )
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -131,6 +142,13 @@ class Calibration:
             value = getattr(self, name)
             if not (value >= 0 and np.isfinite(value)):
                 raise TpurankError(f"calibration {name} must be a number >= 0, got {value}")
+        if not (
+            isinstance(self.anchor_query_rows, int)
+            and (self.anchor_query_rows == 0 or self.anchor_query_rows >= 2)
+        ):
+            raise TpurankError(
+                f"calibration anchor_query_rows must be 0 or an integer >= 2, got {self.anchor_query_rows!r}"
+            )
         for name in ("checked_from", "weights_from"):
             value = getattr(self, name)
             if not (isinstance(value, int) and value >= 2):
@@ -145,11 +163,12 @@ class Calibration:
 
     def for_kind(self, kind: str) -> Calibration:
         """The calibration of a program of `kind` ("layout" or "tile"): on tile, LightGBM's prior is
-        `tile_lgbm_prior`, and the GNN is not fine-tuned unless `gnn_tile` asks for it."""
+        `tile_lgbm_prior`, its shipped queries stay whole, and the GNN is not fine-tuned unless
+        `gnn_tile` asks for it."""
         if kind != "tile":
             return self
         gnn = self.gnn if self.gnn_tile else None
-        return dataclasses.replace(self, lgbm_prior=self.tile_lgbm_prior, gnn=gnn)
+        return dataclasses.replace(self, lgbm_prior=self.tile_lgbm_prior, gnn=gnn, anchor_query_rows=0)
 
     @property
     def weights(self) -> str:
@@ -221,7 +240,7 @@ class LgbmInputs:
             return None
         if how.method == "refit" and self.training is None:
             raise TpurankError("refit calibration needs the training rows shipped with the model")
-        data = self._dataset(xq, yq, how.weight_for(len(yq)))
+        data = self._dataset(xq, yq, how.weight_for(len(yq)), how.anchor_query_rows)
         params = {**self.params, "seed": how.seed, "deterministic": True, "verbose": -1}
         if threads is not None:
             params["num_threads"] = threads
@@ -236,19 +255,44 @@ class LgbmInputs:
             raise TpurankError(f"LightGBM calibration failed ({e})") from None
         return self._costs(model, scored, params.get("num_threads", 1))
 
-    def _dataset(self, xq: np.ndarray, yq: np.ndarray, weight: float) -> lgb.Dataset:
-        """The training rows' queries (when shipped), then the measured query with its weight."""
+    def _dataset(self, xq: np.ndarray, yq: np.ndarray, weight: float, query_rows: int) -> lgb.Dataset:
+        """The training rows' queries (when shipped; cut to `query_rows`, `cut_queries`), then the
+        measured query with its weight."""
         names = list(self.booster.feature_name())
         if self.training is None:
             x, y, sizes, w = xq, yq, np.array([len(yq)]), np.full(len(yq), weight)
         else:
-            t = self.training
+            t = cut_queries(self.training, query_rows)
             ty = query_labels(t.runtime, t.sizes, self.levels)
             x = np.concatenate([t.x, xq])
             y = np.concatenate([ty, yq])
             sizes = np.append(t.sizes, len(yq))
             w = np.concatenate([np.ones(t.rows), np.full(len(yq), weight)])
         return lgb.Dataset(x, y, group=sizes, weight=w, feature_name=names, free_raw_data=False)
+
+
+def cut_queries(rows: TrainingRows, query_rows: int, seed: int = 0) -> TrainingRows:
+    """The training rows with each query of more than `query_rows` rows cut into queries of near-equal
+    sizes, at most `query_rows` each, its rows dealt to them by a seeded draw (0: as they are).
+
+    Args:
+        rows: the shipped training rows, query by query.
+        query_rows: the most rows a query keeps (0: no cut).
+        seed: the draw's seed: the same cut for every calibration of a program.
+    """
+    if query_rows == 0 or int(rows.sizes.max(initial=0)) <= query_rows:
+        return rows
+    rng = np.random.default_rng(seed)
+    order, sizes, start = [], [], 0
+    for size in rows.sizes.tolist():
+        parts = -(-size // query_rows)
+        order.append(start + rng.permutation(size))
+        sizes += [len(p) for p in np.array_split(np.arange(size), parts)]
+        start += size
+    take = np.concatenate(order)
+    return dataclasses.replace(
+        rows, x=rows.x[take], runtime=rows.runtime[take], sizes=np.asarray(sizes, dtype=rows.sizes.dtype)
+    )
 
 
 def measured_query(

@@ -1,0 +1,37 @@
+"""The command's exit, without unloading every module first.
+
+A Python process ends by tearing down each module it imported. For torch, PyTorch Geometric and
+LightGBM that takes over a second (bench/LOG.md), paid by every `rank`, `tune` and stage a script
+runs, for memory the operating system frees at once anyway. `exit_now` does what a normal exit
+does for the command's results (finish the threads, run the exit handlers, flush stdout and
+stderr) and then ends the process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+from typing import NoReturn
+
+
+def exit_now(rc: int) -> NoReturn:
+    """End the process with status `rc` once the exit handlers ran and the streams are flushed.
+
+    Falls back to Python's own exit (`SystemExit`) while a non-daemon thread still runs, which that
+    exit waits for, or when a stream cannot be flushed, which it reports.
+
+    Args:
+        rc: the exit status.
+    """
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if others:
+        raise SystemExit(rc)
+    atexit._run_exitfuncs()  # tempfile's finalizers, logging's flush, multiprocessing's children
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        raise SystemExit(rc) from None
+    os._exit(rc)
