@@ -38,15 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import pace_worker
+from checkouts import checkout_at, commit_of
 from pace_worker import PEAK_SIZE, ROOT, SAMPLE, THREADS
-
-
-def git(*args: str, cwd: Path = ROOT) -> str:
-    """A git command's output; a failure is one line naming it."""
-    r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"bench_gnn_pace: git {' '.join(args)} failed: {r.stderr.strip()[-300:]}")
-    return r.stdout.strip()
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -61,19 +54,6 @@ def worker(args: argparse.Namespace) -> None:
 
 
 # --- the driver: checkouts, alternating pairs, the report -----------------------------------------
-
-
-def checkout_at(rev: str, where: Path) -> Path:
-    """A clean clone of this checkout at `rev`, with a `.venv` (this one's where the requirements match)."""
-    git("clone", "-q", str(ROOT), str(where))
-    git("checkout", "-q", rev, cwd=where)
-    if (where / "requirements.txt").read_bytes() == (ROOT / "requirements.txt").read_bytes():
-        (where / ".venv").symlink_to(ROOT / ".venv")
-        return where
-    r = subprocess.run(["./run.sh", "setup"], cwd=where, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"bench_gnn_pace: ./run.sh setup failed at {rev}: {(r.stdout + r.stderr)[-500:]}")
-    return where
 
 
 def prepare(checkout: Path, work: Path) -> None:
@@ -160,7 +140,7 @@ def main() -> int:
         return 1
     import provenance
 
-    against = git("rev-parse", "--verify", f"{args.against}^{{commit}}")
+    against = commit_of(args.against)
     head = provenance.COMMIT_AT_START or "HEAD"
     tmp = Path(tempfile.mkdtemp(prefix="bench-gnn-pace-"))
     try:

@@ -9,12 +9,15 @@ to their bound (`--training-rows`, default tpurank.lgbm.training_rows.MAX_ROWS, 
 from the real ones): the worst a model of any training set ships. The program is the real
 `unet_3d.4x4.bf16` (1965 configs) unless `--program`; `--k` of its configs are measured.
 
-Each command runs in a fresh process, side by side: `rank` without `--measured`, with it (the
-calibration checked on held-out folds of the measured configs, the default) and with
-`--measured --no-select` (the calibrated models used whole, without the check). The seconds mean
-something only on an idle machine.
+Each command runs in a fresh process: `rank` without `--measured`, with it (the calibration
+checked on held-out folds of the measured configs, the default) and with `--measured --no-select`
+(the calibrated models used whole, without the check). With `--against REV` the same commands run
+from a clean clone at REV too, in alternating pairs on the same models, and the ratios HEAD / REV
+per pair say what changed, whatever the machine's speed that day. The seconds mean something only
+on an idle machine.
 
     .venv/bin/python bench/bench_tune_cost.py                      # trains into /tmp/bench-tune-cost
+    .venv/bin/python bench/bench_tune_cost.py --models OUT --work-dir WORK --against 502765c --pairs 3
     .venv/bin/python bench/bench_tune_cost.py --models OUT --work-dir WORK --program prog.pb --k 100
 """
 
@@ -24,7 +27,9 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +40,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import provenance  # noqa: E402
 import real_data as rd  # noqa: E402
+from checkouts import checkout_at, commit_of  # noqa: E402
 
 from tpurank.core.paths import NPZ_SUBDIR  # noqa: E402
 from tpurank.lgbm import training_rows  # noqa: E402
@@ -42,6 +48,7 @@ from tpurank.rank.candidates import read_candidates  # noqa: E402
 
 TARGET_S, TARGET_GB = 30.0, 2.0
 COLLECTION = rd.LAYOUT
+RUNS = ("rank", "rank --measured", "rank --measured --no-select")
 
 
 def train(work: Path, log: Path) -> tuple[Path, Path]:
@@ -94,20 +101,48 @@ def measured_csv(program: Path, k: int, path: Path, seed: int = 0) -> int:
     return len(c.file_index)
 
 
-def time_runs(argv: list[str], work: Path, log: Path) -> dict[str, dict[str, float]]:
-    """`rank` without `--measured`, with it, and with it and `--no-select`, each a fresh process:
-    seconds and peak RSS."""
+def time_runs(
+    argv: list[str], work: Path, log: Path, checkout: Path, side: str
+) -> dict[str, dict[str, float]]:
+    """`rank` without `--measured`, with it, and with it and `--no-select`, each a fresh process of
+    `checkout`'s code: seconds and peak RSS."""
     measured = ["--measured", str(work / "measured.csv")]
-    runs = (
-        ("rank", []),
-        ("rank --measured", measured),
-        ("rank --measured --no-select", [*measured, "--no-select"]),
-    )
+    extras = {RUNS[0]: [], RUNS[1]: measured, RUNS[2]: [*measured, "--no-select"]}
     res = {}
-    for name, extra in runs:
-        seconds, gb = rd.measured_stage([*argv, *extra, "--out", str(work / "ranking.csv")], log)
+    for name, extra in extras.items():
+        out = ["--out", str(work / "ranking.csv")]
+        seconds, gb = rd.measured_stage([*argv, *extra, *out], log, checkout)
         res[name] = {"seconds": round(seconds, 2), "peak_rss_gb": round(gb, 3)}
-        print(f"{name}: {seconds:.1f} s, peak RSS {gb:.2f} GB", flush=True)
+        print(f"{side} {name}: {seconds:.1f} s, peak RSS {gb:.2f} GB", flush=True)
+    return res
+
+
+def paired(argv: list[str], work: Path, log: Path, checkouts: dict[str, Path], pairs: int) -> dict:
+    """Each side's runs, `pairs` times in turn (HEAD first in odd pairs), and per run the median of
+    each side's seconds and peak RSS and the ratios HEAD / the other side pair by pair."""
+    runs: dict[str, list[dict]] = {side: [] for side in checkouts}
+    for pair in range(pairs):
+        order = list(checkouts) if pair % 2 == 0 else list(reversed(checkouts))
+        for side in order:
+            runs[side].append(time_runs(argv, work, log, checkouts[side], side))
+    res: dict = {}
+    for side, rows in runs.items():
+        res[side] = {
+            name: {
+                "seconds": round(statistics.median(r[name]["seconds"] for r in rows), 2),
+                "peak_rss_gb": round(max(r[name]["peak_rss_gb"] for r in rows), 3),
+                "runs": [r[name]["seconds"] for r in rows],
+            }
+            for name in RUNS
+        }
+    if "against" in runs:
+        res["ratio"] = {
+            name: [
+                round(h[name]["seconds"] / a[name]["seconds"], 3)
+                for h, a in zip(runs["head"], runs["against"], strict=True)
+            ]
+            for name in RUNS
+        }
     return res
 
 
@@ -123,6 +158,8 @@ def main() -> int:
     p.add_argument(
         "--training-rows", type=int, default=training_rows.MAX_ROWS, help="shipped rows, padded to"
     )
+    p.add_argument("--against", help="an earlier commit whose code runs the same commands, in turn")
+    p.add_argument("--pairs", type=int, default=3, help="runs of each side (default 3)")
     p.add_argument("--work", type=Path, default=Path("/tmp/bench-tune-cost"))
     p.add_argument("--out", type=Path, help="the figures as JSON")
     a = p.parse_args()
@@ -151,18 +188,33 @@ def main() -> int:
         "training_rows": padded,
         "load": os.getloadavg()[0],
     }
-    res |= time_runs(argv, a.work, log)
-    cal = res["rank --measured"]
-    met = cal["seconds"] <= TARGET_S and cal["peak_rss_gb"] <= TARGET_GB
-    print(
-        f"calibrating on {a.k} and ranking {configs} configs ({padded} training rows): {cal['seconds']:.1f} s, "
-        f"{cal['peak_rss_gb']:.2f} GB; target <= {TARGET_S:.0f} s and <= {TARGET_GB:.0f} GB: {'met' if met else 'NOT met'} "
-        f"(load average {res['load']:.1f}: seconds hold on an idle machine only)"
-    )
+    with tempfile.TemporaryDirectory(prefix="bench-tune-cost-") as tmp:
+        checkouts = {"head": ROOT}
+        if a.against:
+            res["against"] = commit_of(a.against)
+            checkouts["against"] = checkout_at(res["against"], Path(tmp) / "against")
+        timed = paired(argv, a.work, log, checkouts, a.pairs)
+    res |= timed.pop("head")
+    res |= {f"against {name}": v for name, v in timed.pop("against", {}).items()}
+    res |= timed
+    report(res, a.k, configs, padded)
     if a.out:
         res["provenance"] = provenance.stamp()
         a.out.write_text(json.dumps(res, indent=1) + "\n")
     return 0
+
+
+def report(res: dict, k: int, configs: int, padded: int) -> None:
+    """The target's verdict at HEAD, and the ratios against the earlier commit."""
+    cal = res[RUNS[1]]
+    met = cal["seconds"] <= TARGET_S and cal["peak_rss_gb"] <= TARGET_GB
+    print(
+        f"calibrating on {k} and ranking {configs} configs ({padded} training rows): {cal['seconds']:.1f} s, "
+        f"{cal['peak_rss_gb']:.2f} GB; target <= {TARGET_S:.0f} s and <= {TARGET_GB:.0f} GB: {'met' if met else 'NOT met'} "
+        f"(load average {res['load']:.1f}: seconds hold on an idle machine only)"
+    )
+    for name, ratios in res.get("ratio", {}).items():
+        print(f"{name}: HEAD / {res['against'][:10]} per pair {ratios}")
 
 
 if __name__ == "__main__":

@@ -136,9 +136,12 @@ def layout_members_cost() -> Figure:
 @figure("tune_cost")
 def cost() -> Figure:
     r = results(COST)
-    rows = [
-        [f"`{name}`", f"{r[name]['seconds']:.1f}", f"{r[name]['peak_rss_gb']:.2f} GB"]
-        for name in ("rank", "rank --measured", "rank --measured --no-select")
-    ]
-    head = f"`rank` ({r['configs']} configs, {r['k']} measured, {r['training_rows']} training rows shipped)"
-    return Figure(table([head, "seconds", "peak RSS"], rows), (Source(COST),))
+    names = ("rank", "rank --measured", "rank --measured --no-select")
+    rows = [[f"`{n}`", f"{r[n]['seconds']:.1f}", f"{r[n]['peak_rss_gb']:.2f} GB"] for n in names]
+    head = [f"`rank` ({r['configs']} configs, {r['k']} measured, {r['training_rows']} training rows shipped)"]
+    head += ["seconds", "peak RSS"]
+    if "ratio" in r:  # measured side by side with an earlier commit, in alternating pairs
+        head += [f"seconds at {r['against'][:7]}", "this commit's time / its, per pair"]
+        for row, n in zip(rows, names, strict=True):
+            row += [f"{r[f'against {n}']['seconds']:.1f}", ", ".join(f"{x:.2f}" for x in r["ratio"][n])]
+    return Figure(table(head, rows), (Source(COST),))

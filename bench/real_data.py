@@ -197,15 +197,17 @@ def stage(argv: list[str], log: Path) -> float:
     return measured_stage(argv, log)[0]
 
 
-def measured_stage(argv: list[str], log: Path) -> tuple[float, float]:
-    """`stage`, and its process's peak RSS in GB: (seconds, GB)."""
-    root = Path(__file__).resolve().parents[1]
+def measured_stage(argv: list[str], log: Path, checkout: Path | None = None) -> tuple[float, float]:
+    """`stage`, and its process's peak RSS in GB: (seconds, GB); `checkout`: run that checkout's code
+    (a clone at another commit) instead of this one's."""
+    root = checkout or Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
     t = time.perf_counter()
     with open(log, "a") as f:
         f.write(f"$ tpurank {' '.join(argv)}\n")
         f.flush()
         child = subprocess.Popen(
-            [sys.executable, "-m", "tpurank", *argv], stdout=f, stderr=subprocess.STDOUT, cwd=root
+            [sys.executable, "-m", "tpurank", *argv], stdout=f, stderr=subprocess.STDOUT, cwd=root, env=env
         )
         _, status, usage = os.wait4(child.pid, 0)
     rc = os.waitstatus_to_exitcode(status)

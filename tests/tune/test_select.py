@@ -141,6 +141,7 @@ def test_each_member_has_its_prior_the_gnns_until_checked_and_tile_its_own() -> 
     assert (how.prior_of("gnn", False), how.prior_of("gnn", True)) == (5.0, 0.0)
     tile = how.for_kind("tile")
     assert tile.prior_of("lgbm", True) == 100.0 and tile.gnn is None
+    assert (how.anchor_query_rows, tile.anchor_query_rows) == (100, 0)  # tile's queries stay whole
     assert how.for_kind("layout") is how
     assert Calibration(gnn_tile=True).for_kind("tile").gnn is not None
     # what the default shares come to at the measured counts
@@ -181,6 +182,9 @@ def test_the_ensemble_takes_equal_weights_when_its_members_err_apart() -> None:
         ("tile_lgbm_prior", float("nan")),
         ("gnn_prior", float("inf")),
         ("checked_from", 1),
+        ("anchor_query_rows", 1),
+        ("anchor_query_rows", -5),
+        ("anchor_query_rows", 50.5),
     ],
 )
 def test_bad_selection_settings_are_refused(field: str, value: float) -> None:
