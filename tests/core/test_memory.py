@@ -1,8 +1,8 @@
 """tpurank.core.memory: the heap's free pages go back to the system between training steps.
 
-Its effect on memory is measured at full scale (bench/bench_scale.py, bench/bench_gnn_memory.py,
-docs/scale.md); a small heap here gives free pages back on its own, so these check that the call
-runs where it can, and where the trainer makes it.
+Its effect on memory is measured at full scale (bench/runs/bench_scale.py,
+bench/runs/bench_gnn_memory.py, docs/scale.md); a small heap here gives free pages back on its own,
+so these check that the call runs where it can, and where the trainer makes it.
 """
 
 from __future__ import annotations

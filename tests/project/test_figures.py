@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, bench_on_path
 
-sys.path.insert(0, str(ROOT / "bench"))
+bench_on_path()
 import figure_kit  # noqa: E402
 import figures  # noqa: E402
 import provenance  # noqa: E402
@@ -35,7 +34,7 @@ UNSOURCED = re.compile(r"\*\((?:measured \d|first quoted|no results file)[^)]*\)
 def test_every_region_holds_what_its_sources_give(page: Path) -> None:
     broken, differ = figures.check(page)
     assert not broken, broken
-    assert not differ, f"run `.venv/bin/python bench/figures.py` and commit the pages: {differ}"
+    assert not differ, f"run `.venv/bin/python bench/figures/figures.py` and commit the pages: {differ}"
 
 
 def test_the_docs_have_figure_regions() -> None:
