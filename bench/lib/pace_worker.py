@@ -15,6 +15,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from peak_rss import peak_rss_gb, reset_peak_rss
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT.parent / "shared" / "data" / "tpugraphs-sample"
 COLLECTION = "layout:xla:default"  # the sample's layout pair: a train graph and a valid graph of 223 nodes
@@ -47,7 +49,7 @@ def setup(checkout: Path, work: Path, threads: int = THREADS) -> SimpleNamespace
     paths = Paths(data=SAMPLE, out=work, work=work)
     train = load_split(paths, COLLECTION, "train", False, dim_features=cfg.gnn.dim_features)
     valid = load_split(paths, COLLECTION, "valid", False, dim_features=cfg.gnn.dim_features)
-    return SimpleNamespace(torch=torch, rt=rt, cfg=cfg, train=train, valid=valid, memory=memory)
+    return SimpleNamespace(torch=torch, rt=rt, cfg=cfg, train=train, valid=valid)
 
 
 def candidates(g: Any, count: int, seed: int = 0) -> Any:
@@ -100,7 +102,7 @@ def worker_score(env: SimpleNamespace, configs: int) -> dict:
         model(make_batch([g], [rows[:chunk]], tile_inputs.wanted(model)))
     flops = counter.get_total_flops() / chunk
     score_rows(model, g, rows[:chunk], chunk, env.rt.device)  # warm-up: the first pass's one-time costs
-    env.memory.reset_peak_rss()
+    reset_peak_rss()
     u0, s0, t0 = *_rusage(), time.perf_counter()
     cost = score_rows(model, g, rows, chunk, env.rt.device)
     seconds, (u1, s1) = time.perf_counter() - t0, _rusage()
@@ -113,7 +115,7 @@ def worker_score(env: SimpleNamespace, configs: int) -> dict:
         "seconds": seconds,
         "user_s": u1 - u0,
         "sys_s": s1 - s0,
-        "peak_rss_gb": env.memory.peak_rss_gb(),
+        "peak_rss_gb": peak_rss_gb(),
         "flops_per_config": flops,
         "costs": cost.tolist(),
     }
@@ -157,7 +159,7 @@ def worker_train(env: SimpleNamespace, steps: int) -> dict:
     opt.zero_grad(set_to_none=True)
     every = len(train)
     loop.step_once(training, st, train, every)  # warm-up
-    env.memory.reset_peak_rss()
+    reset_peak_rss()
     configs = 0
     u0, s0, t0 = *_rusage(), time.perf_counter()
     for _ in range(steps):
@@ -171,7 +173,7 @@ def worker_train(env: SimpleNamespace, steps: int) -> dict:
         "seconds": seconds,
         "user_s": u1 - u0,
         "sys_s": s1 - s0,
-        "peak_rss_gb": env.memory.peak_rss_gb(),
+        "peak_rss_gb": peak_rss_gb(),
         "flops_per_config": flops,
     }
 

@@ -36,13 +36,14 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench" / "lib"))  # the shared helpers (bench/README.md, "Rooms")
 
+from peak_rss import peak_rss_gb, reset_peak_rss  # noqa: E402
+
 from tpurank.core import memory  # noqa: E402
 
 if not {"--old-heap", "--no-huge-pages"} & set(sys.argv):
     memory.ask_torch_for_huge_pages()  # before torch's first allocation, as the CLI does
 
 from tpurank.core.config_files import load_config  # noqa: E402
-from tpurank.core.memory import peak_rss_gb, reset_peak_rss  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
 from tpurank.gnn import device as devices  # noqa: E402
 from tpurank.gnn.data import load_split  # noqa: E402

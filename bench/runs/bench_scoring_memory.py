@@ -24,8 +24,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench" / "lib"))  # the shared helpers (bench/README.md, "Rooms")
 
+from peak_rss import peak_rss_gb, reset_peak_rss  # noqa: E402
+
 from tpurank.core.config_files import load_config  # noqa: E402
-from tpurank.core.memory import peak_rss_gb, release_free_memory, reset_peak_rss  # noqa: E402
+from tpurank.core.memory import release_free_memory  # noqa: E402
 from tpurank.core.paths import Paths  # noqa: E402
 from tpurank.gnn.data import eval_configs, load_split  # noqa: E402
 from tpurank.gnn.families import gnn as gnn_model  # noqa: E402

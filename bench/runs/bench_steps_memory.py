@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench" / "lib"))  # the shared helpers (bench/README.md, "Rooms")
 import provenance  # noqa: E402
 from bench_all import PYTHON, SAMPLE_S, tree_memory  # noqa: E402
+from peak_rss import peak_rss_gb, reset_peak_rss  # noqa: E402
 
 GB = 1e9
 
@@ -65,7 +66,7 @@ def rss_gb() -> float:
 def in_process(stage: list[str], release: bool) -> dict:
     """Run one stage in this process; its exit code, seconds, peak, and the RSS it leaves."""
     from tpurank import cli
-    from tpurank.core.memory import peak_rss_gb, release_between_steps, reset_peak_rss
+    from tpurank.core.memory import release_between_steps
     from tpurank.prepare.store import CHUNKS
 
     reset_peak_rss()

@@ -104,22 +104,6 @@ def test_the_threshold_follows_the_pass(
     assert set_to == ([threshold] if bounded and threshold != memory.MMAP_THRESHOLD else [])
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM is Linux /proc")
-def test_peak_rss_is_measured_from_its_reset() -> None:
-    import numpy as np
-
-    from tpurank.core.memory import peak_rss_gb, reset_peak_rss
-
-    reset_peak_rss()
-    base = peak_rss_gb()
-    block = np.ones(200_000_000 // 8)  # 200 MB, touched
-    assert peak_rss_gb() >= base + 0.15
-    del block
-    release_free_memory()
-    reset_peak_rss()
-    assert peak_rss_gb() < base + 0.15  # the reset forgot the block's peak
-
-
 # A freed 16 MB block raises glibc's dynamic mmap threshold; the 8 MB block after it then comes
 # from the heap, and a small block allocated above it keeps its pages there once it is freed.
 _HEAP_HOLE = """

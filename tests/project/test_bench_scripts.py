@@ -360,3 +360,21 @@ def test_gpu_projection_prepares_the_sample_where_it_reads_it(
     paths = projection.prepare_sample(sample_root, tmp_path / "bench")
     assert paths.prepared == tmp_path / "bench" / "features" / "prepared"
     assert (paths.prepared / INDEX_FILE).is_file() and not elsewhere.exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM is Linux /proc")
+def test_peak_rss_is_measured_from_its_reset() -> None:
+    """bench/lib/peak_rss.py: the memory benches' own peak of one step, call or graph."""
+    import numpy as np
+
+    from tpurank.core.memory import release_free_memory
+
+    peak_rss = _bench("peak_rss")
+    peak_rss.reset_peak_rss()
+    base = peak_rss.peak_rss_gb()
+    block = np.ones(200_000_000 // 8)  # 200 MB, touched
+    assert peak_rss.peak_rss_gb() >= base + 0.15
+    del block
+    release_free_memory()
+    peak_rss.reset_peak_rss()
+    assert peak_rss.peak_rss_gb() < base + 0.15  # the reset forgot the block's peak

@@ -208,17 +208,3 @@ def release_if_grown(slack: int = HEAP_SLACK) -> bool:
         return False
     _Heap.free_after_step = -1
     return release_free_memory()
-
-
-def reset_peak_rss() -> None:
-    """Start the process's peak resident set (VmHWM) afresh (Linux), so `peak_rss_gb` measures
-    from here: the benches read each training step's or graph's own peak this way."""
-    Path("/proc/self/clear_refs").write_text("5")
-
-
-def peak_rss_gb() -> float:
-    """The process's peak resident set since start or the last `reset_peak_rss` (GB; Linux)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1e6
-    return float("nan")
