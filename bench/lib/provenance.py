@@ -57,7 +57,7 @@ DIRTY_AT_START = bool(_git("status", "--porcelain", "--untracked-files=no"))
 
 
 def command(argv: list[str] | None = None) -> str:
-    """The command as it would be typed from the project root: `bench/x.py --flag value`."""
+    """The command as it would be typed from the project root: `bench/runs/x.py --flag value`."""
     argv = list(sys.argv if argv is None else argv)
     script = Path(argv[0]).resolve() if argv else Path("?")
     if script.is_relative_to(ROOT):
