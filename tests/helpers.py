@@ -37,6 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_ROOT = ROOT.parent / "shared" / "data" / "tpugraphs-sample"
 SAMPLE_NPZ = SAMPLE_ROOT / NPZ_SUBDIR
 NPZ = NPZ_SUBDIR
+BENCH = ROOT / "bench"
+# bench/'s rooms (bench/README.md): the scripts a user runs, the figures' renderer, the shared helpers
+BENCH_ROOMS = ("runs", "figures", "lib")
 
 # Small budgets so a whole `all` runs in well under a minute on tiny data; same code paths as the defaults.
 # One LightGBM thread: its default, a thread per core, spins beside a busy worker (13 s, not 0.3 s).
@@ -69,6 +72,14 @@ def import_statements(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]
             yield node
         for field in ("body", "orelse", "finalbody", "handlers", "cases"):
             stack.extend(getattr(node, field, ()))
+
+
+def bench_on_path() -> None:
+    """bench/'s rooms on sys.path, so a test imports a bench module by its name as the scripts do
+    (bench/ is no package: a script finds its own room's modules there, and puts bench/lib there)."""
+    for room in BENCH_ROOMS:
+        if str(BENCH / room) not in sys.path:
+            sys.path.insert(0, str(BENCH / room))
 
 
 def sample_files() -> list[Path]:

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import traceback
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, NoReturn
@@ -199,16 +200,39 @@ def _stdout_into(f: IO[bytes]) -> Iterator[None]:
         os.close(saved)
 
 
-def script_helps(root: Path, scripts: list[str], *sub: str) -> dict[str, list]:
+def _modules_below(folder: Path) -> dict[str, types.ModuleType]:
+    """The imported modules of the files below `folder` (a folder of scripts, no package: each
+    module named after its file), taken out of sys.modules."""
+    prefix = f"{folder}{os.sep}"
+    names = {p.stem for p in folder.rglob("*.py")}
+    below = {
+        n: sys.modules[n]
+        for n in names
+        if str(getattr(sys.modules.get(n), "__file__", "")).startswith(prefix)
+    }
+    for name in below:
+        del sys.modules[name]
+    return below
+
+
+def script_helps(root: Path, scripts: list[str], *sub: str, path: tuple[Path, ...] = ()) -> dict[str, list]:
     """`python SCRIPT [SUB] --help` of each script (a path below `root`, where it runs) run in this
     process (runpy, as `python SCRIPT` runs it: its folder first on sys.path): {script: [exit, stdout]},
     the exit a traceback's text where it raised. A helper module of the benchmarks (no `__main__`)
-    is only imported. A child would import torch and the package again for seconds."""
+    is only imported; `path`: the folders its importer puts on sys.path after its own. A child would
+    import torch and the package again for seconds.
+
+    Each script finds its neighbours as a fresh `python SCRIPT` would: the modules of its top folder
+    (bench/) imported before it are set aside while it runs and that folder's entries taken off
+    sys.path, so a script that does not put its helpers' room on sys.path fails here too."""
     results: dict[str, list] = {}
     for script in scripts:
-        argv, path = list(sys.argv), list(sys.path)
+        top = root / Path(script).parts[0]
+        argv, saved_path = list(sys.argv), list(sys.path)
         sys.argv = [script, *sub, "--help"]
-        sys.path.insert(0, str((root / script).parent))
+        own = [str((root / script).parent), *map(str, path)]
+        sys.path[:] = [*own, *(p for p in saved_path if not (p and Path(p).is_relative_to(top)))]
+        saved_modules = _modules_below(top)
         with tempfile.TemporaryFile() as out:
             try:
                 with _as_a_child(None, root), _stdout_into(out), contextlib.redirect_stderr(io.StringIO()):
@@ -219,6 +243,8 @@ def script_helps(root: Path, scripts: list[str], *sub: str) -> dict[str, list]:
             except BaseException:  # noqa: BLE001  (the script's own failure is the result)
                 code = traceback.format_exc()
             finally:
-                sys.argv, sys.path[:] = argv, path
+                sys.argv, sys.path[:] = argv, saved_path
+                _modules_below(top)
+                sys.modules.update(saved_modules)
             results[script] = [code, _read(out)]
     return results

@@ -1,8 +1,8 @@
 """tpurank.core.memory: the heap's free pages go back to the system between training steps.
 
-Its effect on memory is measured at full scale (bench/bench_scale.py, bench/bench_gnn_memory.py,
-docs/scale.md); a small heap here gives free pages back on its own, so these check that the call
-runs where it can, and where the trainer makes it.
+Its effect on memory is measured at full scale (bench/runs/bench_scale.py,
+bench/runs/bench_gnn_memory.py, docs/scale.md); a small heap here gives free pages back on its own,
+so these check that the call runs where it can, and where the trainer makes it.
 """
 
 from __future__ import annotations
@@ -102,22 +102,6 @@ def test_the_threshold_follows_the_pass(
     assert memory.fit_mmap_threshold(pass_bytes) is bounded
     assert memory._Heap.threshold == threshold
     assert set_to == ([threshold] if bounded and threshold != memory.MMAP_THRESHOLD else [])
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM is Linux /proc")
-def test_peak_rss_is_measured_from_its_reset() -> None:
-    import numpy as np
-
-    from tpurank.core.memory import peak_rss_gb, reset_peak_rss
-
-    reset_peak_rss()
-    base = peak_rss_gb()
-    block = np.ones(200_000_000 // 8)  # 200 MB, touched
-    assert peak_rss_gb() >= base + 0.15
-    del block
-    release_free_memory()
-    reset_peak_rss()
-    assert peak_rss_gb() < base + 0.15  # the reset forgot the block's peak
 
 
 # A freed 16 MB block raises glibc's dynamic mmap threshold; the 8 MB block after it then comes

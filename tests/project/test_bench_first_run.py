@@ -1,15 +1,13 @@
-"""bench/bench_first_run.py reads the docs' first-run figures from what `./run.sh all` prints: the
+"""bench/runs/bench_first_run.py reads the docs' first-run figures from what `./run.sh all` prints: the
 validation table, the cross-fitted line, the time per step and the budget line. A change to that
 output must fail here, not leave a results file with an empty table (the run itself is too long for
 the suite: the parser reads a log of its shape)."""
 
 from __future__ import annotations
 
-import sys
+from helpers import bench_on_path
 
-from helpers import ROOT
-
-sys.path.insert(0, str(ROOT / "bench"))
+bench_on_path()
 import bench_first_run  # noqa: E402
 
 LOG = """\

@@ -1,18 +1,17 @@
-"""bench/bench_gnn_pace.py: its candidates are the real graph's configs resampled per node, and its
+"""bench/runs/bench_gnn_pace.py: its candidates are the real graph's configs resampled per node, and its
 report turns each run's counts into rates and per-pair speed-ups (the runs themselves, minutes on
 two checkouts, are the bench's, not the suite's)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 
 import numpy as np
-from helpers import ROOT, prepared_graph
+from helpers import bench_on_path, prepared_graph
 
 from tpurank.gnn.data import from_prepared
 
-sys.path.insert(0, str(ROOT / "bench"))
+bench_on_path()
 import bench_gnn_pace  # noqa: E402
 import pace_worker  # noqa: E402
 

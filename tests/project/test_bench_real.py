@@ -1,4 +1,4 @@
-"""The cheap pieces of bench/bench_real.py (its data roots, kernel folds, scoring); the
+"""The cheap pieces of bench/runs/bench_real.py (its data roots, kernel folds, scoring); the
 benchmark itself is not run here (minutes of training)."""
 
 from __future__ import annotations
@@ -9,13 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import bench_on_path
 
 from tpurank.core.config_files import load_config
 from tpurank.core.metrics import graph_metrics, order_from_costs
 from tpurank.core.paths import NPZ_SUBDIR
 from tpurank.data.dataset import discover
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+bench_on_path()
 import bench_real  # noqa: E402
 import real_data as rd  # noqa: E402
 

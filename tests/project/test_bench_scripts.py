@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import SAMPLE_ROOT
+from helpers import BENCH, BENCH_ROOMS, ROOT, SAMPLE_ROOT, bench_on_path
 from script_help_cache import bench_helps
 
 from tpurank.prepare.cache import INDEX_FILE
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-SCRIPTS = sorted(BENCH.glob("*.py"))
+RUNS = BENCH / "runs"
+SCRIPTS = sorted(p for room in BENCH_ROOMS for p in (BENCH / room).glob("*.py"))
 
 
 def test_every_script_is_listed_in_the_bench_readme() -> None:
@@ -32,9 +32,12 @@ def test_every_script_is_listed_in_the_bench_readme() -> None:
 @pytest.mark.parametrize("script", SCRIPTS, ids=[s.stem for s in SCRIPTS])
 def test_script_imports_and_prints_its_help(script: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Every script's --help (or a helper module's import) runs once per session, all in one
-    interpreter (helpers.bench_helps; test_docs reads the helps too)."""
-    code, usage = bench_helps(tmp_path_factory)[f"bench/{script.name}"]
+    interpreter, each as a fresh `python SCRIPT` finds its modules (script_help_cache.bench_helps;
+    test_docs reads the helps too). Every file of runs/ is a script a user runs: it answers --help."""
+    code, usage = bench_helps(tmp_path_factory)[str(script.relative_to(ROOT))]
     assert code == 0, f"{script.name}: {code}"
+    if script.parent == RUNS:
+        assert "__main__" in script.read_text(), f"{script.name} in bench/runs/ is no script"
     if "__main__" in script.read_text():
         assert "usage:" in usage
     # a helper module of the benchmarks: importing is its test
@@ -77,12 +80,9 @@ def _runs(row: str, xla: list[float], nlp: list[float]) -> list[dict]:
 
 
 def _bench(name: str = "bench_budget"):
-    """A module of bench/ (bench/ is no package)."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(BENCH))
+    """A module of bench/'s rooms (bench/ is no package)."""
+    bench_on_path()
+    return importlib.import_module(name)
 
 
 def _synthetic(verdict: str) -> str:
@@ -131,7 +131,7 @@ def test_bench_budget_reports_the_peak_rss_of_each_command_alone(tmp_path: Path)
     )
     log = tmp_path / "bench.log"
     driver = (
-        f"import sys; sys.path.insert(0, {str(BENCH)!r}); from pathlib import Path; import bench_budget as b; "
+        f"import sys; sys.path.insert(0, {str(RUNS)!r}); from pathlib import Path; import bench_budget as b; "
         f"t, log = Path({str(tmp_path)!r}), Path({str(log)!r}); "
         "print(b.tpurank(t, ['300'], log), b.tpurank(t, ['0'], log)); b.tpurank(t, ['fail'], log)"
     )
@@ -323,10 +323,10 @@ def test_ensemble_table_puts_bench_real_under_its_normalization(tmp_path: Path) 
 def test_table_modes_read_the_saved_results(argv: list[str], expect: str) -> None:
     """The results files saved before the `data` column load, and their tables show real rows."""
     r = subprocess.run(
-        [sys.executable, str(BENCH / argv[0]), *argv[1:]],
+        [sys.executable, str(RUNS / argv[0]), *argv[1:]],
         capture_output=True,
         text=True,
-        cwd=BENCH.parent,
+        cwd=ROOT,
         timeout=120,
     )
     assert r.returncode == 0, r.stderr[-2000:]
@@ -360,3 +360,21 @@ def test_gpu_projection_prepares_the_sample_where_it_reads_it(
     paths = projection.prepare_sample(sample_root, tmp_path / "bench")
     assert paths.prepared == tmp_path / "bench" / "features" / "prepared"
     assert (paths.prepared / INDEX_FILE).is_file() and not elsewhere.exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM is Linux /proc")
+def test_peak_rss_is_measured_from_its_reset() -> None:
+    """bench/lib/peak_rss.py: the memory benches' own peak of one step, call or graph."""
+    import numpy as np
+
+    from tpurank.core.memory import release_free_memory
+
+    peak_rss = _bench("peak_rss")
+    peak_rss.reset_peak_rss()
+    base = peak_rss.peak_rss_gb()
+    block = np.ones(200_000_000 // 8)  # 200 MB, touched
+    assert peak_rss.peak_rss_gb() >= base + 0.15
+    del block
+    release_free_memory()
+    peak_rss.reset_peak_rss()
+    assert peak_rss.peak_rss_gb() < base + 0.15  # the reset forgot the block's peak

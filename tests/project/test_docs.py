@@ -67,12 +67,12 @@ def test_documented_command_parses(page: str, argv: list[str]) -> None:
 
 
 def _bench_commands() -> list[list[str]]:
-    """The `bench/<script>.py ...` commands of the README and docs."""
+    """The `bench/<room>/<script>.py ...` commands of the README and docs."""
     out = []
     for page in PAGES:
         for block in re.findall(r"```bash\n(.*?)```", page.read_text(), flags=re.S):
             for line in block.replace("\\\n", " ").splitlines():
-                m = re.search(r"\b(bench/\w+\.py)(.*)", line.split(" #")[0])
+                m = re.search(r"\b(bench/(?:\w+/)?\w+\.py)(.*)", line.split(" #")[0])
                 if m and not line.lstrip().startswith("#"):
                     out.append([m.group(1), *shlex.split(m.group(2))])
     return out

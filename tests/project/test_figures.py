@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, bench_on_path
 
-sys.path.insert(0, str(ROOT / "bench"))
+bench_on_path()
 import figure_kit  # noqa: E402
 import figures  # noqa: E402
 import provenance  # noqa: E402
@@ -35,7 +34,7 @@ UNSOURCED = re.compile(r"\*\((?:measured \d|first quoted|no results file)[^)]*\)
 def test_every_region_holds_what_its_sources_give(page: Path) -> None:
     broken, differ = figures.check(page)
     assert not broken, broken
-    assert not differ, f"run `.venv/bin/python bench/figures.py` and commit the pages: {differ}"
+    assert not differ, f"run `.venv/bin/python bench/figures/figures.py` and commit the pages: {differ}"
 
 
 def test_the_docs_have_figure_regions() -> None:
@@ -111,7 +110,7 @@ def test_a_region_starting_a_line_or_with_no_renderer_is_refused(tmp_path: Path)
 
 
 def test_a_source_without_its_commit_is_refused() -> None:
-    prov = {"command": "bench/bench_x.py", "commit": None, "date": "2026-11-27"}
+    prov = {"command": "bench/runs/bench_x.py", "commit": None, "date": "2026-11-27"}
     assert provenance.missing(prov) == ["commit"]
     assert provenance.missing(None) == ["command", "commit", "date"]
 
@@ -124,8 +123,8 @@ def test_a_figure_lists_its_sources_with_their_commit_and_date() -> None:
 
 
 def test_the_stamp_of_a_bench_run_has_what_a_figure_needs() -> None:
-    stamp = provenance.stamp(["bench/bench_x.py", "--out", "x.json"])
-    assert stamp["command"] == "bench/bench_x.py --out x.json" and not provenance.missing(stamp)
+    stamp = provenance.stamp(["bench/runs/bench_x.py", "--out", "x.json"])
+    assert stamp["command"] == "bench/runs/bench_x.py --out x.json" and not provenance.missing(stamp)
     assert stamp["cores"] and len(stamp["load"]["start"]) == 3 and isinstance(stamp["quiet"], bool)
 
 

@@ -1,5 +1,5 @@
 """run.sh's setup: uv installs from the sources pip is configured with, and a bad choice of installer
-is one line before anything is created. (The install itself is timed by bench/bench_setup.py.)"""
+is one line before anything is created. (The install itself is timed by bench/runs/bench_setup.py.)"""
 
 from __future__ import annotations
 

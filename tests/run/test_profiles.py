@@ -289,7 +289,7 @@ def test_all_within_a_tiny_budget_stops_training_on_time(
     other stages are estimated at about a minute and a quarter, so the GNN's share is what the tiny data leaves
     of that estimate. The training loop runs on a clock that advances a second per step, so the
     share ends after tens of steps whatever this machine's speed (whether a real run keeps its
-    budget: bench/bench_budget.py)."""
+    budget: bench/runs/bench_budget.py)."""
     from tpurank.cli import main
 
     fake_clock(monkeypatch, step_s=1.0, validation_s=2.0)

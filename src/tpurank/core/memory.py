@@ -4,7 +4,7 @@ A training step or a scoring pass allocates tensors of a different size for ever
 nodes x width). glibc serves a big block from its own pages (mmap) only until the first such block
 is freed; then it raises that threshold (up to 32 MB) and serves blocks below it from its heap,
 where the holes they leave are rarely reused, so resident memory grows from step to step. Three
-measures (what each saves: docs/scale.md, "Memory on the CPU"; `bench/bench_gnn_memory.py`):
+measures (what each saves: docs/scale.md, "Memory on the CPU"; `bench/runs/bench_gnn_memory.py`):
 - `bound_cpu_heap` (GNN on the CPU) fixes the threshold at 4 MiB, so every bigger tensor gives its
   pages back when freed. Fresh pages cost page faults (far slower with 4 KB pages), so it is done
   only where torch gets transparent huge pages:
@@ -208,17 +208,3 @@ def release_if_grown(slack: int = HEAP_SLACK) -> bool:
         return False
     _Heap.free_after_step = -1
     return release_free_memory()
-
-
-def reset_peak_rss() -> None:
-    """Start the process's peak resident set (VmHWM) afresh (Linux), so `peak_rss_gb` measures
-    from here: the benches read each training step's or graph's own peak this way."""
-    Path("/proc/self/clear_refs").write_text("5")
-
-
-def peak_rss_gb() -> float:
-    """The process's peak resident set since start or the last `reset_peak_rss` (GB; Linux)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1e6
-    return float("nan")
