@@ -85,8 +85,8 @@ def test_the_package_files_only_describe_their_rooms() -> None:
 
 
 def test_a_family_declares_a_spec_and_nothing_else() -> None:
-    """A model family module holds one `SPEC = ModelSpec(...)` (and the recipe it names); training
-    and prediction are shared (entry.py)."""
+    """A model family module holds one `ModelSpec` subclass and its instance `SPEC` (its network and
+    recipe are the class's methods); training and prediction are shared (entry.py)."""
     families = sorted((GNN / "families").glob("[!_]*.py"))
     assert len(families) >= 2
     for f in families:
@@ -95,5 +95,7 @@ def test_a_family_declares_a_spec_and_nothing_else() -> None:
             t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
         }
         functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
         assert "SPEC" in names, f
+        assert len(classes) == 1 and ast.unparse(classes[0].bases[0]).startswith("ModelSpec["), f
         assert not functions & {"train", "predict", "model_args"}, f

@@ -45,7 +45,7 @@ def other_value(value: object) -> object:
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_every_network_argument_comes_from_its_config_section(spec: ModelSpec) -> None:
     section = spec.settings(Config())
-    names = [f.name for f in dataclasses.fields(spec.network.Args) if f.name not in FIXED]
+    names = [f.name for f in dataclasses.fields(spec.network_class.Args) if f.name not in FIXED]
     assert names and all(hasattr(section, n) for n in names)
     for name in names:
         changed = other_value(getattr(section, name))
@@ -57,8 +57,8 @@ def test_every_network_argument_comes_from_its_config_section(spec: ModelSpec) -
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_a_network_has_no_defaults_of_its_own(spec: ModelSpec) -> None:
-    assert issubclass(spec.network, RankerNet)
-    for f in dataclasses.fields(spec.network.Args):
+    assert issubclass(spec.network_class, RankerNet)
+    for f in dataclasses.fields(spec.network_class.Args):
         assert f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING, f.name
 
 

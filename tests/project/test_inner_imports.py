@@ -25,6 +25,8 @@ INNER: dict[str, set[str]] = {
     "train/pace.py": {"numpy"},
     "core/workers.py": {"torch"},
     "core/profiles.py": {"torch"},
+    # the model registry: a model's module loads when the model is used, not when a face reads its names
+    "models/registry.py": {"tpurank.models.untrained", "tpurank.lgbm", "tpurank.gnn.entry", "tpurank.models"},
     # heavy libraries only the functions that need them load (each module's docstring says why)
     "core/metrics.py": {"scipy.stats"},
     "core/normalize.py": {"scipy.stats"},

@@ -13,6 +13,6 @@ Rooms, from the ground floor up (each imports only the rooms below it):
   run log); `training/collection.py` trains one collection.
 - `predict.py`: one collection's predictions from its `model.pt`.
 - `seeds.py`: several seeds trained and their predictions averaged.
-- `families/`: the two model families, one `ModelSpec` each.
+- `families/`: the two model families, one `ModelSpec` subclass each.
 - `entry.py`: the registry's objects (`GNN`, `OFFICIAL`): one shared train and predict.
 """

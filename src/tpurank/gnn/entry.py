@@ -1,5 +1,6 @@
 """The GNN rankers as the model registry (`tpurank.models.registry`) sees them: `GNN` and
-`OFFICIAL`, each a model family's `ModelSpec` with the one `train` and `predict` they share."""
+`OFFICIAL`, each a model family's `ModelSpec` with the one `train` and `predict` they share: both
+are a `tpurank.models.registry.Model`."""
 
 from __future__ import annotations
 

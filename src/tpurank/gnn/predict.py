@@ -44,7 +44,7 @@ def predict_collection(
     check_collection(collection)
     path = paths.model_dir(spec.name, collection) / CHECKPOINT
     model, ckpt = load_model(spec, path, collection)
-    trained = Recipe(**ckpt["recipe"])
+    trained = Recipe.from_saved(ckpt["recipe"])
     chunk = spec.recipe(cfg, kind_of(collection)).predict_chunk
     rt = setup_runtime()
     model.to(rt.device)

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
 from tpurank.gnn.nets.ranker_net import RankerNet
+from tpurank.gnn.nets.standardize import HasNodeFeatures
+
+S = TypeVar("S")  # a family's config section (`GnnConfig`, `BaselineConfig`)
 
 
 @dataclass
 class Recipe:
-    """How a model is trained and run; built from its config section.
+    """How a model is trained and run; each family builds it from its config section, field by
+    field (`ModelSpec.section_recipe`), so no field has a default a config could silently miss.
 
     Training length is a budget, not epochs: at most `max_steps` optimizer steps and at most
     `time_budget_min` minutes, validating every `eval_every` steps (0: about one pass over the
     train configs, at most 200 steps) and stopping after `patience` validations without a gain.
+    Saved whole in each checkpoint (`dataclasses.asdict`); `from_saved` reads it back.
     """
 
     loss: str  # "hinge" or "listmle" (resolved: never "auto")
@@ -38,70 +43,95 @@ class Recipe:
     eval_max_configs: int
     predict_chunk: int
     bf16: bool
-    max_batch_nodes: int = 0  # nodes per training forward pass; 0 = the whole step at once
+    max_batch_nodes: int  # nodes per training forward pass; 0 = the whole step at once
     # Graph Segment Training (gnn/gst/, gnn/training/segment_step.py; layout only): 0 = off
-    segment_nodes: int = 0
-    segments_per_step: int = 1
-    stale_dropout: float = 0.0
-    finetune_steps: int = 0
-    history_mb: int = 1024
-    warmup_steps: int = 0  # linear learning-rate warm-up before the schedule (gnn/training/lr_schedule.py)
-    min_train_share: float = 0.0  # patience stops no run before this share of its budget
-    dim_features: bool = False  # node inputs: dimensions against the 128-lane tile (gnn/nets/tile_inputs.py)
+    segment_nodes: int
+    segments_per_step: int
+    stale_dropout: float
+    finetune_steps: int
+    history_mb: int
+    warmup_steps: int  # linear learning-rate warm-up before the schedule (gnn/training/lr_schedule.py)
+    min_train_share: float  # patience stops no run before this share of its budget
+    dim_features: bool  # node inputs: dimensions against the 128-lane tile (gnn/nets/tile_inputs.py)
+
+    # fields added after checkpoints were first written, and what a training ran with before each
+    # existed: a checkpoint without one reads back as it was trained
+    ADDED_LATER: ClassVar[dict[str, Any]] = {
+        "max_batch_nodes": 0,
+        "segment_nodes": 0,
+        "segments_per_step": 1,
+        "stale_dropout": 0.0,
+        "finetune_steps": 0,
+        "history_mb": 1024,
+        "warmup_steps": 0,
+        "min_train_share": 0.0,
+        "dim_features": False,
+    }
 
     @classmethod
-    def from_section(cls, section: Any, **fixed: Any) -> Recipe:
-        """The recipe of a config section: each field named alike in the section is taken from it,
-        `fixed` gives the rest (what the model family decides, or names differently)."""
-        taken = {
-            f.name: getattr(section, f.name) for f in dataclasses.fields(cls) if hasattr(section, f.name)
-        }
-        return cls(**{**taken, **fixed})
+    def from_saved(cls, saved: dict[str, Any]) -> Recipe:
+        """The recipe a checkpoint's `recipe` holds (`ADDED_LATER` fills what an older one lacks).
+
+        Raises:
+            TypeError: a field the recipe does not have, or one the file lacks that was there from the start.
+        """
+        return cls(**{**cls.ADDED_LATER, **saved})
 
 
-@dataclass(frozen=True)
-class ModelSpec:
+class ModelSpec(ABC, Generic[S]):
     """A model family: all that differs between the GNN rankers. Training, prediction, seed
     averaging and checkpoints are shared, as PyG's BasicGNN subclasses differ only in their
-    convolution: a family names its network, its config section and how that section trains.
+    convolution: a family (a subclass in `gnn/families/`) names its network class and its config
+    section, and says in two methods how that section builds the network and the recipe.
 
-    Args:
+    Class attributes:
         name: the registry name and the folder under models/ (saved in each checkpoint).
-        network: the network class; its `from_saved` rebuilds a checkpoint's network.
-        section: the family's config section ("gnn", "baseline").
-        network_of: (section, kind, node feature width) -> a new network, its arguments read from
-            the section by name (the family's one place where the config reaches the network).
-        recipe_of: (section, kind) -> how the family trains and runs on a collection kind.
-        fit_train: called once on a new model with the train graphs before training (e.g. to fit
-            feature statistics).
+        section: the family's config section ("gnn", "baseline"): its key in messages and step keys.
+        network_class: the network class; its `from_saved` rebuilds a checkpoint's network.
     """
 
-    name: str
-    network: type[RankerNet]
-    section: str
-    network_of: Callable[[Any, str, int], RankerNet]
-    recipe_of: Callable[[Any, str], Recipe]
-    fit_train: Callable[[RankerNet, list[Any]], None] | None = None
+    name: ClassVar[str]
+    section: ClassVar[str]
+    network_class: ClassVar[type[RankerNet]]
 
-    def settings(self, cfg: Config) -> Any:
+    @abstractmethod
+    def settings(self, cfg: Config) -> S:
         """The family's section of `cfg`."""
-        return getattr(cfg, self.section)
+
+    @abstractmethod
+    def network(self, s: S, kind: str, node_feat_dim: int) -> RankerNet:
+        """A new network for a collection of `kind`: every argument from the section `s`, by name
+        (the family's one place where the config reaches the network)."""
+
+    @abstractmethod
+    def section_recipe(self, s: S, kind: str) -> Recipe:
+        """How the family trains and runs on a collection of `kind`: every field from the section
+        `s` or fixed by the family (what the family decides, or names differently)."""
+
+    def fit_train(self, model: RankerNet, train: Sequence[HasNodeFeatures]) -> None:
+        """Fit a new model to the train graphs before training (e.g. feature statistics); nothing
+        unless the family says otherwise.
+
+        Args:
+            model: the network just built (`new_network`).
+            train: the train graphs it is about to learn from.
+        """
+
+    def seeds(self, cfg: Config) -> int:
+        """Models trained and averaged per collection (1 unless the family's section says otherwise)."""
+        return 1
 
     def recipe(self, cfg: Config, kind: str) -> Recipe:
         """How the family trains and runs on a collection of `kind` under `cfg`."""
-        return self.recipe_of(self.settings(cfg), kind)
+        return self.section_recipe(self.settings(cfg), kind)
 
     def new_network(self, cfg: Config, kind: str, node_feat_dim: int) -> RankerNet:
         """A new network for a collection of `kind` from the family's section of `cfg`."""
-        return self.network_of(self.settings(cfg), kind, node_feat_dim)
+        return self.network(self.settings(cfg), kind, node_feat_dim)
 
     def load_network(self, saved_args: dict[str, Any]) -> RankerNet:
         """The network a checkpoint's `model_args` describe (its weights not loaded)."""
-        return self.network.from_saved(saved_args)
-
-    def seeds(self, cfg: Config) -> int:
-        """Models trained and averaged per collection (1 for a section without `seeds`)."""
-        return int(getattr(self.settings(cfg), "seeds", 1))
+        return self.network_class.from_saved(saved_args)
 
 
 def check_recipe(r: Recipe) -> None:

@@ -262,7 +262,7 @@ def predict_seeds(
     first = load_model(spec, files[0], collection).checkpoint  # checked: ours, of this family and collection
     for f in files[1:]:  # every member trained and readable, before any graph is read
         load_checkpoint(f)
-    dims = Recipe(**first["recipe"]).dim_features  # the graphs as the members read them
+    dims = Recipe.from_saved(first["recipe"]).dim_features  # the graphs as the members read them
     graphs = load_split(paths, collection, split, progress, dim_features=dims)
     members = [
         predict_collection(

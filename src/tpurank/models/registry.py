@@ -1,60 +1,135 @@
-"""`REGISTRY`: model name -> the module that trains and predicts it (imported only when used).
+"""`REGISTRY`: model name -> a typed loader of the `Model` that trains and predicts it.
 
-A model module provides `train(paths, cfg, collection) -> None` and
-`predict(paths, cfg, collection, split) -> dict[str, np.ndarray]` (graph ID -> cost per original
-config index, lower = faster). `cfg` is the collection's config (`Config.for_collection`): the
-callers (the train, predict and ensemble stages) apply the per-collection overrides, once. A value `module:attr` names an object inside a module that
-provides both (the two untrained rankers share tpurank.models.untrained).
+Each loader imports its model's module only when called: the stages' faces and a train stage that
+only waits on its collections' processes read `MODEL_NAMES` and `check_name` here without loading
+torch, LightGBM or pandas (tests/project/test_imports.py). The loaders name their modules in
+plain imports, so go-to-definition runs from a stage through `get_model` to the model's code.
+
+What a model reads and writes is not part of `Model`: it is declared in tpurank.core.declared,
+below every stage, so that `all` and a waiting stage know it without importing any model.
 """
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from tpurank.core.errors import TpurankError
 
-REGISTRY: dict[str, str] = {
-    "random": "tpurank.models.untrained:RANDOM",
-    "heuristic": "tpurank.models.untrained:HEURISTIC",
-    "lgbm": "tpurank.lgbm.model",
-    "gnn": "tpurank.gnn.entry:GNN",
-    "baseline": "tpurank.gnn.entry:OFFICIAL",
-    "ensemble": "tpurank.models.ensemble",
+if TYPE_CHECKING:
+    import numpy as np
+
+    from tpurank.core.config import Config
+    from tpurank.core.paths import Paths
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A ranker as `train`, `predict` and the ensemble call it: an object with these two methods,
+    or a module with these two functions (`tpurank.lgbm.model`, `tpurank.models.ensemble`).
+
+    `cfg` is the collection's config (`Config.for_collection`): the callers (the train, predict and
+    ensemble stages) apply the per-collection overrides, once.
+    """
+
+    def train(self, paths: Paths, cfg: Config, collection: str) -> None:
+        """Train on `collection`, writing `models/<name>/<collection>/` under `paths`.
+
+        Args:
+            paths: the run's resolved paths.
+            cfg: the collection's config.
+            collection: one of tpurank.core.collections.COLLECTIONS.
+        """
+
+    def predict(self, paths: Paths, cfg: Config, collection: str, split: str) -> dict[str, np.ndarray]:
+        """Graph ID -> cost per original config index (lower = predicted faster).
+
+        Args:
+            paths: the run's resolved paths.
+            cfg: the collection's config.
+            collection: one of tpurank.core.collections.COLLECTIONS.
+            split: train, valid or test.
+        """
+
+
+# Each loader imports its model when called, never when this module is: a face or a waiting stage
+# stays light (the module docstring).
+def random() -> Model:
+    """`random`: a seeded random order per graph."""
+    from tpurank.models.untrained import RANDOM  # numpy and the prepared cache: loaded when used
+
+    return RANDOM
+
+
+def heuristic() -> Model:
+    """`heuristic`: the fewer layout changes, the larger the tile, the faster."""
+    from tpurank.models.untrained import HEURISTIC  # numpy and the prepared cache: loaded when used
+
+    return HEURISTIC
+
+
+def lgbm() -> Model:
+    """`lgbm`: LightGBM LambdaRank on the feature tables."""
+    from tpurank.lgbm import model  # LightGBM and pandas: loaded when used
+
+    return model
+
+
+def gnn() -> Model:
+    """`gnn`: the tpurank GNN."""
+    from tpurank.gnn.entry import GNN  # torch and PyG: loaded when used
+
+    return GNN
+
+
+def baseline() -> Model:
+    """`baseline`: the official TpuGraphs early-join GraphSAGE."""
+    from tpurank.gnn.entry import OFFICIAL  # torch and PyG: loaded when used
+
+    return OFFICIAL
+
+
+def ensemble() -> Model:
+    """`ensemble`: the members' normalized predictions, averaged with weights fitted on valid."""
+    from tpurank.models import ensemble as members  # numpy and the prepared cache: loaded when used
+
+    return members
+
+
+REGISTRY: dict[str, Callable[[], Model]] = {
+    "random": random,
+    "heuristic": heuristic,
+    "lgbm": lgbm,
+    "gnn": gnn,
+    "baseline": baseline,
+    "ensemble": ensemble,
 }
 MODEL_NAMES: tuple[str, ...] = tuple(REGISTRY)
 
 
-def check_name(name: str) -> str:
-    """The registry's target of a model name, nothing imported (a stage that only waits on its
-    training processes stays light).
+def check_name(name: str) -> Callable[[], Model]:
+    """The loader of a model name, nothing imported (a stage that only waits on its training
+    processes stays light).
 
     Raises:
         TpurankError: for an unknown name.
     """
-    target = REGISTRY.get(name)
-    if target is None:
+    load = REGISTRY.get(name)
+    if load is None:
         raise TpurankError(f"unknown model {name!r}; expected one of {', '.join(MODEL_NAMES)}")
-    return target
+    return load
 
 
-def get_model(name: str) -> ModuleType | Any:
-    """The object with `train` and `predict` for a model name.
+def get_model(name: str) -> Model:
+    """The model of a name, its module imported now.
 
     Raises:
         TpurankError: for an unknown name or a module missing from this version.
     """
-    target = check_name(name)
-    module_name, _, attr = target.partition(":")
+    load = check_name(name)
     try:
-        module = importlib.import_module(module_name)
+        return load()
     except ModuleNotFoundError as e:
-        if e.name and module_name.startswith(e.name):
-            raise TpurankError(f"model {name!r} ({module_name}) is not available in this version") from None
+        if e.name and e.name.startswith("tpurank."):  # not a library: a module this install lacks
+            raise TpurankError(f"model {name!r} ({e.name}) is not available in this version") from None
         raise
-    obj = getattr(module, attr) if attr else module
-    for fn in ("train", "predict"):
-        if not callable(getattr(obj, fn, None)):
-            raise TpurankError(f"model {name!r}: {target} has no {fn}()")
-    return obj

@@ -170,7 +170,7 @@ class GnnInputs:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model, ckpt = load_model(self.spec, file, self.collection)
-            trained = Recipe(**ckpt["recipe"])
+            trained = Recipe.from_saved(ckpt["recipe"])
             g = self.graph(trained.dim_features)
             target = measured_target(g, positions, runtime)
             if target is None:

@@ -101,7 +101,6 @@ class GnnRanker(RankerNet):
     def __init__(self, args: GnnRankerArgs) -> None:
         super().__init__(args, args.opcode_dim)
         hidden, kind = args.hidden, args.kind
-        self.hidden = hidden
         self.checkpoint_layers = args.checkpoint_layers
         self.checkpoint_min_states = args.checkpoint_min_states
         self.node_in = mlp([args.node_feat_dim + args.opcode_dim, hidden, hidden])

@@ -23,7 +23,7 @@ class RankerNet(nn.Module):
 
     Args:
         args: the network's constructor arguments, an instance of its `Args` dataclass (with at
-            least `kind` and `node_feat_dim`).
+            least `kind`, `node_feat_dim` and `hidden`).
         opcode_dim: width of the opcode embedding.
     """
 
@@ -38,6 +38,7 @@ class RankerNet(nn.Module):
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {args.kind!r}")
         self.args = args
         self.kind: str = args.kind
+        self.hidden: int = args.hidden  # the width of node embeddings (GST's table sizes its entries by it)
         self.opcode = nn.Embedding(OPCODE_VOCAB, opcode_dim)
 
     @classmethod

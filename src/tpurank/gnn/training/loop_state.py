@@ -22,6 +22,8 @@ from tpurank.gnn import device as devices
 from tpurank.gnn.data import GraphData
 from tpurank.gnn.device import Runtime, unwrap
 from tpurank.gnn.gst.state import GstState
+from tpurank.gnn.nets.gnn_ranker import GnnRanker
+from tpurank.gnn.nets.ranker_net import RankerNet
 from tpurank.gnn.recipe import ModelSpec, Recipe, check_recipe
 from tpurank.gnn.training import run_log
 from tpurank.gnn.training.checkpoints import (
@@ -145,34 +147,17 @@ def build(
     """A new model (seeded), its optimizer, schedule and precision; checks what cannot train."""
     kind = kind_of(collection)
     r = spec.recipe(cfg, kind)
-    check_recipe(r)
-    if not train:
-        raise TpurankError(f"{collection}: no train graph has two configs with different runtimes")
-    if train[0].kind != kind:
-        raise TpurankError(f"{collection}: prepared graphs are {train[0].kind}, expected {kind}")
-    torch.manual_seed(cfg.seed)
-    model = spec.new_network(cfg, kind, int(train[0].node_feat.shape[1]))
-    args = model.saved_args()
-    if spec.fit_train is not None:
-        spec.fit_train(model, train)  # statistics of the train graphs only (saved in the state dict)
-    for start in starting_points(cfg, spec.section, [collection]):
-        load_init_weights(model, start, spec, args)
-    model = model.to(rt.device)
+    check_trainable(r, collection, kind, train)
+    model = new_model(spec, cfg, collection, train, rt.device)
     opt = make_optimizer(model, r)
-    segmented = GstState(r, args["hidden"]) if r.segment_nodes and kind == "layout" else None
-    if segmented is not None and args.get("layer_attention"):
-        raise TpurankError(
-            "config: gnn.segment_nodes (GST) cannot be combined with gnn.layer_attention: a segment's "
-            "embedding would depend on the other configs of the step, not only its own (on by default for the "
-            f'default collections: --set collections."{collection}".gnn.layer_attention=false)'
-        )
+    segmented = segment_state(r, kind, model, collection)
     precision = devices.pick_precision(rt.device, r.bf16)
     training = Training(
         spec=spec,
         cfg=cfg,
         collection=collection,
         recipe=r,
-        model_args=args,
+        model_args=model.saved_args(),
         model=model,
         opt=opt,
         sched=None,
@@ -192,6 +177,60 @@ def build(
     if rt.main and progress:
         print(f"[{spec.name}] {collection}: {devices.describe(rt.device, precision)}")
     return training
+
+
+def check_trainable(r: Recipe, collection: str, kind: str, train: list[GraphData]) -> None:
+    """One-line errors, before any model is built, for a recipe or train graphs that cannot train.
+
+    Args:
+        r: the recipe of the collection.
+        collection: the collection trained.
+        kind: its kind.
+        train: its train graphs.
+    """
+    check_recipe(r)
+    if not train:
+        raise TpurankError(f"{collection}: no train graph has two configs with different runtimes")
+    if train[0].kind != kind:
+        raise TpurankError(f"{collection}: prepared graphs are {train[0].kind}, expected {kind}")
+
+
+def new_model(
+    spec: ModelSpec, cfg: Config, collection: str, train: list[GraphData], device: torch.device
+) -> RankerNet:
+    """The network training starts from, on `device`: built from `cfg` after seeding torch, fitted
+    to the train graphs (`ModelSpec.fit_train`), and given any starting weights (`init_from`).
+
+    Args:
+        spec: the model family.
+        cfg: the collection's config.
+        collection: the collection trained.
+        train: its train graphs (their node features set the network's input width).
+        device: where it trains.
+    """
+    torch.manual_seed(cfg.seed)
+    model = spec.new_network(cfg, kind_of(collection), int(train[0].node_feat.shape[1]))
+    spec.fit_train(model, train)  # statistics of the train graphs only (saved in the state dict)
+    for start in starting_points(cfg, spec.section, [collection]):
+        load_init_weights(model, start, spec, model.saved_args())
+    return model.to(device)
+
+
+def segment_state(r: Recipe, kind: str, model: RankerNet, collection: str) -> GstState | None:
+    """Graph Segment Training's state when the recipe segments the graphs (layout only), else None.
+
+    Raises:
+        TpurankError: GST asked of a network whose layers attend across configs.
+    """
+    if not (r.segment_nodes and kind == "layout"):
+        return None
+    if isinstance(model, GnnRanker) and model.layer_attention is not None:
+        raise TpurankError(
+            "config: gnn.segment_nodes (GST) cannot be combined with gnn.layer_attention: a segment's "
+            "embedding would depend on the other configs of the step, not only its own (on by default for the "
+            f'default collections: --set collections."{collection}".gnn.layer_attention=false)'
+        )
+    return GstState(r, model.hidden)
 
 
 def resume(training: Training) -> LoopState:
