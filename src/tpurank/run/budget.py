@@ -32,7 +32,7 @@ from tpurank.run.plan import (
 )
 from tpurank.run.records import RECORDS
 from tpurank.run.shares import TRAIN_START_S, processes
-from tpurank.run.stages import StageRun, stage_namespace
+from tpurank.run.stages import StageRun, step_namespace
 from tpurank.run.step_costs import seeds_scoring_s, step_estimates_s
 from tpurank.run.steps import Step
 
@@ -51,7 +51,7 @@ def expect_steps(
     records, upstream_runs = paths.reports / RECORDS, force
     for s in fixed:
         s.estimate = sized[s.name]
-        if records.is_dir() and any(records.glob(f"{s.options.STAGE}-*.json")):
+        if records.is_dir() and any(records.glob(f"{s.options.COMMAND}-*.json")):
             run = _stage_run(s, paths, cfg)
             neural = trains_neural and s.name.reads_neural()
             if run is not None and not (neural or upstream_runs) and run.up_to_date():
@@ -71,7 +71,7 @@ def _stage_run(step: Step, paths: Paths, cfg: Config) -> StageRun | None:
     changed: `prepare` runs first, and the stages after it are checked then)."""
     module = sys.modules[type(step.options).__module__]
     try:
-        return StageRun(module, stage_namespace(step.options.STAGE, step.options, paths, cfg))
+        return StageRun(module, step_namespace(step.options.COMMAND, step.options, paths, cfg))
     except (TpurankError, OSError):
         return None
 
