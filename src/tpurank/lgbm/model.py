@@ -27,8 +27,7 @@ from tpurank.features.stage import require_tables
 from tpurank.lgbm.queries import label_gain
 from tpurank.lgbm.saved import METRICS_FILE, MODEL_NAME, load, save, write_curve
 from tpurank.lgbm.saved import PROVENANCE_FILE as PROVENANCE_FILE  # callers read the sidecar by this name
-from tpurank.lgbm.training_rows import TRAIN_ROWS_FILE
-from tpurank.lgbm.training_rows import sample as sample_rows
+from tpurank.lgbm.training_rows import TRAIN_ROWS_FILE, rows_to_keep
 from tpurank.lgbm.training_rows import save as save_rows
 from tpurank.lgbm.validation import ValidData, ValidScorer, dataset, validation
 
@@ -179,7 +178,7 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
     booster, info = fit(train_df, valid, cfg, collection, curve=curve)
     save(paths, cfg, collection, booster, info)
     # what calibration boosts on beside a user's measured configs (tpurank.lgbm.training_rows)
-    kept = sample_rows(train_df, booster.feature_name(), cfg.seed)
+    kept = rows_to_keep(train_df, booster.feature_name(), cfg.seed)
     save_rows(paths.model_dir(MODEL_NAME, collection) / TRAIN_ROWS_FILE, kept)
     write_curve(paths.model_dir(MODEL_NAME, collection) / METRICS_FILE, curve)
     print(end_line(collection, info, cfg.lgbm.num_boost_round))

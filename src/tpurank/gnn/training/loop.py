@@ -27,7 +27,7 @@ from tpurank.core.memory import fit_mmap_threshold, release_free_memory, release
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import write_sidecar
-from tpurank.gnn.data import GraphData, sample_rows
+from tpurank.gnn.data import GraphData, batch_rows
 from tpurank.gnn.device import Runtime, unwrap
 from tpurank.gnn.nets import tile_inputs
 from tpurank.gnn.recipe import ModelSpec
@@ -116,7 +116,7 @@ def step_once(training: Training, st: LoopState, train: list[GraphData], every: 
     torch.manual_seed(training.cfg.seed * 1_000_003 + st.step * 1009 + rt.rank)  # dropout; resumable
     rng = np.random.default_rng([training.cfg.seed, st.step, rt.rank])
     graphs = [train[i] for i in step_graphs(order, pos, rt, r.graphs_per_batch)]
-    rows = [sample_rows(g, r.configs_per_graph, rng) for g in graphs]
+    rows = [batch_rows(g, r.configs_per_graph, rng) for g in graphs]
     if training.segmented is not None:  # Graph Segment Training (segment_step.py)
         inputs = SegmentStep(training.segmented, graphs, rows, rng)
     else:
@@ -277,7 +277,6 @@ def finetune(training: Training, st: LoopState, train: list[GraphData], valid: l
         device=rt.device,
         precision=training.precision,
         seed=training.cfg.seed,
-        sample=sample_rows,
     )
     score = evaluate(model, valid, r, device=rt.device, precision=training.precision) if rt.main else 0.0
     tuned = {"finetune_loss": float(np.mean(tune)), "seconds": round(time.perf_counter() - t0, 3)}

@@ -19,7 +19,7 @@ segments, the embeddings scoring will give it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -28,7 +28,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from tpurank.gnn.data import GraphData, make_batch
+from tpurank.gnn.data import GraphData, batch_rows, make_batch
 from tpurank.gnn.device import autocast
 from tpurank.gnn.gst.segments import Segment, segment_batch
 from tpurank.gnn.gst.state import GstState, SegmentKeys
@@ -218,7 +218,6 @@ def finetune_head(
     device: torch.device,
     precision: str,
     seed: int,
-    sample: Callable[[GraphData, int, np.random.Generator], np.ndarray],
 ) -> list[float]:
     """Train only the prediction head (fuse, attention, head) on fresh sums of every segment.
 
@@ -232,7 +231,6 @@ def finetune_head(
         r: the recipe (finetune_steps, graphs_per_batch, configs_per_graph, lr, loss).
         device, precision: where and how to run.
         seed: the run's seed.
-        sample: `data.sample_rows`.
 
     Returns:
         The loss of every fine-tuning step.
@@ -251,7 +249,7 @@ def finetune_head(
         total = 0.0
         for i in picks:
             g = train[int(i)]
-            rows = sample(g, r.configs_per_graph, rng)
+            rows = batch_rows(g, r.configs_per_graph, rng)
             total += _head_loss(
                 model, state, g, r, device=device, precision=precision, rows=rows, graphs=len(picks)
             )
