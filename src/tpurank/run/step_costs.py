@@ -33,10 +33,10 @@ STEP_S_PER_GB |= {
 OTHER_STEP_S_PER_GB = 0.4  # the untrained rankers, LightGBM's predictions, the ensemble, the report
 FIXED_S_MIN = 76.0  # process start-ups and small files: what even the tiny data costs, over the steps
 # how FIXED_S_MIN spreads over the steps: each one's seconds in a demo run, where the size term is
-# nothing (a fresh clone of 992562e, 2 cores, quiet: bench/LOG.md, 2026-11-29; the GNN's pace per step,
-# tpurank.train.pace.STEP_S_PER_UNIT, from the same machine that day, so `all`'s second look scales
-# both alike); the GNN's predictions most of what follows training, per seed (they score up to 1,000
-# configs of a graph in one pass: attention)
+# nothing (a fresh clone of 992562e, 2 cores, quiet: bench/LOG.md, 2026-11-29; the GNN's pace per
+# optimizer step, tpurank.train.pace.STEP_S_PER_UNIT, from the same machine that day, so `all`'s
+# second look scales both alike); the GNN's predictions most of what follows training, per seed (they
+# score up to 1,000 configs of a graph in one pass: attention)
 SMALL_STEP_S = {
     StepName(StepCommand.PREPARE): 7.1,
     StepName(StepCommand.FEATURES): 9.7,
