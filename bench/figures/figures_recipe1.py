@@ -8,7 +8,7 @@ import re
 from figure_kit import GB, Figure, Source, figure, gb, minutes, results, table
 from step_names import TRAIN_GNN, step_name
 
-from tpurank.core.names import Model, Stage
+from tpurank.core.names import Model, StepCommand
 
 H2 = "recipe1_full_2h.json"  # `--budget 2h`, each step in a process of its own
 H90 = "recipe1_full_90m_declared.json"  # `--budget 90m`, each step and GNN collection in its own process
@@ -19,25 +19,25 @@ BUSY_5M = "budget5m_busy_side_by_side.json"  # the demo, `--budget 5m`, one core
 
 # the rows of a step table: a label and the steps it groups (their walls joined by " / ")
 ROWS = [
-    ("prepare (the parent and 2 workers)", [step_name(Stage.PREPARE)]),
-    ("features", [step_name(Stage.FEATURES)]),
-    ("train lgbm", [step_name(Stage.TRAIN, Model.LGBM)]),
+    ("prepare (the parent and 2 workers)", [step_name(StepCommand.PREPARE)]),
+    ("features", [step_name(StepCommand.FEATURES)]),
+    ("train lgbm", [step_name(StepCommand.TRAIN, Model.LGBM)]),
     ("train gnn (5 collections x 3 seeds)", [TRAIN_GNN]),
     (
         "predict random / heuristic / lgbm valid",
-        [step_name(Stage.PREDICT, m, "valid") for m in (Model.RANDOM, Model.HEURISTIC, Model.LGBM)],
+        [step_name(StepCommand.PREDICT, m, "valid") for m in (Model.RANDOM, Model.HEURISTIC, Model.LGBM)],
     ),
-    ("predict gnn valid", [step_name(Stage.PREDICT, Model.GNN, "valid")]),
+    ("predict gnn valid", [step_name(StepCommand.PREDICT, Model.GNN, "valid")]),
     (
         "train ensemble, predict ensemble valid, validate",
         [
-            step_name(Stage.TRAIN, Model.ENSEMBLE),
-            step_name(Stage.PREDICT, Model.ENSEMBLE, "valid"),
-            step_name(Stage.VALIDATE),
+            step_name(StepCommand.TRAIN, Model.ENSEMBLE),
+            step_name(StepCommand.PREDICT, Model.ENSEMBLE, "valid"),
+            step_name(StepCommand.VALIDATE),
         ],
     ),
     *(
-        (f"predict {m} test", [step_name(Stage.PREDICT, m, "test")])
+        (f"predict {m} test", [step_name(StepCommand.PREDICT, m, "test")])
         for m in (Model.LGBM, Model.GNN, Model.ENSEMBLE)
     ),
 ]

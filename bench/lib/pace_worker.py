@@ -126,7 +126,7 @@ def worker_train(env: SimpleNamespace, steps: int) -> dict:
     import numpy as np
     from torch.utils.flop_counter import FlopCounterMode
 
-    from tpurank.gnn.data import make_batch, sample_rows
+    from tpurank.gnn.data import batch_rows, make_batch
     from tpurank.gnn.device import grad_scaler
     from tpurank.gnn.families import gnn
     from tpurank.gnn.training import loop
@@ -150,7 +150,7 @@ def worker_train(env: SimpleNamespace, steps: int) -> dict:
         sched=torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0),
     )
     st = SimpleNamespace(step=0)
-    rows = [sample_rows(g, r.configs_per_graph, np.random.default_rng(0)) for g in train]
+    rows = [batch_rows(g, r.configs_per_graph, np.random.default_rng(0)) for g in train]
     batch = make_batch(train, rows, bool(env.cfg.gnn.tile_features))
     with FlopCounterMode(display=False) as counter:
         loss = ranking_loss(r.loss, model(batch).float(), batch.runtime, batch.mask, r.margin, batch.weight)

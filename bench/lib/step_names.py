@@ -3,22 +3,24 @@ bench_scale record them: a figure looks a step up by these, never by a name type
 
 from __future__ import annotations
 
-from tpurank.core.names import Model, Stage
+from tpurank.core.names import Model, StepCommand
 from tpurank.run.steps import StepName
 
 
-def step_name(stage: Stage, model: Model | None = None, split: str = "") -> str:
+def step_name(command: StepCommand, model: Model | None = None, split: str = "") -> str:
     """A step of `all` as a results file names it: its `StepName` as text (`train lgbm`)."""
-    return str(StepName(stage, model, split))
+    return str(StepName(command, model, split))
 
 
-PREPARE, FEATURES = step_name(Stage.PREPARE), step_name(Stage.FEATURES)
-TRAIN_LGBM, TRAIN_GNN = step_name(Stage.TRAIN, Model.LGBM), step_name(Stage.TRAIN, Model.GNN)
-VALID_OTHERS = [step_name(Stage.PREDICT, m, "valid") for m in (Model.RANDOM, Model.HEURISTIC, Model.LGBM)]
-PREDICT_GNN_VALID = step_name(Stage.PREDICT, Model.GNN, "valid")
-ENSEMBLE_AND_REPORT = [
-    step_name(Stage.TRAIN, Model.ENSEMBLE),
-    step_name(Stage.PREDICT, Model.ENSEMBLE, "valid"),
-    step_name(Stage.VALIDATE),
+PREPARE, FEATURES = step_name(StepCommand.PREPARE), step_name(StepCommand.FEATURES)
+TRAIN_LGBM, TRAIN_GNN = step_name(StepCommand.TRAIN, Model.LGBM), step_name(StepCommand.TRAIN, Model.GNN)
+VALID_OTHERS = [
+    step_name(StepCommand.PREDICT, m, "valid") for m in (Model.RANDOM, Model.HEURISTIC, Model.LGBM)
 ]
-TESTS = [step_name(Stage.PREDICT, m, "test") for m in (Model.LGBM, Model.GNN, Model.ENSEMBLE)]
+PREDICT_GNN_VALID = step_name(StepCommand.PREDICT, Model.GNN, "valid")
+ENSEMBLE_AND_REPORT = [
+    step_name(StepCommand.TRAIN, Model.ENSEMBLE),
+    step_name(StepCommand.PREDICT, Model.ENSEMBLE, "valid"),
+    step_name(StepCommand.VALIDATE),
+]
+TESTS = [step_name(StepCommand.PREDICT, m, "test") for m in (Model.LGBM, Model.GNN, Model.ENSEMBLE)]

@@ -67,7 +67,7 @@ import numpy as np, torch
 from tpurank.core.config import Config
 from tpurank.core.collections import kind_of
 from tpurank.gnn.families import baseline as official, gnn
-from tpurank.gnn.data import sample_rows
+from tpurank.gnn.data import batch_rows
 from tpurank.gnn import device as devices
 from tpurank.gnn.data import load_split
 from tpurank.gnn.device import setup_runtime
@@ -95,7 +95,7 @@ for step in range(steps + 2):
         t0 = time.perf_counter()
     pick = rng.choice(len(graphs), size=b, replace=False)
     chosen = [graphs[i] for i in pick]
-    rows = [sample_rows(g, r.configs_per_graph, rng) for g in chosen]
+    rows = [batch_rows(g, r.configs_per_graph, rng) for g in chosen]
     batches = micro_batches(chosen, rows, r.max_batch_nodes)
     train_step(model, opt, batches, r, rt.device, precision=precision, scaler=scaler)
     if step >= 2:

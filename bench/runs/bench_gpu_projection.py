@@ -41,7 +41,7 @@ from tpurank.core.config_files import load_config  # noqa: E402
 from tpurank.core.errors import TpurankError  # noqa: E402
 from tpurank.core.paths import NPZ_SUBDIR, Paths  # noqa: E402
 from tpurank.core.profiles import DEFAULT_BUDGET, PROFILES, Profile, parse_duration  # noqa: E402
-from tpurank.gnn.data import load_split, make_batch, sample_rows  # noqa: E402
+from tpurank.gnn.data import batch_rows, load_split, make_batch  # noqa: E402
 from tpurank.gnn.families import gnn  # noqa: E402
 from tpurank.gnn.nets import tile_inputs  # noqa: E402
 from tpurank.gnn.training.losses import ranking_loss  # noqa: E402
@@ -110,7 +110,7 @@ def step_flops(paths: Paths, collection: str, overrides: list[str], profile: str
     g = max(graphs, key=lambda x: len(x.opcode))
     r = gnn.SPEC.recipe(cfg, kind)
     model = gnn.SPEC.new_network(cfg, kind, g.node_feat.shape[1])
-    rows = sample_rows(g, r.configs_per_graph, np.random.default_rng(0))
+    rows = batch_rows(g, r.configs_per_graph, np.random.default_rng(0))
     batch = make_batch([g] * r.graphs_per_batch, [rows] * r.graphs_per_batch, tile_inputs.wanted(model))
     with FlopCounterMode(display=False) as counter:
         loss = ranking_loss(r.loss, model(batch).float(), batch.runtime, batch.mask, r.margin, batch.weight)

@@ -85,14 +85,14 @@ def largest_graph(full_root: Path) -> tuple[Path, int]:
 def _timed_steps(model, opt, g, r, cpu, state, steps: int) -> list[float]:
     """`steps` training steps, each timed, after one that warms the allocators (not counted)."""
     from tpurank.core.memory import release_free_memory
-    from tpurank.gnn.data import sample_rows
+    from tpurank.gnn.data import batch_rows
     from tpurank.gnn.training.segment_step import SegmentStep
     from tpurank.gnn.training.step import micro_batches, train_step
 
     times = []
     for step in range(steps + 1):
         rng = np.random.default_rng([0, step])
-        rows = [sample_rows(g, r.configs_per_graph, rng)]
+        rows = [batch_rows(g, r.configs_per_graph, rng)]
         t = time.perf_counter()
         if state is not None:
             train_step(model, opt, SegmentStep(state, [g], rows, rng), r, cpu, precision="fp32", scaler=None)

@@ -1,4 +1,5 @@
-"""`tpurank <stage> [args]`: one subcommand per pipeline stage (the table: `STAGES`).
+"""`tpurank <command> [args]`: one subcommand per command (the table: `COMMANDS`); `--help` lists them
+as STAGEs, its word for them (the glossary: docs/architecture.md).
 
 The run-wide options are resolved here, once per command, into `args.paths` (Paths) and
 `args.cfg` (Config). Expected failures (`TpurankError`, OSError) print as one line on stderr and
@@ -32,8 +33,8 @@ from tpurank.core.pipes import end_quietly
 from tpurank.run.context import resolve_command
 from tpurank.run.stages import execute, guarded
 
-# stage -> (module, one-line help). Order is the pipeline's order.
-STAGES: dict[str, tuple[str, str]] = {
+# command -> (module, one-line help). Order is the pipeline's order.
+COMMANDS: dict[str, tuple[str, str]] = {
     "download": ("tpurank.data.download", "download and unpack the competition data with the kaggle package"),
     "synth": ("tpurank.synth.cli", "generate a synthetic dataset in the exact real format"),
     "compare-synth": (
@@ -80,8 +81,8 @@ STAGES: dict[str, tuple[str, str]] = {
 }
 
 
-# stage -> the run-wide options it uses (core/options.py); the others are refused in one line, never
-# accepted and ignored. A stage that keeps a step record or provenance uses the data root, the out and
+# command -> the run-wide options it uses (core/options.py); the others are refused in one line, never
+# accepted and ignored. A command that keeps a step record or provenance uses the data root, the out and
 # work folders and the config; the rest name what they read.
 _PATHS_AND_CONFIG = RUN_WIDE
 RUN_WIDE_USED: dict[str, tuple[str, ...]] = {
@@ -114,7 +115,7 @@ RUN_WIDE_USED: dict[str, tuple[str, ...]] = {
 }
 
 
-# stage -> (its own option, as shown, the run-wide option it leaves unused when given)
+# command -> (its own option, as shown, the run-wide option it leaves unused when given)
 OVERRIDES: dict[str, tuple[str, str, str]] = {
     "synth": ("out", "--out", DATA_DIR),
     "check": ("targets", "PATH", DATA_DIR),
@@ -124,7 +125,7 @@ OVERRIDES: dict[str, tuple[str, str, str]] = {
 
 
 def refuse_overridden(name: str, args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """Exit 2 in one line when a stage's own option and the run-wide one it replaces are both given
+    """Exit 2 in one line when a command's own option and the run-wide one it replaces are both given
     (`check PATH --data-dir X`): one of them would be ignored without a word."""
     if name not in OVERRIDES:
         return
@@ -134,9 +135,9 @@ def refuse_overridden(name: str, args: argparse.Namespace, parser: argparse.Argu
         parser.exit(2, f"tpurank {name}: error: {flag}: ignored when {shown} is given; give one of them\n")
 
 
-def stage_module(name: str) -> ModuleType:
-    """The module of stage `name` (imported now)."""
-    module = STAGES[name][0]
+def command_module(name: str) -> ModuleType:
+    """The module of command `name` (imported now)."""
+    module = COMMANDS[name][0]
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as e:
@@ -145,18 +146,18 @@ def stage_module(name: str) -> ModuleType:
         raise
 
 
-def stage_parser(name: str, module: ModuleType, common: bool = True) -> argparse.ArgumentParser:
-    """The parser of one stage: its own options, then (`common`) the run-wide ones."""
-    parser = argparse.ArgumentParser(prog=f"tpurank {name}", description=STAGES[name][1])
+def command_parser(name: str, module: ModuleType, common: bool = True) -> argparse.ArgumentParser:
+    """The parser of one command: its own options, then (`common`) the run-wide ones."""
+    parser = argparse.ArgumentParser(prog=f"tpurank {name}", description=COMMANDS[name][1])
     module.add_arguments(parser)
     options = getattr(module, "Options", None)
     wants_force = options is not None and "force" in {f.name for f in dataclasses.fields(options)}
-    if wants_force and parser.get_default("force") is None:  # a recorded stage without a deeper --force
+    if wants_force and parser.get_default("force") is None:  # a recorded command without a deeper --force
         parser.add_argument(
             "--force", action="store_true", help="run even when its step record says it is up to date"
         )
     if common:
-        add_common(parser, RUN_WIDE_USED.get(name, RUN_WIDE))  # every stage is listed (a test checks)
+        add_common(parser, RUN_WIDE_USED.get(name, RUN_WIDE))  # every command is listed (a test checks)
     return parser
 
 
@@ -165,19 +166,19 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tpurank",
         description="Rank XLA compiler configurations by runtime (TpuGraphs). Stages, in pipeline order:",
     )
-    sub = parser.add_subparsers(dest="stage", metavar="STAGE", required=True)
-    for name, (_, help_text) in STAGES.items():
+    sub = parser.add_subparsers(dest="command", metavar="STAGE", required=True)
+    for name, (_, help_text) in COMMANDS.items():
         sub.add_parser(name, help=help_text, description=help_text)
     return parser
 
 
 def _run(name: str, argv: list[str]) -> int:
     check_environment()  # every $TPURANK_* variable, as the config is: a bad one stops here
-    module = stage_module(name)
-    parser = stage_parser(name, module)
+    module = command_module(name)
+    parser = command_parser(name, module)
     args = parser.parse_args(argv)
     refuse_overridden(name, args, parser)
-    args.stage = name
+    args.command = name
     resolve_command(name, args)  # the data root, the folders and the config, in their order
     if name == "train":  # `all` says it once it knows its data (tpurank.run.pipeline)
         print(f"[train] {args.profile_info.line}", file=sys.stderr)
@@ -193,8 +194,8 @@ def _flushed(rc: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    ask_torch_for_huge_pages()  # before any stage imports torch (tpurank.core.memory)
-    if not argv or argv[0] not in STAGES:
+    ask_torch_for_huge_pages()  # before any command imports torch (tpurank.core.memory)
+    if not argv or argv[0] not in COMMANDS:
         build_parser().parse_args(argv)  # prints help or a usage error and exits
         return 2
     name = argv[0]

@@ -200,11 +200,11 @@ def test_features_stage_without_prepared_cache_is_a_one_line_error(tmp_path, cap
 
 @pytest.mark.parametrize("share", [0.0, 0.25, 1.0])
 def test_capped_sampler_keeps_each_graphs_fastest_configs(share: float) -> None:
-    from tpurank.features.stage import sample_rows
+    from tpurank.features.stage import table_rows
 
     runtime = np.random.default_rng(1).permutation(200).astype(np.float64) + 1.0
     g = graph("tile", [node_row((8, 128), F32)], [1], [], [], np.zeros((200, 24)), runtime, np.ones(200))
-    rows = sample_rows(g, 40, seed=0, fastest_share=share)
+    rows = table_rows(g, 40, seed=0, fastest_share=share)
     assert len(rows) == len(set(rows.tolist())) == 40 and (np.diff(rows) > 0).all()
     fastest = np.argsort(g.runtime_mean)[: int(round(40 * share))]
     assert set(fastest.tolist()) <= set(rows.tolist())  # the fastest 40 x share are always kept
@@ -212,7 +212,7 @@ def test_capped_sampler_keeps_each_graphs_fastest_configs(share: float) -> None:
         rest = np.setdiff1d(rows, fastest)
         assert g.runtime_mean[rest].max() > np.sort(g.runtime_mean)[39]
     valid = replace(g, split="valid")
-    assert len(sample_rows(valid, 40, seed=0, fastest_share=share)) == 200  # only train graphs are capped
+    assert len(table_rows(valid, 40, seed=0, fastest_share=share)) == 200  # only train graphs are capped
 
 
 def test_mxu_columns_are_added_where_asked(two_node_layout):

@@ -16,7 +16,7 @@ from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
 from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
 from tpurank.core.paths import Paths
-from tpurank.gnn.data import from_prepared, load_split, make_batch, sample_rows
+from tpurank.gnn.data import batch_rows, from_prepared, load_split, make_batch
 from tpurank.gnn.device import Runtime
 from tpurank.gnn.entry import GNN
 from tpurank.gnn.families import baseline
@@ -208,7 +208,7 @@ def test_training_steps_reduce_the_loss_on_tiny(tiny_paths: Paths, spec, collect
     r = spec.recipe(cfg, kind_of(collection))
     graphs = [g for g in load_split(tiny_paths, collection, "train", progress=False) if g.rankable]
     rng = np.random.default_rng(0)
-    batches = [make_batch(graphs, [sample_rows(g, 32, rng) for g in graphs]) for _ in range(2)]
+    batches = [make_batch(graphs, [batch_rows(g, 32, rng) for g in graphs]) for _ in range(2)]
     torch.manual_seed(0)
     model = spec.new_network(cfg, graphs[0].kind, graphs[0].node_feat.shape[1])
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)  # a few steps only: a brisk learning rate
@@ -355,7 +355,7 @@ def test_graphs_stream_configs_from_the_cache(tiny_paths: Paths) -> None:
     assert isinstance(g.configs, ConfigStore)  # nothing decoded until a batch indexes it
     rng = np.random.default_rng(0)
     for _ in range(20):
-        rows = sample_rows(g, 4, rng)
+        rows = batch_rows(g, 4, rng)
         assert len(set(rows.tolist())) == 4 and rows.max() < g.num_unique
         # a window of at most 4 x 4 consecutive stored rows (wrapping): one or two chunks per step
         assert g.num_unique > 16 and any(((rows - s) % g.num_unique < 16).all() for s in rows)

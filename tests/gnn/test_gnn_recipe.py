@@ -16,7 +16,7 @@ from scipy.stats import rankdata
 from tpurank.core.metrics import graph_metrics, order_from_costs
 from tpurank.core.paths import Paths
 from tpurank.gnn import seeds as seeds_mod
-from tpurank.gnn.data import from_prepared, load_split, make_batch, sample_rows
+from tpurank.gnn.data import batch_rows, from_prepared, load_split, make_batch
 from tpurank.gnn.device import Runtime
 from tpurank.gnn.entry import GNN
 from tpurank.gnn.families import gnn as gnn_model
@@ -321,7 +321,7 @@ def test_layer_attention_is_a_layout_option() -> None:
 def test_tile_all_configs_samples_every_config(kind: str, all_configs: bool) -> None:
     r = gnn_model.SPEC.recipe(small_cfg(configs_per_graph=8, tile_all_configs=all_configs), kind)
     g = from_prepared(prepared_graph(kind, seed=0, u=50))
-    rows = sample_rows(g, r.configs_per_graph, np.random.default_rng(0))
+    rows = batch_rows(g, r.configs_per_graph, np.random.default_rng(0))
     every = kind == "tile" and all_configs
     assert sorted(rows.tolist()) == list(range(50)) if every else len(rows) == 8
     assert math.isfinite(r.lr)

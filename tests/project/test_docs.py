@@ -1,5 +1,5 @@
-"""The README and docs/ say what the code does: the README stays short, every command it shows names
-a real stage and real options, and every relative link points at a file that exists. The docs are
+"""The README and docs/ say what the code does: the README stays short, every command line it shows
+names a real command and real options, and every relative link points at a file that exists. The docs are
 for users: no issue numbers (the development history lives in bench/LOG.md), and no docstring in
 src/ sends a reader to ../shared, which a clone does not have."""
 
@@ -16,7 +16,7 @@ import pytest
 from helpers import ROOT
 from script_help_cache import script_help
 
-from tpurank.cli import STAGES, stage_module, stage_parser
+from tpurank.cli import COMMANDS, command_module, command_parser
 from tpurank.core.options import Refused
 
 README = ROOT / "README.md"
@@ -47,23 +47,25 @@ def test_readme_shows_the_two_commands() -> None:
     assert "all" in firsts and "test" in firsts
 
 
-COMMANDS = [(p.name, c) for p in PAGES for c in _commands(p.read_text())]
+DOCUMENTED = [(p.name, c) for p in PAGES for c in _commands(p.read_text())]
 
 
-@pytest.mark.parametrize(("page", "argv"), COMMANDS, ids=[f"{p}: {' '.join(c)[:50]}" for p, c in COMMANDS])
+@pytest.mark.parametrize(
+    ("page", "argv"), DOCUMENTED, ids=[f"{p}: {' '.join(c)[:50]}" for p, c in DOCUMENTED]
+)
 def test_documented_command_parses(page: str, argv: list[str]) -> None:
-    """Each command of the README and docs names a stage whose parser takes its options."""
+    """Each command line of the README and docs names a command whose parser takes its options."""
     if not argv:
         return
-    stage = argv[0]
-    assert stage in STAGES or stage in RUN_SH_COMMANDS, f"{stage}: no such stage"
-    if stage not in STAGES:
+    command = argv[0]
+    assert command in COMMANDS or command in RUN_SH_COMMANDS, f"{command}: no such command"
+    if command not in COMMANDS:
         return
-    parser = stage_parser(stage, stage_module(stage))
+    parser = command_parser(command, command_module(command))
     known = {s for a in parser._actions if not isinstance(a, Refused) for s in a.option_strings}
     for word in argv[1:]:
         if word.startswith("-") and not word[1:2].isdigit():
-            assert word.split("=")[0] in known, f"`{' '.join(argv)}`: {stage} has no option {word}"
+            assert word.split("=")[0] in known, f"`{' '.join(argv)}`: {command} has no option {word}"
 
 
 def _bench_commands() -> list[list[str]]:

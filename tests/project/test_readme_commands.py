@@ -21,7 +21,7 @@ from helpers import BUDGET, ROOT, clean_all_tree
 from kaggle_stand_in import KEY, USER, KaggleStandIn, client_env, serving
 from runners import forked, in_process
 
-from tpurank.cli import STAGES, stage_module, stage_parser
+from tpurank.cli import COMMANDS, command_module, command_parser
 
 README = ROOT / "README.md"
 # lines that call no tpurank or kaggle command: the shell, pip, a Python one-liner, the benchmarks
@@ -89,11 +89,11 @@ def kaggle_problems(commands: list[list[str]]) -> list[str]:
 
 def tpurank_parses(words: list[str]) -> None:
     name, args = words[0], words[1:]
-    if name in ("all", "test", "setup", "help") and name not in STAGES:
+    if name in ("all", "test", "setup", "help") and name not in COMMANDS:
         assert name in ("test", "setup"), name  # run.sh's own
         return
-    assert name in STAGES, f"{name}: no such stage"
-    parser = stage_parser(name, stage_module(name))
+    assert name in COMMANDS, f"{name}: no such command"
+    parser = command_parser(name, command_module(name))
     with contextlib.redirect_stderr(io.StringIO()) as err:
         try:
             parser.parse_args(args)

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tpurank.cli import STAGES, stage_module, stage_parser
+from tpurank.cli import COMMANDS, command_module, command_parser
 from tpurank.run.context import CONFIG_ELSEWHERE, OWN_DATA, resolve_command
 
 
 def _args(stage: str, *argv: str) -> argparse.Namespace:
     required = {"train": ["--model", "gnn"], "predict": ["--model", "gnn", "--split", "valid"]}
-    return stage_parser(stage, stage_module(stage)).parse_args([*required.get(stage, []), *argv])
+    return command_parser(stage, command_module(stage)).parse_args([*required.get(stage, []), *argv])
 
 
 @pytest.mark.parametrize("stage", ["prepare", "train", "predict", "validate", "all", "infer"])
@@ -28,7 +28,7 @@ def test_a_command_gets_its_paths_and_its_config_once(stage: str, tmp_path: Path
 
 
 def test_the_lists_name_real_commands() -> None:
-    assert set(OWN_DATA) <= set(STAGES) and set(CONFIG_ELSEWHERE) <= set(STAGES)
+    assert set(OWN_DATA) <= set(COMMANDS) and set(CONFIG_ELSEWHERE) <= set(COMMANDS)
     assert "all" in OWN_DATA and "all" in CONFIG_ELSEWHERE  # it finds or makes its data, then its config
 
 

@@ -21,7 +21,7 @@ from tpurank.core.staleness import StageIO
 from tpurank.run.context import resolve_config
 from tpurank.run.pipeline import plan
 from tpurank.run.records import RECORDS
-from tpurank.run.stages import StageRun, stage_namespace
+from tpurank.run.stages import StageRun, step_namespace
 
 SUBSET = TWO_COLLECTIONS  # one tile and one layout collection: the same code paths
 MODELS = ["lgbm", "gnn"]
@@ -38,7 +38,7 @@ def full(tmp_path_factory: pytest.TempPathFactory) -> Paths:
 
 def _args(options: object, paths: Paths, full: Paths) -> argparse.Namespace:
     """The step's arguments on `paths`, with the config `all` resolved for the full tiny tree."""
-    args = stage_namespace(options.STAGE, options, paths, cfg=None)  # type: ignore[arg-type,attr-defined]
+    args = step_namespace(options.COMMAND, options, paths, cfg=None)  # type: ignore[arg-type,attr-defined]
     args.profile, args.config_file, args.set = None, None, FAST[1::2]
     resolve_config(args, full.data)
     return args
@@ -71,18 +71,20 @@ def test_a_step_needs_only_what_it_declares_and_writes_only_that(full: Paths, st
     options = step.options
     module = sys.modules[type(options).__module__]
     declared = module.declare(_args(options, full, full))
-    assert declared.record, f"{options.STAGE}: `all` runs it, so it keeps a step record"
+    assert declared.record, f"{options.COMMAND}: `all` runs it, so it keeps a step record"
     paths = _sandbox(full, declared, tmp_path)
     args = _args(options, paths, full)
     before = _every_file(paths)
-    assert StageRun(module, args)() == 0, f"{options.STAGE} failed on the files it declares it reads"
+    assert StageRun(module, args)() == 0, f"{options.COMMAND} failed on the files it declares it reads"
     after = _every_file(paths)
     changed = {f for f, b in after.items() if before.get(f) != b}
     records = paths.reports / RECORDS
     undeclared = {f for f in changed if records not in f.parents} - _files(module.declare(args).writes)
-    assert not undeclared, f"{options.STAGE} wrote files it does not declare: {sorted(map(str, undeclared))}"
+    assert not undeclared, (
+        f"{options.COMMAND} wrote files it does not declare: {sorted(map(str, undeclared))}"
+    )
     wrote = _files(module.declare(args).writes)
-    assert wrote, f"{options.STAGE} wrote nothing it declares"
+    assert wrote, f"{options.COMMAND} wrote nothing it declares"
     for f in wrote:
         twin = full.data.parent / f.relative_to(paths.data.parent)
         assert twin.is_file(), f"{f}: not written by the full run"
@@ -117,10 +119,10 @@ ELSEWHERE = {
 
 
 def test_every_stage_is_walked_here_or_named() -> None:
-    from tpurank.cli import STAGES
+    from tpurank.cli import COMMANDS
 
-    walked = {s.options.STAGE for s in STEPS}
-    assert set(STAGES) == walked | set(READ_ONLY) | set(ELSEWHERE)
+    walked = {s.options.COMMAND for s in STEPS}
+    assert set(COMMANDS) == walked | set(READ_ONLY) | set(ELSEWHERE)
     assert not (walked & set(READ_ONLY)) and not (walked & set(ELSEWHERE))
     tests = Path(__file__).resolve().parents[1]  # the test files live in folders per package room
     for test_file in ELSEWHERE.values():

@@ -51,5 +51,5 @@ def test_it_is_the_steps_all_runs(full: Paths, tmp_path: Path, capsys: pytest.Ca
 
 
 def test_its_steps_are_the_stages_it_names() -> None:
-    lines = [" ".join([o.STAGE, o.model, getattr(o, "split", "")]).strip() for o in steps(["tile:xla"])]
+    lines = [" ".join([o.COMMAND, o.model, getattr(o, "split", "")]).strip() for o in steps(["tile:xla"])]
     assert lines == ["train ensemble", "predict ensemble valid", "predict ensemble test"]

@@ -13,7 +13,7 @@ from tpurank.core.config_files import load_config
 from tpurank.core.paths import Paths
 from tpurank.predict import cli as predict
 from tpurank.run import pipeline
-from tpurank.run.stages import StageRun, stage_namespace
+from tpurank.run.stages import StageRun, step_namespace
 from tpurank.run.steps import Step
 
 
@@ -24,7 +24,7 @@ def _predict_valid(paths: Paths, isolated: bool) -> tuple[bytes, bool]:
     options = predict.Options(model="heuristic", split="valid", collections=[TRAINED_COLLECTION])
     budget = SimpleNamespace(config=lambda: cfg, final=True, seconds=3600.0)
     pipeline.run_steps([Step(options)], paths, budget, True, 0.0, isolated)
-    recorded = StageRun(predict, stage_namespace("predict", options, paths, cfg)).up_to_date()
+    recorded = StageRun(predict, step_namespace("predict", options, paths, cfg)).up_to_date()
     return (paths.out / "submissions" / "valid_heuristic.csv").read_bytes(), recorded
 
 

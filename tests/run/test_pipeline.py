@@ -318,23 +318,23 @@ def test_all_releases_memory_after_every_step(monkeypatch: pytest.MonkeyPatch) -
 
     class Run:
         def __init__(self, module: object, namespace: object) -> None:
-            self.stage = namespace
+            self.command = namespace
 
         def up_to_date(self) -> bool:
-            return self.stage == "predict"
+            return self.command == "predict"
 
         def why(self) -> str:
             return pipeline.NEVER_RAN
 
     monkeypatch.setattr(pipeline, "StageRun", Run)
-    monkeypatch.setattr(pipeline, "stage_namespace", lambda stage, *rest: stage)
-    monkeypatch.setattr(pipeline, "guarded", lambda stage, run: calls.append(stage) or 0)
+    monkeypatch.setattr(pipeline, "step_namespace", lambda command, *rest: command)
+    monkeypatch.setattr(pipeline, "guarded", lambda command, run: calls.append(command) or 0)
     monkeypatch.setattr(pipeline, "progress_line", lambda *a: "")
     monkeypatch.setattr(pipeline, "command_line", lambda options: "")
     monkeypatch.setattr(pipeline, "clear_chunk_cache", lambda: calls.append("clear"))
     monkeypatch.setattr(pipeline, "release_between_steps", lambda: calls.append("release") or True)
     steps = [
-        SimpleNamespace(name=StepName(*name.split()), options=SimpleNamespace(STAGE=name.split()[0]))
+        SimpleNamespace(name=StepName(*name.split()), options=SimpleNamespace(COMMAND=name.split()[0]))
         for name in ("prepare", "predict lgbm valid", "features")
     ]
     budget = SimpleNamespace(config=lambda: None, final=True, seconds=60.0)

@@ -11,23 +11,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tpurank.cli import STAGES, stage_module, stage_parser
+from tpurank.cli import COMMANDS, command_module, command_parser
 from tpurank.core.config import Config
 from tpurank.core.paths import Paths
 from tpurank.core.staleness import Files, content_key, files_identity
 from tpurank.run import records
-from tpurank.run.stages import StageRun, stage_namespace
+from tpurank.run.stages import StageRun, step_namespace
 
 RECORDED = ("prepare", "features", "train", "predict", "ensemble", "validate")
 
 
 def _args(paths: Paths, stage: str, **opts) -> argparse.Namespace:
-    options = stage_module(stage).Options(**opts)
-    return stage_namespace(stage, options, paths, Config())
+    options = command_module(stage).Options(**opts)
+    return step_namespace(stage, options, paths, Config())
 
 
 def _run(paths: Paths, stage: str, **opts) -> StageRun:
-    return StageRun(stage_module(stage), _args(paths, stage, **opts))
+    return StageRun(command_module(stage), _args(paths, stage, **opts))
 
 
 def test_identity_follows_content_not_timestamps(tmp_path: Path) -> None:
@@ -112,7 +112,7 @@ def test_a_record_matches_until_an_output_or_input_changes(tmp_path: Path) -> No
     assert not _run(paths, "train", model="lgbm").up_to_date()
     other = _args(paths, "train", model="lgbm")
     other.cfg.lgbm.num_boost_round += 1
-    assert not StageRun(stage_module("train"), other).up_to_date()
+    assert not StageRun(command_module("train"), other).up_to_date()
     run.record.path.write_text("{not json")
     assert not _run(paths, "train", model="lgbm").up_to_date()  # a damaged record: the step runs again
 
@@ -134,10 +134,10 @@ def test_a_rerun_names_what_changed_and_keeps_the_last_duration(tmp_path: Path) 
     planned.cfg = dataclasses.replace(
         planned.cfg, collections={**planned.cfg.collections, "tile:xla": {"gnn": {"time_budget_min": 3.0}}}
     )
-    assert StageRun(stage_module("train"), planned).up_to_date()  # the GNN's plan is not LightGBM's
+    assert StageRun(command_module("train"), planned).up_to_date()  # the GNN's plan is not LightGBM's
     other = _args(paths, "train", model="lgbm")
     other.cfg.lgbm.num_boost_round += 1
-    assert StageRun(stage_module("train"), other).why() == "config changed: lgbm"
+    assert StageRun(command_module("train"), other).why() == "config changed: lgbm"
     (paths.tabular / "t.parquet").write_bytes(b"tablf")
     run = _run(paths, "train", model="lgbm")
     assert run.why() == "its inputs changed: tabular"
@@ -184,16 +184,16 @@ def test_options_that_do_not_change_the_result_keep_one_record(tmp_path: Path) -
     assert quiet.record and loud.record and quiet.record.path == loud.record.path
 
 
-@pytest.mark.parametrize("stage", list(STAGES))
+@pytest.mark.parametrize("stage", list(COMMANDS))
 def test_typed_options_match_the_command_line(stage: str) -> None:
     """A stage's `Options` (what `all` builds) has exactly the fields its parser fills, and the
     defaults agree; a stage that declares a record takes `--force`."""
-    module = stage_module(stage)
+    module = command_module(stage)
     if not hasattr(module, "Options"):
         assert stage not in (*RECORDED, "check-submission"), f"{stage}: `all` runs it, so it needs Options"
         return
 
-    parser = stage_parser(stage, module, common=False)
+    parser = command_parser(stage, module, common=False)
     dests = {a.dest for a in parser._actions if a.dest != "help"}
     fields = {f.name: f for f in dataclasses.fields(module.Options)}
     assert set(fields) == dests, stage
@@ -202,7 +202,7 @@ def test_typed_options_match_the_command_line(stage: str) -> None:
             assert parser.get_default(name) == f.default, (stage, name)
         elif f.default_factory is not dataclasses.MISSING:
             assert parser.get_default(name) == f.default_factory(), (stage, name)
-    assert stage == module.Options.STAGE
+    assert stage == module.Options.COMMAND
 
 
 @pytest.mark.parametrize("subset", [None, ["tile:xla", "layout:nlp:random"]])
@@ -216,8 +216,8 @@ def test_a_step_shown_as_a_command_parses_back_to_its_options(subset: list[str] 
     steps = [s.options for s in plan(["lgbm", "gnn", "baseline"], 2, subset, partial=True)]
     for options in [*steps, check.Options("sub.csv", partial=True, collections=subset)]:
         argv = command_argv(options)
-        assert argv[0] == options.STAGE
-        parsed = stage_parser(argv[0], stage_module(argv[0]), common=False).parse_args(argv[1:])
+        assert argv[0] == options.COMMAND
+        parsed = command_parser(argv[0], command_module(argv[0]), common=False).parse_args(argv[1:])
         assert (
             type(options)(**{f.name: getattr(parsed, f.name) for f in dataclasses.fields(options)}) == options
         )

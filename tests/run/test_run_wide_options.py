@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 from helpers import snapshot
 
-from tpurank.cli import OVERRIDES, RUN_WIDE_USED, STAGES, main, stage_module, stage_parser
+from tpurank.cli import COMMANDS, OVERRIDES, RUN_WIDE_USED, command_module, command_parser, main
 from tpurank.core.options import FLAGS, RUN_WIDE, Refused
 
-REFUSED = [(stage, dest) for stage in STAGES for dest in RUN_WIDE if dest not in RUN_WIDE_USED[stage]]
+REFUSED = [(stage, dest) for stage in COMMANDS for dest in RUN_WIDE if dest not in RUN_WIDE_USED[stage]]
 VALUE = {"profile": "cpu", "set": "seed=1"}
 
 
 def test_every_stage_names_the_run_wide_options_it_uses() -> None:
-    assert set(RUN_WIDE_USED) == set(STAGES)
+    assert set(RUN_WIDE_USED) == set(COMMANDS)
     for stage, uses in RUN_WIDE_USED.items():
         assert set(uses) <= set(RUN_WIDE), stage
-        parser = stage_parser(stage, stage_module(stage))
+        parser = command_parser(stage, command_module(stage))
         taken = {a.dest for a in parser._actions if a.dest in RUN_WIDE and not isinstance(a, Refused)}
         assert taken == set(uses), stage
         shown = parser.format_help()

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from tpurank.core.errors import DataError, TpurankError
-from tpurank.lgbm.training_rows import MIN_QUERY_ROWS, load, sample, save
+from tpurank.lgbm.training_rows import MIN_QUERY_ROWS, load, rows_to_keep, save
 from tpurank.rank.calibrate import Calibration, measured_query
 from tpurank.rank.candidates import Candidates
 from tpurank.rank.measured import assign, read_measured
@@ -111,17 +111,17 @@ def _table(graphs: int, rows: int, flat: int = 0) -> pd.DataFrame:
 
 def test_training_rows_are_bounded_whole_queries_and_repeatable(tmp_path: Path) -> None:
     table = _table(graphs=50, rows=400, flat=2)
-    kept = sample(table, ["f2", "f1"], seed=1, max_rows=5_000)
+    kept = rows_to_keep(table, ["f2", "f1"], seed=1, max_rows=5_000)
     assert kept.rows <= 5_000 and len(kept.sizes) == 48  # the two flat graphs left out
     assert set(kept.sizes) == {5_000 // 48} and kept.features == ["f2", "f1"]
     starts = np.cumsum(np.r_[0, kept.sizes[:-1]])
     graphs = [set(kept.x[s : s + n, 1].tolist()) for s, n in zip(starts, kept.sizes, strict=True)]
     assert all(len(g) == 1 for g in graphs) and len(set().union(*graphs)) == 48  # a query: one graph
-    many = sample(_table(graphs=200, rows=100), ["f1"], seed=1, max_rows=5_000)
+    many = rows_to_keep(_table(graphs=200, rows=100), ["f1"], seed=1, max_rows=5_000)
     assert len(many.sizes) == 5_000 // MIN_QUERY_ROWS and set(many.sizes) == {MIN_QUERY_ROWS}
     save(tmp_path / "rows.npz", kept)
     again = load(tmp_path / "rows.npz")
-    assert again is not None and np.array_equal(again.x, sample(table, ["f2", "f1"], 1, 5_000).x)
+    assert again is not None and np.array_equal(again.x, rows_to_keep(table, ["f2", "f1"], 1, 5_000).x)
     assert load(tmp_path / "absent.npz") is None
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
     with pytest.raises(DataError, match="unreadable training rows"):

@@ -2,7 +2,7 @@
 
 A variable is read only through its entry here, so a bad value is one line naming it, what it
 must be and what it holds ("$TPURANK_PROGRESS_SECONDS must be a number >= 0, got 'abc'"), never
-a traceback from wherever it happens to be used first. The CLI reads them all before a stage
+a traceback from wherever it happens to be used first. The CLI reads them all before a command
 starts (`check_environment`), as it checks the config. An empty value counts as unset.
 
 No module reads a variable as it is imported: a module-level read would run before the CLI's check
@@ -131,7 +131,7 @@ VARIABLES: tuple[Number | Folder | Choice, ...] = (
 
 
 def check_environment() -> None:
-    """Read every variable once: a bad value stops the command before any stage starts.
+    """Read every variable once: a bad value stops the command before it starts.
 
     Raises:
         TpurankError: the first bad value, in one line.

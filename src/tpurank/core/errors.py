@@ -40,7 +40,7 @@ class DiskFullError(TpurankError):
 
 
 def command(words: str) -> str:
-    """A tpurank command as every message names it: `tpurank <stage> ...` in backquotes, as a user
-    types it in the project's environment (`./run.sh <stage> ...` runs the same), so a message
+    """A tpurank command as every message names it: `tpurank <command> ...` in backquotes, as a
+    user types it in the project's environment (`./run.sh <command> ...` runs the same), so a message
     never names the Python module or one spelling here and another there."""
     return f"`tpurank {words}`"

@@ -1,8 +1,7 @@
 """One output lock per output folder: two tpurank runs never write the same folder at once.
 
-Every stage that writes a folder holds an exclusive `fcntl.flock` on `<folder>/.tpurank.lock`
-while it runs (`output_folders(args)` in the stage module names them; tpurank.run.stages.execute takes
-the locks). A second run into a held folder is refused at once with one line naming the folder and
+Every command that writes a folder holds an exclusive `fcntl.flock` on `<folder>/.tpurank.lock`
+while it runs (its declaration names them; tpurank.run.stages.execute takes the locks). A second run into a held folder is refused at once with one line naming the folder and
 the holder's pid; it does not wait (a waiting run would rebuild what the first just wrote, and a
 user who started both by mistake learns of it immediately). The kernel drops the lock when its
 holder exits, even on SIGKILL, so a stale lock file never blocks anything. Locks are re-entrant
@@ -40,12 +39,12 @@ def _held_by_parent(lock_file: Path) -> bool:
 
 
 @contextlib.contextmanager
-def output_lock(folder: str | Path, stage: str) -> Iterator[Path]:
+def output_lock(folder: str | Path, command: str) -> Iterator[Path]:
     """Hold the folder's lock (creating the folder) for the duration of the block.
 
     Args:
-        folder: the output folder a stage writes.
-        stage: the stage's name, recorded for the message another run gets.
+        folder: the output folder a command writes.
+        command: the command's name, recorded for the message another run gets.
 
     Raises:
         TpurankError: when another process holds the folder's lock.
@@ -78,7 +77,7 @@ def output_lock(folder: str | Path, stage: str) -> Iterator[Path]:
         yield folder
         return
     os.ftruncate(fd, 0)
-    os.write(fd, f"pid {os.getpid()}, tpurank {stage}\n".encode())
+    os.write(fd, f"pid {os.getpid()}, tpurank {command}\n".encode())
     _held[folder] = [fd, 1]
     try:
         yield folder
@@ -88,10 +87,10 @@ def output_lock(folder: str | Path, stage: str) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def output_locks(folders: Iterable[str | Path], stage: str) -> Iterator[None]:
+def output_locks(folders: Iterable[str | Path], command: str) -> Iterator[None]:
     """Hold the locks of several folders (taken in sorted order, so two runs never deadlock)."""
     unique = sorted({resolve(f) for f in folders})
     with contextlib.ExitStack() as stack:
         for f in unique:
-            stack.enter_context(output_lock(f, stage))
+            stack.enter_context(output_lock(f, command))
         yield

@@ -1,5 +1,5 @@
-"""The names of the stages `all` runs and of the models, typed: a step, a plan or a benchmark
-compares these members, never a string typed anew. Each member is a `str` equal to its name, so
+"""The names of the commands that run as steps and of the models, typed: a step, a plan or a
+benchmark compares these members, never a string typed anew. Each member is a `str` equal to its name, so
 files, options and messages read the same; the tuples of names that other modules hand to users
 (argparse choices, messages) hold the plain strings."""
 
@@ -8,8 +8,10 @@ from __future__ import annotations
 from enum import StrEnum
 
 
-class Stage(StrEnum):
-    """A stage that `all` runs as a step (its command's name)."""
+class StepCommand(StrEnum):
+    """A command that runs as a step of another (`all`, `infer`, `ensemble`, `rank`): one with typed
+    `Options` beside its code, which name it (`Options.COMMAND`). The pipeline's stages among them, and
+    `ensemble` and `check-submission`, which are commands but not stages (docs/architecture.md)."""
 
     PREPARE = "prepare"
     FEATURES = "features"

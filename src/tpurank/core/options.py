@@ -1,10 +1,10 @@
-"""The command-line options every stage shares, defined once so they read and behave alike.
+"""The command-line options every command shares, defined once so they read and behave alike.
 
 `add_common` adds the run-wide options (`--data-dir`, `--out-dir`, `--work-dir`, `--profile`,
-`--config`, `--set`) that the CLI resolves into `args.paths` and `args.cfg` before a stage runs: those
-the stage uses (each stage names them: tpurank.cli.RUN_WIDE), the others refused in one line (an option
-accepted and ignored would leave the user looking for output that is not there). The others are added
-by the stages that take them.
+`--config`, `--set`) that the CLI resolves into `args.paths` and `args.cfg` before a command runs:
+those the command uses (each command names them: tpurank.cli.RUN_WIDE_USED), the others refused in one
+line (an option accepted and ignored would leave the user looking for output that is not there). The
+others are added by the commands that take them.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def add_collections(p: argparse.ArgumentParser, all_by_default: bool = True, hel
     """`--collections C [C ...]`, checked against the five collections.
 
     Args:
-        p: the stage's parser.
-        all_by_default: default to all five (else None: the stage decides).
+        p: the command's parser.
+        all_by_default: default to all five (else None: the command decides).
         help: the help text (default: the five names).
     """
     help = help or f"any of {', '.join(COLLECTIONS)} (default: all five)"
@@ -81,7 +81,7 @@ def add_jobs(p: argparse.ArgumentParser, default: int | None, help: str) -> None
     p.add_argument("--jobs", type=jobs_arg, default=default, metavar="N", help=help)
 
 
-# the run-wide options, by their dest; each stage names those it uses (tpurank.cli.RUN_WIDE_USED)
+# the run-wide options, by their dest; each command names those it uses (tpurank.cli.RUN_WIDE_USED)
 DATA_DIR, OUT_DIR, WORK_DIR, PROFILE, CONFIG, SET = (
     "data_dir",
     "out_dir",
@@ -103,10 +103,10 @@ FLAGS = {
 
 
 class Refused(argparse.Action):
-    """A run-wide option the stage does not use: given, it is one line and exit 2, never ignored.
+    """A run-wide option the command does not use: given, it is one line and exit 2, never ignored.
 
-    A stage that took `--out-dir X` and wrote nothing there would exit 0 and leave the user looking
-    in X for what is not there; every stage parses every run-wide option, and those it ignores are
+    A command that took `--out-dir X` and wrote nothing there would exit 0 and leave the user looking
+    in X for what is not there; every command parses every run-wide option, and those it ignores are
     refused here, at parse time, before anything runs.
     """
 
@@ -124,12 +124,12 @@ class Refused(argparse.Action):
         values: object,
         option_string: str | None = None,
     ) -> None:
-        stage = parser.prog.removeprefix("tpurank ")
+        command = parser.prog.removeprefix("tpurank ")
         takes = ", ".join(FLAGS[d] for d in RUN_WIDE if d in self.uses) or "none"
         parser.exit(
             2,
-            f"{parser.prog}: error: {option_string}: {stage} does not use it, so it would be ignored "
-            f"(the run-wide options {stage} takes: {takes})\n",
+            f"{parser.prog}: error: {option_string}: {command} does not use it, so it would be ignored "
+            f"(the run-wide options {command} takes: {takes})\n",
         )
 
 
@@ -137,8 +137,8 @@ def add_common(p: argparse.ArgumentParser, uses: tuple[str, ...] = RUN_WIDE) -> 
     """The run-wide options: where data, outputs and intermediates live, and the config.
 
     Args:
-        p: the stage's parser.
-        uses: the dests of those the stage uses (RUN_WIDE); the others are refused (`Refused`).
+        p: the command's parser.
+        uses: the dests of those the command uses (RUN_WIDE); the others are refused (`Refused`).
     """
     g = p.add_argument_group("common options")
 

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from tpurank.core.collections import COLLECTIONS, SPLITS
 from tpurank.core.declared import features_io
-from tpurank.core.names import Stage
+from tpurank.core.names import StepCommand
 from tpurank.core.options import add_collections, add_splits
 from tpurank.core.staleness import StageIO, option
 
@@ -21,7 +21,7 @@ from tpurank.core.staleness import StageIO, option
 class Options:
     """The stage's options (`all` builds them directly; the CLI parses them)."""
 
-    STAGE: ClassVar[Stage] = Stage.FEATURES
+    COMMAND: ClassVar[StepCommand] = StepCommand.FEATURES
 
     collections: list[str] = option(factory=lambda: list(COLLECTIONS))
     splits: list[str] = option(factory=lambda: list(SPLITS))

@@ -182,18 +182,38 @@ def config_features(configs: np.ndarray, nodes: LayoutNodes, mxu: bool = False) 
         column name -> (u,) float64.
     """
     u, k = configs.shape[:2]
+    inp = configs[:, :, 6:12]
+    eff, out_set = effective_layout(configs, nodes.own)  # the layout each node actually gets
+    m0, s0, s1 = minor_sizes(eff, nodes.dims, nodes.rank)
+    f = _set_columns(configs, out_set, m0, nodes)
+    f.update(_padding_columns(out_set, s0, s1, nodes))
+    f.update(_pair_features(eff, inp, nodes, pairs=nodes.direct, name="direct"))
+    f.update(_pair_features(eff, inp, nodes, pairs=nodes.two_hop, name="2hop"))
+    if mxu:
+        f.update(mxu_columns(mxu_flags(configs, eff, nodes.mxu), nodes.nbytes))
+    means = configs.mean(1, dtype=np.float64) if k else np.zeros((u, 18))
+    for j in range(18):
+        f[f"pos{j}_mean"] = means[:, j]
+    return f
+
+
+def _set_columns(
+    configs: np.ndarray, out_set: np.ndarray, m0: np.ndarray, nodes: LayoutNodes
+) -> dict[str, np.ndarray]:
+    """What each config sets: the nodes it sets a layout of (any, output, input, kernel; those set to
+    their own layout), and per node group how the output layouts it sets order the dimensions
+    (PATTERNS: not set, the last dimension minor, the second last, another).
+
+    Args:
+        configs: (u, k, 18) int8 layouts.
+        out_set: (u, k) the nodes whose output layout the config sets (`effective_layout`).
+        m0: (u, k) each node's minor dimension under the config (`minor_sizes`).
+        nodes: the graph's per-node facts.
+    """
+    u, k = configs.shape[:2]
     out, inp = configs[:, :, 0:6], configs[:, :, 6:12]
     any_set = (configs != -1).any(-1)
-    eff, out_set = effective_layout(configs, nodes.own)  # the layout each node actually gets
     rank = nodes.rank[None, :]
-    m0, s0, s1 = minor_sizes(eff, nodes.dims, nodes.rank)
-    pad0 = np.where(rank >= 1, padded(s0, LANE), s0)
-    pad1 = np.where(rank >= 2, padded(s1, SUBLANE), s1)
-    numel = nodes.numel[None, :]
-    padded_numel = np.where(numel > 0, numel / (s0 * s1) * pad0 * pad1, 0.0)
-    waste = (padded_numel - numel) * (nodes.nbytes / np.maximum(nodes.numel, 1.0))[None, :]
-    changed = out_set & (rank >= 1)
-
     f: dict[str, np.ndarray] = {}
     f["n_set"] = any_set.sum(1).astype(np.float64)
     f["frac_default"] = 1.0 - any_set.mean(1) if k else np.ones(u)
@@ -208,6 +228,29 @@ def config_features(configs: np.ndarray, nodes: LayoutNodes, mxu: bool = False) 
     for gi, gname in enumerate(GROUP_NAMES):
         for pi, pname in enumerate(PATTERNS):
             f[f"n_{gname}_{pname}"] = counts[:, gi * len(PATTERNS) + pi]
+    return f
+
+
+def _padding_columns(
+    out_set: np.ndarray, s0: np.ndarray, s1: np.ndarray, nodes: LayoutNodes
+) -> dict[str, np.ndarray]:
+    """How each config's layouts fit the TPU's tiles: the changed nodes whose minor dimensions align
+    to LANE and SUBLANE, their bytes, and the bytes padding to the tiles wastes.
+
+    Args:
+        out_set: (u, k) the nodes whose output layout the config sets.
+        s0, s1: (u, k) each node's minor and second-minor sizes under the config (`minor_sizes`).
+        nodes: the graph's per-node facts.
+    """
+    u = len(out_set)
+    rank = nodes.rank[None, :]
+    pad0 = np.where(rank >= 1, padded(s0, LANE), s0)
+    pad1 = np.where(rank >= 2, padded(s1, SUBLANE), s1)
+    numel = nodes.numel[None, :]
+    padded_numel = np.where(numel > 0, numel / (s0 * s1) * pad0 * pad1, 0.0)
+    waste = (padded_numel - numel) * (nodes.nbytes / np.maximum(nodes.numel, 1.0))[None, :]
+    changed = out_set & (rank >= 1)
+    f: dict[str, np.ndarray] = {}
     f["chg_minor_aligned128"] = (changed & (s0 % LANE == 0)).sum(1).astype(np.float64)
     f["chg_minor_small"] = (changed & (s0 < LANE)).sum(1).astype(np.float64)
     f["chg_second_aligned8"] = (changed & (rank >= 2) & (s1 % SUBLANE == 0)).sum(1).astype(np.float64)
@@ -219,13 +262,6 @@ def config_features(configs: np.ndarray, nodes: LayoutNodes, mxu: bool = False) 
     has_dim = rank >= 1
     n_dim = max(int(has_dim.sum()), 1)
     f["minor_aligned128_frac"] = (has_dim & (s0 % LANE == 0)).sum(1) / n_dim
-    f.update(_pair_features(eff, inp, nodes, pairs=nodes.direct, name="direct"))
-    f.update(_pair_features(eff, inp, nodes, pairs=nodes.two_hop, name="2hop"))
-    if mxu:
-        f.update(mxu_columns(mxu_flags(configs, eff, nodes.mxu), nodes.nbytes))
-    means = configs.mean(1, dtype=np.float64) if k else np.zeros((u, 18))
-    for j in range(18):
-        f[f"pos{j}_mean"] = means[:, j]
     return f
 
 

@@ -52,10 +52,11 @@ def add_relative(names: list[str], x: np.ndarray) -> tuple[list[str], np.ndarray
     return names + rel_names, np.concatenate([x, rel], axis=1)
 
 
-def sample_rows(g: PreparedGraph, cap: int, seed: int, fastest_share: float = 0.0) -> np.ndarray:
-    """All unique rows, or `cap` of them (train graphs only): the fastest `fastest_share` of the cap
-    by mean runtime, then a uniform draw from the rest, so the ranking's top is always seen
-    (it decides the tile score) and the rest stays an unbiased sample (Kendall tau counts all pairs).
+def table_rows(g: PreparedGraph, cap: int, seed: int, fastest_share: float = 0.0) -> np.ndarray:
+    """The rows of `g` its feature table holds: all, or `cap` of them (train graphs only): the
+    fastest `fastest_share` of the cap by mean runtime, then a uniform draw from the rest, so the
+    ranking's top is always seen (it decides the tile score) and the rest stays an unbiased sample
+    (Kendall tau counts all pairs).
 
     Args:
         g: the graph.
@@ -88,7 +89,7 @@ def graph_table(g: PreparedGraph, cfg: Config) -> GraphRows:
         g: the prepared graph.
         cfg: the run's config (for the `features` section and the seed).
     """
-    rows = sample_rows(g, cfg.features.max_configs_per_graph, cfg.seed, cfg.features.fastest_share)
+    rows = table_rows(g, cfg.features.max_configs_per_graph, cfg.seed, cfg.features.fastest_share)
     if g.kind == "tile":
         feats = tile_features(g, rows)
     else:

@@ -157,11 +157,12 @@ def make_batch(graphs: list[GraphData], rows: list[np.ndarray], tile: bool = Fal
     )
 
 
-WINDOW = 4  # configs sampled come from a run of stored rows this many times `count` long
+WINDOW = 4  # a batch's rows of a graph come from a run of stored rows this many times `count` long
 
 
-def sample_rows(g: GraphData, count: int, rng: np.random.Generator) -> np.ndarray:
-    """`count` distinct unique-config rows drawn at random (all of them when the graph has fewer).
+def batch_rows(g: GraphData, count: int, rng: np.random.Generator) -> np.ndarray:
+    """The rows of `g` one training batch takes: `count` distinct ones drawn at random (all of them
+    when the graph has fewer).
 
     The cache stores unique configs in a seeded random order, so a run of consecutive rows is a
     uniform sample of the graph's configs: rows are drawn from one random window of WINDOW x count

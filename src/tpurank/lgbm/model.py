@@ -27,8 +27,7 @@ from tpurank.features.stage import require_tables
 from tpurank.lgbm.queries import label_gain
 from tpurank.lgbm.saved import METRICS_FILE, MODEL_NAME, load, save, write_curve
 from tpurank.lgbm.saved import PROVENANCE_FILE as PROVENANCE_FILE  # callers read the sidecar by this name
-from tpurank.lgbm.training_rows import TRAIN_ROWS_FILE
-from tpurank.lgbm.training_rows import sample as sample_rows
+from tpurank.lgbm.training_rows import TRAIN_ROWS_FILE, rows_to_keep
 from tpurank.lgbm.training_rows import save as save_rows
 from tpurank.lgbm.validation import ValidData, ValidScorer, dataset, validation
 
@@ -104,30 +103,12 @@ def fit(
     if train_df.empty:
         raise TpurankError(f"{collection}: the train feature table has no rows")
     params = lgb_params(cfg, collection)
-    lc = cfg.lgbm
     start = time.perf_counter()
     try:
         dtrain, _ = dataset(train_df, features, cfg, drop_flat=True)
     except TpurankError as e:
         raise TpurankError(f"lgbm {collection}: {e}") from None
-    bar_cb, bar = _progress(lc.num_boost_round, f"lgbm {collection}")
-    evals: dict = {}  # the validation metric per round (lgb.record_evaluation)
-    scorer, valid_sets, callbacks = validation(valid, features, cfg, dtrain, collection, evals)
-    try:
-        booster = lgb.train(
-            params,
-            dtrain,
-            lc.num_boost_round,
-            valid_sets=valid_sets,
-            valid_names=["valid"][: len(valid_sets)],
-            feval=scorer,
-            callbacks=[bar_cb, *callbacks],
-        )
-    except lgb.basic.LightGBMError as e:
-        raise TpurankError(f"lgbm {collection}: LightGBM failed ({e})") from None
-    finally:
-        bar.close()
-    scores = evals.get("valid", {}).get(scorer.name, []) if scorer is not None else []
+    booster, scorer, scores = _boost(params, dtrain, valid, features, cfg, collection)
     if curve is not None:
         curve[:] = scores
     info = {
@@ -140,6 +121,47 @@ def fit(
         "seconds": round(time.perf_counter() - start, 3),
     }
     return booster, info
+
+
+def _boost(
+    params: dict,
+    dtrain: lgb.Dataset,
+    valid: ValidData | None,
+    features: list[str],
+    cfg: Config,
+    collection: str,
+) -> tuple[lgb.Booster, ValidScorer | None, list[float]]:
+    """The boosting rounds, under a progress bar and stopped early on the competition metric: the
+    booster, its validation scorer (None without valid data) and the score after each round.
+
+    Args:
+        params: the booster parameters (`lgb_params`).
+        dtrain: the train Dataset, graphs as queries.
+        valid: the valid table with its inverse maps and runtimes, or None.
+        features: the model's feature columns.
+        cfg: the collection's config.
+        collection: the collection (names the bar and the errors; decides the metric).
+    """
+    rounds = cfg.lgbm.num_boost_round
+    bar_cb, bar = _progress(rounds, f"lgbm {collection}")
+    evals: dict = {}  # the validation metric per round (lgb.record_evaluation)
+    scorer, valid_sets, callbacks = validation(valid, features, cfg, dtrain, collection, evals)
+    try:
+        booster = lgb.train(
+            params,
+            dtrain,
+            rounds,
+            valid_sets=valid_sets,
+            valid_names=["valid"][: len(valid_sets)],
+            feval=scorer,
+            callbacks=[bar_cb, *callbacks],
+        )
+    except lgb.basic.LightGBMError as e:
+        raise TpurankError(f"lgbm {collection}: LightGBM failed ({e})") from None
+    finally:
+        bar.close()
+    scores = evals.get("valid", {}).get(scorer.name, []) if scorer is not None else []
+    return booster, scorer, scores
 
 
 def _rounds(booster: lgb.Booster, scorer: ValidScorer | None, scores: list[float]) -> dict:
@@ -179,7 +201,7 @@ def train(paths: Paths, cfg: Config, collection: str) -> None:
     booster, info = fit(train_df, valid, cfg, collection, curve=curve)
     save(paths, cfg, collection, booster, info)
     # what calibration boosts on beside a user's measured configs (tpurank.lgbm.training_rows)
-    kept = sample_rows(train_df, booster.feature_name(), cfg.seed)
+    kept = rows_to_keep(train_df, booster.feature_name(), cfg.seed)
     save_rows(paths.model_dir(MODEL_NAME, collection) / TRAIN_ROWS_FILE, kept)
     write_curve(paths.model_dir(MODEL_NAME, collection) / METRICS_FILE, curve)
     print(end_line(collection, info, cfg.lgbm.num_boost_round))

@@ -52,7 +52,9 @@ class TrainingRows:
         return len(self.runtime)
 
 
-def sample(table: pd.DataFrame, features: list[str], seed: int, max_rows: int = MAX_ROWS) -> TrainingRows:
+def rows_to_keep(
+    table: pd.DataFrame, features: list[str], seed: int, max_rows: int = MAX_ROWS
+) -> TrainingRows:
     """The rows to keep of a collection's train feature table.
 
     Args:

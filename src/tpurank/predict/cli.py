@@ -21,7 +21,7 @@ from typing import ClassVar
 
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.declared import predict_io
-from tpurank.core.names import Stage
+from tpurank.core.names import StepCommand
 from tpurank.core.options import add_collections
 from tpurank.core.staleness import StageIO, option
 from tpurank.models.registry import MODEL_NAMES
@@ -31,7 +31,7 @@ from tpurank.models.registry import MODEL_NAMES
 class Options:
     """The stage's options (`all` builds them directly; the CLI parses them)."""
 
-    STAGE: ClassVar[Stage] = Stage.PREDICT
+    COMMAND: ClassVar[StepCommand] = StepCommand.PREDICT
 
     model: str
     split: str

@@ -147,6 +147,35 @@ def predict_split(
     get_model(name)  # an unknown or missing model fails before any work
     expected = _expected(paths, split, partial)
     wanted = [c for c in COLLECTIONS if c in collections and any(e.collection == c for e in expected)]
+    preds, failed = predict_collections(paths, cfg, name, split, wanted, expected, force)
+    if failed:
+        pred_file, target = paths.prediction_file(name, split), paths.submission_file(name, split)
+        raise TpurankError(
+            f"{len(failed)} of {len(wanted)} collections failed (above); {pred_file} keeps their previous "
+            f"predictions, if any, and {target} was not rewritten"
+        )
+    return write_csv(paths, cfg, name, split, expected, preds, partial, collections)
+
+
+def predict_collections(
+    paths: Paths,
+    cfg: Config,
+    name: str,
+    split: str,
+    wanted: list[str],
+    expected: list[ExpectedGraph],
+    force: bool,
+) -> tuple[dict, list[str]]:
+    """Each of the `wanted` collections' predictions, kept while up to date, else made and saved as
+    soon as they are whole: (graph ID -> costs, of every collection predicted now or before; one line
+    per collection that failed, which keeps its previous predictions).
+
+    Args:
+        paths, cfg, name, split: as `predict_split`'s.
+        wanted: the collections to predict, in order.
+        expected: the split's expected graphs.
+        force: recompute predictions that are up to date.
+    """
     pred_file = paths.prediction_file(name, split)
     meta_file = pred_file.with_suffix(".json")
     preds, stamps = finished_predictions(pred_file, meta_file)  # kept until a collection's rerun succeeds
@@ -173,13 +202,7 @@ def predict_split(
         )
         seconds = time.perf_counter() - t
         print(f"predict {name} {split} {c}: {len(got)} graphs, {seconds:.1f} s", file=sys.stderr)
-    if failed:
-        target = paths.submission_file(name, split)
-        raise TpurankError(
-            f"{len(failed)} of {len(wanted)} collections failed (above); {pred_file} keeps their previous "
-            f"predictions, if any, and {target} was not rewritten"
-        )
-    return write_csv(paths, cfg, name, split, expected, preds, partial, collections)
+    return preds, failed
 
 
 def write_csv(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from tpurank.core.declared import prepare_io
-from tpurank.core.names import Stage
+from tpurank.core.names import StepCommand
 from tpurank.core.options import add_collections, add_jobs, add_splits
 from tpurank.core.staleness import StageIO, option
 
@@ -19,7 +19,7 @@ from tpurank.core.staleness import StageIO, option
 class Options:
     """The stage's options (`all` builds them directly; the CLI parses them)."""
 
-    STAGE: ClassVar[Stage] = Stage.PREPARE
+    COMMAND: ClassVar[StepCommand] = StepCommand.PREPARE
 
     out: Path | None = None
     collections: list[str] | None = None

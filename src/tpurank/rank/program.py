@@ -209,23 +209,10 @@ class Program:
         weighed = self.model == ENSEMBLE and len(positions) >= how.weights_from
         margin = how.margin if checked else np.inf  # unchecked: the prior shares
         fold = select.fold_of(len(positions), how.folds, how.seed) if checked or weighed else None
-
-        def chosen(m: str) -> tuple[select.Choice, np.ndarray]:
-            learn, in_fold = learners[m]
-            oof = (
-                select.out_of_fold(in_fold, positions, label, fold)
-                if fold is not None
-                else np.full(len(label), np.nan)
-            )
-            prior = select.prior_share(len(positions), how.prior_of(m, checked))
-            choice = select.choose_share(self.costs[m][positions], oof, label, margin, prior)
-            calibrated = learn(positions, label, None) if choice.share > 0 else None
-            if calibrated is None:
-                return choice, self.costs[m]
-            near = select.coverage(self.costs[m], positions, how.reach)
-            return choice, select.blend(self.costs[m], calibrated, choice.share, near)
-
-        each = side_by_side({m: partial(chosen, m) for m in learners})
+        asked = {"positions": positions, "label": label, "fold": fold, "margin": margin, "checked": checked}
+        each = side_by_side(
+            {m: partial(self._member_choice, learners[m], m, how=how, **asked) for m in learners}
+        )
         choices, final = {m: c for m, (c, _) in each.items()}, {m: f for m, (_, f) in each.items()}
         parts = [c.text(m, checked) for m, c in choices.items()]
         if self.model == ENSEMBLE:
@@ -237,15 +224,63 @@ class Program:
         else:
             costs = final[self.model]
         said = "; ".join(parts) + (": ranked as trained" if costs is self.costs[self.model] else "")
+        return costs, self._selection_note(said, len(label), fold, checked, weighed, how)
+
+    def _member_choice(
+        self,
+        learner: tuple[Learner, Learner],
+        m: str,
+        positions: np.ndarray,
+        label: np.ndarray,
+        fold: np.ndarray | None,
+        margin: float,
+        checked: bool,
+        how: Calibration,
+    ) -> tuple[select.Choice, np.ndarray]:
+        """Member `m`'s share of calibration, chosen on its held-out fits (`fold`; None: its prior
+        share), and its costs with that share of its calibration blended in over the stretch the
+        measured configs span.
+
+        Args:
+            learner: the member's two learners: on every measured config, and the one its held-out fits use.
+            m: the member.
+            positions, label: the measured configs (positions in the graph's order) and their labels.
+            fold: each measured config's held-out fold, or None.
+            margin: what a share must gain on the held-out folds to be taken (inf: the prior share).
+            checked: the folds checked the shares (else they go as far as the measurements go).
+            how: the calibration's settings.
+        """
+        learn, in_fold = learner
+        oof = (
+            select.out_of_fold(in_fold, positions, label, fold)
+            if fold is not None
+            else np.full(len(label), np.nan)
+        )
+        prior = select.prior_share(len(positions), how.prior_of(m, checked))
+        choice = select.choose_share(self.costs[m][positions], oof, label, margin, prior)
+        calibrated = learn(positions, label, None) if choice.share > 0 else None
+        if calibrated is None:
+            return choice, self.costs[m]
+        near = select.coverage(self.costs[m], positions, how.reach)
+        return choice, select.blend(self.costs[m], calibrated, choice.share, near)
+
+    def _selection_note(
+        self,
+        said: str,
+        measured: int,
+        fold: np.ndarray | None,
+        checked: bool,
+        weighed: bool,
+        how: Calibration,
+    ) -> str:
+        """The one line saying how the program was calibrated: `said` of each member, after what chose
+        it (the held-out folds, or too few measurements to check)."""
         folds = f"{int(fold.max()) + 1} held-out folds" if fold is not None else ""
         if checked:
-            return (
-                costs,
-                f"{self.name}: calibration chosen on {len(label)} measured configs by {folds}: {said}",
-            )
+            return f"{self.name}: calibration chosen on {measured} measured configs by {folds}: {said}"
         weights = f"; the ensemble's weights chosen by {folds}" if weighed else ""
-        return costs, (
-            f"{self.name}: {len(label)} measured configs, too few to check each model's calibration on held-out "
+        return (
+            f"{self.name}: {measured} measured configs, too few to check each model's calibration on held-out "
             f"folds ({how.checked_from} are needed), its share as far as that many measurements go{weights}: {said}"
         )
 

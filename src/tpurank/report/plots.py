@@ -69,20 +69,8 @@ def collection_scores(
     """
     models = list(scores)
     x = np.arange(len(columns))
-    width = 0.8 / max(1, len(models))
     fig, ax = plt.subplots(figsize=(1.7 * len(columns) + 2.5, 4))
-    for i, m in enumerate(models):
-        ys = [np.nan if scores[m].get(c) is None else scores[m][c] for c in columns]
-        hatch = "//" if "cross-fitted" in m else None
-        ax.bar(
-            x - 0.4 + width * (i + 0.5),
-            ys,
-            width,
-            label=m,
-            color=style(m, i)["color"],
-            hatch=hatch,
-            edgecolor="white" if hatch else None,
-        )
+    _grouped_bars(ax, scores, columns, x)
     values = [v for m in models for v in scores[m].values() if v is not None and np.isfinite(v)]
     at = x[list(columns).index("overall")] if "overall" in columns else None
     scored, of = scored_collections(scores, columns)
@@ -102,6 +90,26 @@ def collection_scores(
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title(_title("validation score per collection", tag))
     return _save(fig, out)
+
+
+def _grouped_bars(
+    ax: plt.Axes, scores: Mapping[str, Mapping[str, float | None]], columns: Sequence[str], x: np.ndarray
+) -> None:
+    """One bar per model in each group at `x` (a missing score: no bar), in the model's color; the
+    cross-fitted rows hatched."""
+    width = 0.8 / max(1, len(scores))
+    for i, m in enumerate(scores):
+        ys = [np.nan if scores[m].get(c) is None else scores[m][c] for c in columns]
+        hatch = "//" if "cross-fitted" in m else None
+        ax.bar(
+            x - 0.4 + width * (i + 0.5),
+            ys,
+            width,
+            label=m,
+            color=style(m, i)["color"],
+            hatch=hatch,
+            edgecolor="white" if hatch else None,
+        )
 
 
 def _reference_marks(

@@ -32,7 +32,7 @@ from tpurank.run.plan import (
 )
 from tpurank.run.records import RECORDS
 from tpurank.run.shares import TRAIN_START_S, processes
-from tpurank.run.stages import StageRun, stage_namespace
+from tpurank.run.stages import StageRun, step_namespace
 from tpurank.run.step_costs import seeds_scoring_s, step_estimates_s
 from tpurank.run.steps import Step
 
@@ -51,7 +51,7 @@ def expect_steps(
     records, upstream_runs = paths.reports / RECORDS, force
     for s in fixed:
         s.estimate = sized[s.name]
-        if records.is_dir() and any(records.glob(f"{s.options.STAGE}-*.json")):
+        if records.is_dir() and any(records.glob(f"{s.options.COMMAND}-*.json")):
             run = _stage_run(s, paths, cfg)
             neural = trains_neural and s.name.reads_neural()
             if run is not None and not (neural or upstream_runs) and run.up_to_date():
@@ -71,14 +71,15 @@ def _stage_run(step: Step, paths: Paths, cfg: Config) -> StageRun | None:
     changed: `prepare` runs first, and the stages after it are checked then)."""
     module = sys.modules[type(step.options).__module__]
     try:
-        return StageRun(module, stage_namespace(step.options.STAGE, step.options, paths, cfg))
+        return StageRun(module, step_namespace(step.options.COMMAND, step.options, paths, cfg))
     except (TpurankError, OSError):
         return None
 
 
 def estimate_training(steps: list[Step], plan: Plan) -> None:
     """The neural training steps' expected seconds: the wall time the plan expects of their model's
-    trainings (each its share, or less where its steps end it sooner), never the unspent budget."""
+    trainings (each its share, or less where its optimizer steps end it sooner), never the unspent
+    budget."""
     for s in steps:
         if s.name.neural_training:
             s.estimate = s.planned = plan.training_wall_s(s.name.model, likely=True) + s.overhead
@@ -93,7 +94,7 @@ class RunBudget:
         plan: the current plan.
         base: the run's config without any plan.
         layers: the config's layers (a user's own time budget wins over the plan's).
-        remake: (seconds spent, seconds the other stages still need, how much slower than
+        remake: (seconds spent, seconds the other steps still need, how much slower than
             expected the machine ran) -> a new plan.
         save: keeps a plan for reruns (budget.save_plan).
         saved: the plan a run with the same budget, config and data trained with, if any.
@@ -115,7 +116,7 @@ class RunBudget:
     def second_look(self, steps: list[Step], k: int, elapsed: float) -> Config:
         """The plan to train with, before step k (the first neural training). The saved one when every
         step before it was up to date (a rerun: the same config, so finished models are kept); else
-        a new plan with the time really spent, and the other stages' remaining estimate scaled by
+        a new plan with the time really spent, and the other steps' remaining estimate scaled by
         how far off their done part was."""
         self.final = True
         if self.saved is not None and all(s.skipped for s in steps[: k - 1]):
@@ -154,8 +155,8 @@ PLAN_FILE = "budget-plan.json"  # in reports/: the plan the last run trained wit
 
 def round_up(seconds: float) -> float:
     """A budget a user types: whole minutes above ten minutes, else tens of seconds."""
-    step = 60 if seconds > 600 else 10
-    return math.ceil(seconds / step) * step
+    grain = 60 if seconds > 600 else 10
+    return math.ceil(seconds / grain) * grain
 
 
 def first_budget(

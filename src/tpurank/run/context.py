@@ -1,6 +1,6 @@
 """Where a command's folders and config come from: decided here, once per command.
 
-The order, first match wins, and every stage (and each step of `all`) receives the result:
+The order, first match wins, and every command (and each step of `all`) receives the result:
 
 1. The data root: `--data-dir`, then `$TPURANK_DATA`, then the Kaggle input folder, then `data/`
    (tpurank.core.paths.resolve_data_root). A command that reads the data and was not told where

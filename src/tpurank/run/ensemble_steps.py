@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tpurank.core.collections import COLLECTIONS
-from tpurank.core.names import Stage
+from tpurank.core.names import StepCommand
 from tpurank.core.options import add_collections
 from tpurank.core.staleness import option
 from tpurank.predict import cli as predict
@@ -24,7 +24,7 @@ from tpurank.train import cli as train
 class Options:
     """The command's options (the CLI parses them)."""
 
-    STAGE: ClassVar[Stage] = Stage.ENSEMBLE
+    COMMAND: ClassVar[StepCommand] = StepCommand.ENSEMBLE
 
     collections: list[str] = option(factory=lambda: list(COLLECTIONS))
     force: bool = option(False, result=False)

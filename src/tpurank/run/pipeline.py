@@ -45,7 +45,7 @@ from tpurank.run.budget import (
 )
 from tpurank.run.context import resolve_config, seed_before_data
 from tpurank.run.records import NEVER_RAN
-from tpurank.run.stages import StageRun, command_line, guarded, run_step, stage_namespace
+from tpurank.run.stages import StageRun, command_line, guarded, run_step, step_namespace
 from tpurank.run.steps import Step
 from tpurank.submission import check
 from tpurank.submission.publish import SUBMITTED_MODEL, incomplete_test_set, publish_submission
@@ -186,7 +186,7 @@ def _run_each(
             cfg = budget.second_look(steps, k, time.perf_counter() - t0)
         options = step.options
         run = StageRun(
-            sys.modules[type(options).__module__], stage_namespace(options.STAGE, options, paths, cfg)
+            sys.modules[type(options).__module__], step_namespace(options.COMMAND, options, paths, cfg)
         )
         if not force and run.up_to_date():
             step.skipped, step.estimate = True, 0.0
@@ -198,9 +198,9 @@ def _run_each(
             print(f"[all] {step.name}: runs again: {why}", file=sys.stderr)
         t = time.perf_counter()
         if isolated:
-            rc = run_isolated(functools.partial(guarded, options.STAGE, run))
+            rc = run_isolated(functools.partial(guarded, options.COMMAND, run))
         else:
-            rc = guarded(options.STAGE, run)
+            rc = guarded(options.COMMAND, run)
             clear_chunk_cache()  # one process runs every step: each starts from what it needs (core/memory)
             release_between_steps()
         step.seconds = time.perf_counter() - t

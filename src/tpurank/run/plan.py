@@ -4,23 +4,24 @@
 the neural rankers' training is elastic (a time share per model and collection). So the plan sets
 aside an estimate of everything else, keeps a safety margin, and splits the rest.
 
-- Over collections by need: the 1st place's relative step counts (each collection's default
-  `gnn.max_steps`) times the configs a step sees times the nodes a pruned train graph keeps (read
-  from a few files' array headers): what a step costs. Tile graphs are small, so tile gets little.
-  With `budget.split = "steps"` (the demo) by each collection's expected time to its step cap.
+- Over collections by need: the 1st place's relative optimizer-step counts (each collection's
+  default `gnn.max_steps`) times the configs an optimizer step sees times the nodes a pruned train
+  graph keeps (read from a few files' array headers): what an optimizer step costs. Tile graphs are
+  small, so tile gets little. With `budget.split = "steps"` (the demo) by each collection's expected
+  time to its `max_steps`.
 - Over seeds: equal shares of their collection's time; over the processes `train` runs side by
   side on small data (tpurank.run.shares).
 - The official baseline, when trained, gets a fifth of the neural training time.
 
 `all` prints a first plan at the start, from estimates. Just before the first neural training it
 plans again with the time the run has really spent (data, prepare, features, LightGBM) and the
-predictions still to come (their estimate scaled by how far off the done stages' estimates were),
+predictions still to come (their estimate scaled by how far off the done steps' estimates were),
 and saves that plan beside the report: a rerun with the same budget, config and data takes it
-again, so its steps are up to date, whatever the clock says. Each share becomes steps when the plan
-is made: those its minutes pay at the planned pace (tpurank.train.pace), written into the
-collection's `max_steps` beside its `time_budget_min`. A training runs those steps, its learning
-rate scheduled over them, so it is a function of its data, config, seed and plan, not of the
-clock; the minutes only cap it on a machine slower than planned.
+again, so its steps are up to date, whatever the clock says. Each share becomes optimizer steps
+when the plan is made: those its minutes pay at the planned pace (tpurank.train.pace), written into
+the collection's `max_steps` beside its `time_budget_min`. A training runs those optimizer steps,
+its learning rate scheduled over them, so it is a function of its data, config, seed and plan, not
+of the clock; the minutes only cap it on a machine slower than planned.
 """
 
 from __future__ import annotations
@@ -56,20 +57,20 @@ from tpurank.train.pace import (
     typical_kept,
 )
 
-MARGIN = 0.08  # of the budget, kept free: validations after the last step, noise in the estimates
+MARGIN = 0.08  # of the budget, kept free: validations after the last optimizer step, noisy estimates
 BASELINE_SHARE = 0.2  # of the neural training time, when the official baseline is trained too
 SHARE_UNIT = 0.01  # minutes: shares are rounded to it (tpurank.run.shares.split_minutes)
-# the least a seed trains is the config's budget.min_share_min (a few steps are no model): a budget that
-# cannot pay it trains fewer seeds, or is refused before any work (`minimum_budget_s`)
+# the least a seed trains is the config's budget.min_share_min (a few optimizer steps are no model): a
+# budget that cannot pay it trains fewer seeds, or is refused before any work (`minimum_budget_s`)
 NEIGHBOURHOOD = 4  # nodes kept per configurable node by the 1-hop pruning, roughly
 
 
 @dataclass(frozen=True)
 class Share:
     """One model's training time for one collection: `minutes` per seed, `seeds` seeds;
-    `expected_min`, one seed's expected minutes to its step cap (0: not known); `steps`, the
+    `expected_min`, one seed's expected minutes to its `max_steps` (0: not known); `steps`, the
     optimizer steps each seed runs, those its minutes pay at that pace (0: not planned, a plan saved
-    before steps were: the config's, capped by the minutes)."""
+    before they were: the config's, capped by the minutes)."""
 
     model: str
     collection: str
@@ -80,15 +81,17 @@ class Share:
 
     @property
     def likely_min(self) -> float:
-        """The minutes a seed is expected to train: its share, or its steps where they end it sooner."""
+        """The minutes a seed is expected to train: its share, or its optimizer steps where they end it
+        sooner."""
         return min(self.minutes, self.expected_min) if self.expected_min > 0 else self.minutes
 
 
 @dataclass(frozen=True)
 class Plan:
-    """The split of a budget (seconds) into the fixed stages' estimate, the margin and the shares
-    (in the order they train). `over_s`: how far the least shares reach past the budget (0 when they
-    fit); `at_once`: collections a neural model trains side by side (tpurank.run.shares)."""
+    """The split of a budget (seconds) into the estimate of the steps it cannot shorten, the margin
+    and the shares (in the order they train). `over_s`: how far the least shares reach past the
+    budget (0 when they fit); `at_once`: collections a neural model trains side by side
+    (tpurank.run.shares)."""
 
     budget_s: float
     fixed_s: float
@@ -114,8 +117,8 @@ class Plan:
         return self.training_wall_s()
 
     def describe(self) -> str:
-        """The plan as `all` prints it at the start: each share, and where a training's steps are
-        expected to end it sooner, when; then the training time expected."""
+        """The plan as `all` prints it at the start: each share, and where a training's optimizer
+        steps are expected to end it sooner, when; then the training time expected."""
         side = f" ({self.at_once} collections at a time)" if self.at_once > 1 else ""
         lines = [
             f"[all] budget {format_duration(self.budget_s)}: about {format_duration(self.fixed_s)} for "
@@ -141,7 +144,7 @@ class Plan:
 
 
 def graph_size(data_root: Path, collection: str) -> float:
-    """The typical nodes a training step sees per graph and config, for the split by need: the mean
+    """The typical nodes an optimizer step sees per graph and config, for the split by need: the mean
     over a few train files (`tpurank.train.pace.sample_files`) of the nodes pruning keeps, read from the arrays'
     headers. Layout keeps the configurable nodes and their neighbours, about
     NEIGHBOURHOOD times as many, never more than the graph."""
@@ -164,10 +167,11 @@ def graph_size(data_root: Path, collection: str) -> float:
 
 
 def need(cfg: Config, collection: str, nodes: float) -> float:
-    """A collection's relative training need: the 1st place's steps x configs a step x nodes a graph."""
-    steps = DEFAULT_COLLECTIONS.get(collection, {}).get(Model.GNN, {}).get("max_steps", 1)
+    """A collection's relative training need: the 1st place's optimizer steps x configs an optimizer
+    step sees x nodes a graph."""
+    optimizer_steps = DEFAULT_COLLECTIONS.get(collection, {}).get(Model.GNN, {}).get("max_steps", 1)
     configs = cfg.for_collection(collection).gnn.configs_per_graph
-    return steps * configs * nodes
+    return optimizer_steps * configs * nodes
 
 
 def model_shares(models: list[str]) -> dict[str, float]:
@@ -179,8 +183,9 @@ def model_shares(models: list[str]) -> dict[str, float]:
 
 
 def least_share(cfg: Config, expected_min: float) -> float:
-    """A seed's least share in minutes: `budget.min_share_min`, or its steps' expected time where that
-    is shorter (0: not known), and at least SHARE_UNIT (a share of 0 minutes would be no limit)."""
+    """A seed's least share in minutes: `budget.min_share_min`, or the expected time of its
+    `max_steps` where that is shorter (0: not known), and at least SHARE_UNIT (a share of 0 minutes
+    would be no limit)."""
     least = cfg.budget.min_share_min
     return max(SHARE_UNIT, min(least, expected_min or least))
 
@@ -193,7 +198,7 @@ def minimum_budget_s(
     at_once: int = 1,
     data_root: Path | None = None,
 ) -> float:
-    """The smallest budget that fits: the stages it cannot shorten, one seed of each neural model at
+    """The smallest budget that fits: the steps it cannot shorten, one seed of each neural model at
     its least share on every collection (`least_share`, from the data's graphs when `data_root` is
     given), `at_once` side by side (`processes`), and the margin."""
     training = 0.0
@@ -225,15 +230,15 @@ def make_plan(
 
     Args:
         budget_s: the whole run's time.
-        cfg: the run's config (seeds and configs per step per collection).
+        cfg: the run's config (seeds and configs per optimizer step per collection).
         data_root: the dataset (its files' sizes).
         collections: the collections the run trains.
         models: the learned models it trains (lgbm, gnn, baseline).
         spent_s: seconds the run has already spent (`replan`: just before the training starts).
-        fixed_left_s: seconds the stages other than neural training still need (default: the
+        fixed_left_s: seconds the steps other than neural training still need (default: the
             estimate from the data's size).
-        slowdown: how much slower than expected this machine ran the steps so far (the second
-            look): the trainings' expected times grow with it.
+        slowdown: how much slower than expected this machine ran the steps of `all` so far (the
+            second look): the trainings' expected times grow with it.
     """
     fixed_left = fixed_estimate_s(cfg, data_root, collections) if fixed_left_s is None else fixed_left_s
     left = max(0.0, budget_s * (1 - MARGIN) - spent_s - fixed_left)
@@ -253,8 +258,10 @@ def make_plan(
             floor = {c: least_share(cfg, expected[c] / 60) for c in collections}
             minutes, seeds = split_span(left * part / 60, weights, seeds, floor, order, at_once)
             caps = {c: getattr(cfg.for_collection(c), m).max_steps for c in collections}
-            steps = {c: planned_steps(caps[c], minutes[c] * 60, expected[c]) for c in collections}
-            shares += [Share(m, c, seeds[c], minutes[c], round(expected[c] / 60, 4), steps[c]) for c in order]
+            planned = {c: planned_steps(caps[c], minutes[c] * 60, expected[c]) for c in collections}
+            shares += [
+                Share(m, c, seeds[c], minutes[c], round(expected[c] / 60, 4), planned[c]) for c in order
+            ]
     lgbm = cfg.lgbm.num_boost_round if Model.LGBM in models else None
     plan = Plan(budget_s, spent_s + fixed_left, shares, lgbm, at_once=at_once)
     over = plan.fixed_s + plan.training_s - budget_s  # the margin spent too: the run ends past its budget
@@ -352,10 +359,10 @@ def user_set_time(layers: list[Layer], model: str, collection: str) -> bool:
 
 
 def apply_plan(cfg: Config, plan: Plan, layers: list[Layer]) -> Config:
-    """`cfg` with each share as its collection's `<model>.time_budget_min` and its planned steps as
-    `<model>.max_steps` (the warm-up scaled alike: tpurank.train.pace.planned_section), where the
-    user set no time budget of their own (`train` then plans the steps from it), and the GNN's seeds
-    where the budget pays fewer than the config asks."""
+    """`cfg` with each share as its collection's `<model>.time_budget_min` and its planned optimizer
+    steps as `<model>.max_steps` (the warm-up scaled alike: tpurank.train.pace.planned_section), where
+    the user set no time budget of their own (`train` then plans the optimizer steps from it), and the
+    GNN's seeds where the budget pays fewer than the config asks."""
     collections = copy.deepcopy(cfg.collections)
     for s in plan.shares:
         section = collections.setdefault(s.collection, {}).setdefault(s.model, {})

@@ -1,9 +1,9 @@
 """The neural training time of the budget's plan (tpurank.run.plan), split as `train` spends it.
 
-- Over collections: by need (the 1st place's relative steps, the real data's split) or, with
-  `budget.split = "steps"` (the demo), in proportion to each collection's expected time to its step
-  cap, so that a short budget cuts every collection to the same share of its steps and a long one
-  leaves each ending on its steps.
+- Over collections: by need (the 1st place's relative optimizer-step counts, the real data's
+  split) or, with `budget.split = "steps"` (the demo), in proportion to each collection's expected
+  time to its `max_steps`, so that a short budget cuts every collection to the same share of its
+  optimizer steps and a long one leaves each ending on its `max_steps`.
 - Over seeds: equal shares of their collection's time; no seed below the least share
   (`budget.min_share_min`): a collection trains fewer seeds first.
 - Over processes: on small data on a CPU of several cores `train` runs the collections side by side,
@@ -11,7 +11,7 @@
   the span of that schedule (each collection to the first free process, in the order `train` starts
   them), not their sum: the plan splits the time the processes have together.
 
-A collection's expected time to its step cap comes from a cost model (`tpurank.train.pace`): a
+A collection's expected time to its `max_steps` comes from a cost model (`tpurank.train.pace`): a
 training that reaches `gnn.max_steps` before its share ends sooner, and the plan's estimate of the
 time to go counts that, never the unspent share.
 """
@@ -27,7 +27,8 @@ from tpurank.core.paths import Paths
 from tpurank.core.profiles import gpu
 from tpurank.train.collection_processes import training_order, training_processes
 
-# a neural training step's own start, beyond its collections' times: processes spawned, torch imported
+# the start of a `train` step of a neural model (a step of `all`), beyond its collections' times:
+# processes spawned, torch imported
 # (the demo's five collections, two at a time, finished in 115.3 s where their own times chain to 110.6)
 TRAIN_START_S = 5.0
 ROUNDS = 40  # rescalings of the split until its span fits (floors make the span not scale exactly)

@@ -1,12 +1,12 @@
-"""How one stage runs once its paths and config are resolved, alone or as a step of `all`/`infer`.
+"""How one command runs once its paths and config are resolved, alone or as a step of `all`/`infer`.
 
-A stage module exposes `add_arguments(parser)` and `run(args) -> int`. A stage that writes declares
+A command's module exposes `add_arguments(parser)` and `run(args) -> int`. A command that writes declares
 it beside its code: `declare(args) -> StageIO` (tpurank.core.staleness), the files it reads and
 writes and the config sections it reads; its `Options` dataclass names its options, marking those
 that never change its result. `execute` locks the folders it writes (tpurank.core.lock), skips it
 when its step record (tpurank.run.records) says it is up to date, and records a success. The CLI
-(tpurank.cli: the stage table) parses a stage's options from the command line; `all` and `infer`
-build the `Options` directly and hand every step the same resolved paths and config.
+(tpurank.cli: the table of commands) parses a command's options from the command line; `all` and
+`infer` build the `Options` directly and hand every step the same resolved paths and config.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
 from tpurank.core.lock import output_locks
-from tpurank.core.names import Stage
+from tpurank.core.names import StepCommand
 from tpurank.core.paths import Paths
 from tpurank.core.pipes import stdout_closed
 from tpurank.core.staleness import StageIO
@@ -32,17 +32,17 @@ from tpurank.run.records import NEVER_RAN, StepRecord, result_options
 
 
 def declaration(module: ModuleType, args: argparse.Namespace) -> StageIO | None:
-    """The stage's declaration for this run (None for a stage that writes nothing of the pipeline's)."""
+    """The command's declaration for this run (None for one that writes nothing of the pipeline's)."""
     return module.declare(args) if hasattr(module, "declare") else None
 
 
 class StageRun:
-    """One run of a stage on parsed arguments: its declaration and, when it keeps one, its record
+    """One run of a command on parsed arguments: its declaration and, when it keeps one, its record
     (keyed now, before it reads anything).
 
     Args:
-        module: the stage's module.
-        args: its options, `stage`, `paths` and `cfg`.
+        module: the command's module.
+        args: its options, `command`, `paths` and `cfg`.
     """
 
     def __init__(self, module: ModuleType, args: argparse.Namespace) -> None:
@@ -52,10 +52,10 @@ class StageRun:
         if self.io is None or not self.io.record:
             return
         paths: Paths = args.paths
-        if args.stage != Stage.PREPARE and any(f.root == paths.prepared for f in self.io.reads):
+        if args.command != StepCommand.PREPARE and any(f.root == paths.prepared for f in self.io.reads):
             check_prepared(paths.prepared, args.cfg, getattr(args, "collections", None))
         options = result_options(getattr(module, "Options", None), args)
-        self.record = StepRecord(args.stage, self.io, options, args.cfg, paths.reports)
+        self.record = StepRecord(args.command, self.io, options, args.cfg, paths.reports)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (for a child process: tpurank.core.isolated) with its module by name."""
@@ -80,7 +80,7 @@ class StageRun:
 
     def __call__(self) -> int:
         """Run it with its output folders locked; a success saves its record and its duration."""
-        with output_locks(self.io.lock_folders() if self.io else [], self.args.stage):
+        with output_locks(self.io.lock_folders() if self.io else [], self.args.command):
             t = time.perf_counter()
             rc = int(self.module.run(self.args) or 0)
             if rc == 0 and self.record is not None:
@@ -89,42 +89,42 @@ class StageRun:
 
 
 def execute(module: ModuleType, args: argparse.Namespace) -> int:
-    """Run a stage alone: skipped when its record says it is up to date (unless `--force`)."""
+    """Run a command alone: skipped when its record says it is up to date (unless `--force`)."""
     run = StageRun(module, args)
     if not getattr(args, "force", False) and run.up_to_date():
         where = run.record.path if run.record else ""
         print(
-            f"tpurank {args.stage}: up to date (the same code, options, config and inputs as its last run, "
+            f"tpurank {args.command}: up to date (the same code, options, config and inputs as its last run, "
             f"outputs untouched: {where}); --force runs it again",
             file=sys.stderr,
         )
         return 0
     reason = run.record.stale_reason() if run.record is not None else None
     if reason not in (None, NEVER_RAN):
-        print(f"tpurank {args.stage}: runs again: {reason}", file=sys.stderr)
+        print(f"tpurank {args.command}: runs again: {reason}", file=sys.stderr)
     return run()
 
 
-def stage_namespace(stage: str, options: Any, paths: Paths, cfg: Config) -> argparse.Namespace:
-    """The arguments of a step of `all` or `infer`: its typed `options` on the caller's paths and
-    config (the run-wide options already resolved)."""
+def step_namespace(command: str, options: Any, paths: Paths, cfg: Config) -> argparse.Namespace:
+    """The arguments of a step of `all` or `infer`: its command's typed `options` on the caller's
+    paths and config (the run-wide options already resolved)."""
     values = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
-    return argparse.Namespace(**values, stage=stage, paths=paths, cfg=cfg, config_file=None, set=[])
+    return argparse.Namespace(**values, command=command, paths=paths, cfg=cfg, config_file=None, set=[])
 
 
 def run_step(options: Any, paths: Paths, cfg: Config) -> int:
-    """Run the stage of typed `options` (a stage module's `Options`, which names its stage) on
+    """Run the command of typed `options` (its module's `Options`, which name the command) on
     resolved paths and config, as `all` and `infer` run their steps: an expected failure is printed
     in one line and returns 1."""
     module = sys.modules[type(options).__module__]
-    stage = options.STAGE
-    return guarded(stage, lambda: execute(module, stage_namespace(stage, options, paths, cfg)))
+    command = options.COMMAND
+    return guarded(command, lambda: execute(module, step_namespace(command, options, paths, cfg)))
 
 
 def command_argv(options: Any) -> list[str]:
     """The command line a user would type for a step, as words: `predict --model gnn --split valid`
     (options at their default left out)."""
-    words = [options.STAGE]
+    words = [options.COMMAND]
     for f in dataclasses.fields(options):
         value = getattr(options, f.name)
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default

@@ -1,7 +1,7 @@
 """The steps of a run, by typed name: what `all`, its budget and its plan call each step.
 
-A step's name follows from its options (`StepName.of`): the stage, and the model and split where
-the stage takes them (`train gnn`, `predict lgbm test`). The budget asks the name what it is
+A step's name follows from its options (`StepName.of`): the command, and the model and split where
+the command takes them (`train gnn`, `predict lgbm test`). The budget asks the name what it is
 (`neural_training`) and the plan keys its rates on names, so adding a model adds no string to match.
 """
 
@@ -10,31 +10,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tpurank.core.names import NEURAL_MODELS, Model, Stage
+from tpurank.core.names import NEURAL_MODELS, Model, StepCommand
 
 
 @dataclass(frozen=True)
 class StepName:
-    """A step's name: its stage, and its model and split where the stage takes them.
+    """A step's name: its command, and its model and split where the command takes them.
 
     Args:
-        stage: the stage it runs (`prepare`, `train`, `predict` ...).
+        command: the command it runs (`prepare`, `train`, `predict` ...).
         model: the model it trains or predicts with (None for the others).
         split: the split it predicts ("" for the others).
     """
 
-    stage: Stage
+    command: StepCommand
     model: Model | None = None
     split: str = ""
 
     @classmethod
     def of(cls, options: Any) -> StepName:
-        """The name of the step that runs a stage's typed `options`."""
+        """The name of the step that runs a command's typed `options`."""
         model = getattr(options, "model", "")
-        return cls(Stage(options.STAGE), Model(model) if model else None, getattr(options, "split", ""))
+        return cls(
+            StepCommand(options.COMMAND), Model(model) if model else None, getattr(options, "split", "")
+        )
 
     def __str__(self) -> str:
-        return " ".join(p for p in (self.stage, self.model, self.split) if p)
+        return " ".join(p for p in (self.command, self.model, self.split) if p)
 
     def __format__(self, spec: str) -> str:
         return format(str(self), spec)
@@ -42,16 +44,16 @@ class StepName:
     @property
     def neural_training(self) -> bool:
         """It trains a neural model: the step whose time the budget's plan sets."""
-        return self.stage == Stage.TRAIN and self.model in NEURAL_MODELS
+        return self.command == StepCommand.TRAIN and self.model in NEURAL_MODELS
 
     def reads_neural(self) -> bool:
         """It reads what neural training writes (a new plan retrains, so it runs again too)."""
-        return self.model in (*NEURAL_MODELS, Model.ENSEMBLE) or self.stage == Stage.VALIDATE
+        return self.model in (*NEURAL_MODELS, Model.ENSEMBLE) or self.command == StepCommand.VALIDATE
 
 
 @dataclass
 class Step:
-    """One step of `all`: a stage's typed options (the stage's `Options`, which names it), and what
+    """One step of `all`: a command's typed options (its `Options`, which name it), and what
     the budget knows of its time."""
 
     options: Any

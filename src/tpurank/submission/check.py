@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from tpurank.core.names import Stage
+from tpurank.core.names import StepCommand
 from tpurank.core.options import add_collections
 from tpurank.core.paths import Paths
 from tpurank.core.staleness import option
@@ -137,9 +137,9 @@ def check_as_asked(
 
 @dataclass(frozen=True)
 class Options:
-    """The stage's options (`all` and `infer` build them directly; the CLI parses them)."""
+    """The command's options (`all` and `infer` build them directly; the CLI parses them)."""
 
-    STAGE: ClassVar[Stage] = Stage.CHECK_SUBMISSION
+    COMMAND: ClassVar[StepCommand] = StepCommand.CHECK_SUBMISSION
 
     csv: str = option(positional=True)
     split: str = "test"

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.declared import starting_points, train_io
-from tpurank.core.names import UNTRAINED, Stage
+from tpurank.core.names import UNTRAINED, StepCommand
 from tpurank.core.options import add_collections
 from tpurank.core.staleness import StageIO, option
 from tpurank.models.registry import MODEL_NAMES, check_name
@@ -21,7 +21,7 @@ from tpurank.models.registry import MODEL_NAMES, check_name
 class Options:
     """The stage's options (`all` builds them directly; the CLI parses them)."""
 
-    STAGE: ClassVar[Stage] = Stage.TRAIN
+    COMMAND: ClassVar[StepCommand] = StepCommand.TRAIN
 
     model: str
     collections: list[str] = option(factory=lambda: list(COLLECTIONS))

@@ -7,9 +7,9 @@ the learning-rate schedule spans those steps (tpurank.gnn.training.lr_schedule).
 stays a cap: it ends a training only on a machine slower than the plan's pace, and that training's
 one line says so (its steps then depend on the timing).
 
-`all` plans each collection's steps with its share and the slowdown it measured on the steps before
-training, and writes them into the collection's config (`max_steps`, the warm-up scaled alike);
-`train` run by hand plans them from its own `time_budget_min` (`planned_config`), which leaves a
+`all` plans each collection's optimizer steps with its share and the slowdown it measured on its
+own steps before training, and writes them into the collection's config (`max_steps`, the warm-up
+scaled alike); `train` run by hand plans them from its own `time_budget_min` (`planned_config`), which leaves a
 config `all` planned as it is.
 """
 

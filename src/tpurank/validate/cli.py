@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from tpurank.core.declared import validate_io
-from tpurank.core.names import Stage
+from tpurank.core.names import StepCommand
 from tpurank.core.options import add_scored_configs
 from tpurank.core.staleness import StageIO, option
 
@@ -21,7 +21,7 @@ from tpurank.core.staleness import StageIO, option
 class Options:
     """The stage's options (`all` builds them directly; the CLI parses them)."""
 
-    STAGE: ClassVar[Stage] = Stage.VALIDATE
+    COMMAND: ClassVar[StepCommand] = StepCommand.VALIDATE
 
     official_subsets: str | None = None
     all_configs: bool = False

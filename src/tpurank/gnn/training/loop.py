@@ -1,7 +1,8 @@
 """The training loop shared by the GNN rankers, read top to bottom: `fit` = `build` (model,
-optimizer, schedule; loop_state.py) -> `resume` (from `last.pt`; loop_state.py) -> `loop` (`step_once`; a
-training-loss row of `metrics.csv` every `loss_interval` steps; `score_valid` and `record` every
-`eval_interval` steps) -> `finetune` (GST only) -> `finish` (`model.pt` complete, `model.json`).
+optimizer, schedule; loop_state.py) -> `resume` (from `last.pt`; loop_state.py) -> `loop` (`step_once`;
+`loss_row`, a training-loss row of `metrics.csv`, every `loss_interval` steps; `score_and_record`:
+`score_valid` and `record`, every `eval_interval` steps) -> `finetune` (GST only) -> `finish`
+(`model.pt` complete, `model.json`).
 
 Sampling, losses, AdamW/Adam, the cosine schedule, early stopping on the validation metric,
 resumable checkpoints, CUDA + mixed precision (`gnn/device.py`) and DDP: under `torchrun
@@ -15,6 +16,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -27,7 +29,7 @@ from tpurank.core.memory import fit_mmap_threshold, release_free_memory, release
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
 from tpurank.core.provenance import write_sidecar
-from tpurank.gnn.data import GraphData, sample_rows
+from tpurank.gnn.data import GraphData, batch_rows
 from tpurank.gnn.device import Runtime, unwrap
 from tpurank.gnn.nets import tile_inputs
 from tpurank.gnn.recipe import ModelSpec
@@ -63,6 +65,22 @@ class StepDone(NamedTuple):
     loss: float
     configs: int
     node_configs: int
+
+
+@dataclass
+class Since:
+    """The steps since the last validation: their losses, those since the last training-loss row
+    (`window`), the configs they saw, and when the first began (`start`, on the loop's clock)."""
+
+    start: float
+    losses: list[float] = field(default_factory=list)
+    window: list[float] = field(default_factory=list)
+    configs: int = 0
+
+    def add(self, done: StepDone) -> None:
+        self.losses.append(done.loss)
+        self.window.append(done.loss)
+        self.configs += done.configs
 
 
 def fit(
@@ -116,7 +134,7 @@ def step_once(training: Training, st: LoopState, train: list[GraphData], every: 
     torch.manual_seed(training.cfg.seed * 1_000_003 + st.step * 1009 + rt.rank)  # dropout; resumable
     rng = np.random.default_rng([training.cfg.seed, st.step, rt.rank])
     graphs = [train[i] for i in step_graphs(order, pos, rt, r.graphs_per_batch)]
-    rows = [sample_rows(g, r.configs_per_graph, rng) for g in graphs]
+    rows = [batch_rows(g, r.configs_per_graph, rng) for g in graphs]
     if training.segmented is not None:  # Graph Segment Training (segment_step.py)
         inputs = SegmentStep(training.segmented, graphs, rows, rng)
     else:
@@ -207,15 +225,8 @@ def loop(training: Training, st: LoopState, train: list[GraphData], valid: list[
     """Train until max_steps, the time budget or patience; validate every `eval_interval` steps."""
     r, rt = training.recipe, training.rt
     every, loss_every = eval_interval(train, r, rt.world), run_log.loss_interval(r.max_steps)
-    bar = tqdm(
-        total=r.max_steps,
-        initial=st.step,
-        desc=f"{training.spec.name} {training.collection}",
-        unit="step",
-        disable=not (training.progress and rt.main),
-        leave=False,
-    )
-    losses, window, configs_seen, t0, clock = [], [], 0, time.perf_counter(), time.perf_counter()
+    bar = _progress_bar(training, st)
+    since, clock = Since(start=time.perf_counter()), time.perf_counter()
     training.spent = st.seconds  # a resume: the seconds spent before carry over (the time cap)
     work, trained, trained_s = validation_work(valid, r), 0, 0.0
     # the process's first step pays one-time costs (the first touch of the data, the allocator's
@@ -224,44 +235,75 @@ def loop(training: Training, st: LoopState, train: list[GraphData], valid: list[
     warm_up = True
     while st.step < r.max_steps and not st.stopped:
         started = time.perf_counter()
-        loss, configs, node_configs = step_once(training, st, train, every)
+        done = step_once(training, st, train, every)
         if not warm_up:
-            trained, trained_s = trained + node_configs, trained_s + time.perf_counter() - started
+            trained, trained_s = trained + done.node_configs, trained_s + time.perf_counter() - started
         warm_up = False
         if not training.closing:  # the same on every rank, as `late` must be
             training.closing_guess = synced_seconds(closing_estimate(work, trained, trained_s), rt)
-        losses.append(loss)
-        window.append(loss)  # the steps since the last row of the training curve
-        configs_seen += configs
+        since.add(done)
         bar.update()
         best = f"{st.best:.4f}" if st.best > -math.inf else "-"
-        bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", val=best)
+        bar.set_postfix(loss=f"{np.mean(since.losses[-20:]):.4f}", val=best)
         training.spent = synced_seconds(st.seconds + time.perf_counter() - clock, rt)
         # a time budget ends the steps a validation's length before it runs out, so the validation that
         # closes the training (and keeps the best model) fits in it, not after it
         late = out_of_time(r, training.spent + training.reserved)
         if st.step % every and st.step < r.max_steps and not late:
             if st.step % loss_every == 0:
-                st.curve.append(
-                    run_log.curve_row(st.step, training.spent, training.opt.param_groups[0]["lr"], window)
-                )
-                run_log.log_scalars(training.board, st.curve[-1])  # None on ranks > 0
-                window = []
+                loss_row(training, st, since)
             continue
-        seconds, scoring = time.perf_counter() - t0, time.perf_counter()
-        score = score_valid(training, valid, losses)
-        training.closing = synced_seconds(time.perf_counter() - scoring, rt)  # every rank stops at one step
-        st.seconds += time.perf_counter() - clock
-        clock = time.perf_counter()
-        # a validation that ends within the closing one's length of the budget closes the training itself:
-        # one more step would end it a step and a validation past its budget
-        late = late or out_of_time(r, synced_seconds(st.seconds, rt) + training.reserved)
-        st.curve.append(
-            run_log.curve_row(st.step, st.seconds, training.opt.param_groups[0]["lr"], window, score)
-        )
-        record(training, st, score=score, losses=losses, seconds=seconds, configs=configs_seen, late=late)
-        losses, window, configs_seen, t0 = [], [], 0, time.perf_counter()
+        clock = score_and_record(training, st, valid, since, clock, late)
+        since = Since(start=time.perf_counter())
     bar.close()
+
+
+def _progress_bar(training: Training, st: LoopState) -> tqdm:
+    """The bar of the training's optimizer steps (from the resumed step; process 0 only)."""
+    return tqdm(
+        total=training.recipe.max_steps,
+        initial=st.step,
+        desc=f"{training.spec.name} {training.collection}",
+        unit="step",
+        disable=not (training.progress and training.rt.main),
+        leave=False,
+    )
+
+
+def loss_row(training: Training, st: LoopState, since: Since) -> None:
+    """A training-loss row of `metrics.csv` (and TensorBoard) over the steps since the last row."""
+    lr = training.opt.param_groups[0]["lr"]
+    st.curve.append(run_log.curve_row(st.step, training.spent, lr, since.window))
+    run_log.log_scalars(training.board, st.curve[-1])  # None on ranks > 0
+    since.window = []
+
+
+def score_and_record(
+    training: Training, st: LoopState, valid: list[GraphData], since: Since, clock: float, late: bool
+) -> float:
+    """`score_valid`, then `record` the validation with the steps since the last one; returns the
+    clock the next steps' seconds count from (the validation's own seconds are in `st.seconds`).
+
+    Args:
+        training, st: the training and its state.
+        valid: the validation graphs.
+        since: the steps since the last validation.
+        clock: when the seconds not yet in `st.seconds` began.
+        late: the time budget ends the training here.
+    """
+    r, rt = training.recipe, training.rt
+    seconds, scoring = time.perf_counter() - since.start, time.perf_counter()
+    score = score_valid(training, valid, since.losses)
+    training.closing = synced_seconds(time.perf_counter() - scoring, rt)  # every rank stops at one step
+    st.seconds += time.perf_counter() - clock
+    clock = time.perf_counter()
+    # a validation that ends within the closing one's length of the budget closes the training itself:
+    # one more step would end it a step and a validation past its budget
+    late = late or out_of_time(r, synced_seconds(st.seconds, rt) + training.reserved)
+    lr = training.opt.param_groups[0]["lr"]
+    st.curve.append(run_log.curve_row(st.step, st.seconds, lr, since.window, score))
+    record(training, st, score=score, losses=since.losses, seconds=seconds, configs=since.configs, late=late)
+    return clock
 
 
 def finetune(training: Training, st: LoopState, train: list[GraphData], valid: list[GraphData]) -> None:
@@ -277,7 +319,6 @@ def finetune(training: Training, st: LoopState, train: list[GraphData], valid: l
         device=rt.device,
         precision=training.precision,
         seed=training.cfg.seed,
-        sample=sample_rows,
     )
     score = evaluate(model, valid, r, device=rt.device, precision=training.precision) if rt.main else 0.0
     tuned = {"finetune_loss": float(np.mean(tune)), "seconds": round(time.perf_counter() - t0, 3)}

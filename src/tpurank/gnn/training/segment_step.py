@@ -19,7 +19,7 @@ segments, the embeddings scoring will give it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -28,7 +28,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from tpurank.gnn.data import GraphData, make_batch
+from tpurank.gnn.data import GraphData, batch_rows, make_batch
 from tpurank.gnn.device import autocast
 from tpurank.gnn.gst.segments import Segment, segment_batch
 from tpurank.gnn.gst.state import GstState, SegmentKeys
@@ -134,21 +134,12 @@ def graph_loss(
     full = make_batch([g], [rows], tile_inputs.wanted(model))
     segs = state.segments(g)
     pick = np.sort(rng.choice(len(segs), size=min(r.segments_per_step, len(segs)), replace=False))
-    others = np.setdiff1d(np.arange(len(segs)), pick)
     keys = state.keys(g, full)
-    n_seg, k_seg = segment_sizes(segs)
+    sizes = segment_sizes(segs)
     fresh_batch = segment_batch(full, [segs[i] for i in pick]).to(device)
     with autocast(device, precision):
         fresh = segment_sums(model, fresh_batch).float()  # (C, P, D)
-    counted = Counted(
-        total=fresh.sum(1),
-        nodes=torch.full((len(rows),), float(n_seg[pick].sum())),
-        config_nodes=torch.full((len(rows),), float(k_seg[pick].sum())),
-    )
-    if len(others):
-        counted = _add_stale(
-            counted, state, keys, others, SegmentSizes(n_seg, k_seg), r=r, rng=rng, device=device
-        )
+    counted = _counted(fresh, pick, state, keys, sizes, r, rng, device)
     # only the step's labels go to the device: the segments above carried the graph itself
     mask, runtime, weight = (t.to(device) for t in (full.mask, full.runtime, full.weight))
     with autocast(device, precision):
@@ -157,7 +148,7 @@ def graph_loss(
             counted.total.unsqueeze(0),
             counted.nodes.unsqueeze(0).to(device),
             config_nodes=counted.config_nodes.unsqueeze(0).to(device),
-            total_nodes=torch.tensor([[float(n_seg.sum())]], device=device),
+            total_nodes=torch.tensor([[float(sizes.nodes.sum())]], device=device),
             mask=mask,
         )
     loss = ranking_loss(r.loss, cost.float(), runtime, mask=mask, margin=r.margin, weight=weight)
@@ -166,6 +157,37 @@ def graph_loss(
         state.table.put(keys.own[:, pick], fresh.detach())
         state.table.put(keys.mean[pick], fresh.detach().mean(0))
     return float(loss.detach())
+
+
+def _counted(
+    fresh: torch.Tensor,
+    pick: np.ndarray,
+    state: GstState,
+    keys: SegmentKeys,
+    sizes: SegmentSizes,
+    r: Recipe,
+    rng: np.random.Generator,
+    device: torch.device,
+) -> Counted:
+    """The sums a graph's costs come from: the fresh sums of the segments `pick` trains, plus the
+    stale ones of the other segments that stale embedding dropout keeps (`_add_stale`).
+
+    Args:
+        fresh: (C, P, D) the picked segments' sums, computed now.
+        pick: the indices of those segments, sorted.
+        state, keys: the table of stale embeddings and the graph's keys into it.
+        sizes: every segment's sizes.
+        r, rng, device: the recipe (stale_dropout), this step's generator, where the model is.
+    """
+    others = np.setdiff1d(np.arange(len(sizes.nodes)), pick)
+    counted = Counted(
+        total=fresh.sum(1),
+        nodes=torch.full((fresh.shape[0],), float(sizes.nodes[pick].sum())),
+        config_nodes=torch.full((fresh.shape[0],), float(sizes.config_nodes[pick].sum())),
+    )
+    if len(others):
+        counted = _add_stale(counted, state, keys, others, sizes, r=r, rng=rng, device=device)
+    return counted
 
 
 def average_gradients(params: Iterable[nn.Parameter]) -> None:
@@ -218,7 +240,6 @@ def finetune_head(
     device: torch.device,
     precision: str,
     seed: int,
-    sample: Callable[[GraphData, int, np.random.Generator], np.ndarray],
 ) -> list[float]:
     """Train only the prediction head (fuse, attention, head) on fresh sums of every segment.
 
@@ -232,7 +253,6 @@ def finetune_head(
         r: the recipe (finetune_steps, graphs_per_batch, configs_per_graph, lr, loss).
         device, precision: where and how to run.
         seed: the run's seed.
-        sample: `data.sample_rows`.
 
     Returns:
         The loss of every fine-tuning step.
@@ -251,7 +271,7 @@ def finetune_head(
         total = 0.0
         for i in picks:
             g = train[int(i)]
-            rows = sample(g, r.configs_per_graph, rng)
+            rows = batch_rows(g, r.configs_per_graph, rng)
             total += _head_loss(
                 model, state, g, r, device=device, precision=precision, rows=rows, graphs=len(picks)
             )
