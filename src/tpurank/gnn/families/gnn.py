@@ -13,7 +13,7 @@ from tpurank.gnn.nets.standardize import HasNodeFeatures, fit_train_stats
 from tpurank.gnn.recipe import ModelSpec, Recipe
 from tpurank.gnn.training.losses import resolve_loss
 
-ALL_CONFIGS = 1 << 30  # configs_per_graph of `gnn.tile_all_configs`: sample_rows then takes every config
+ALL_CONFIGS = 1 << 30  # configs_per_graph of `gnn.tile_all_configs`: batch_rows then takes every config
 
 
 class GnnFamily(ModelSpec[GnnConfig]):
