@@ -141,7 +141,7 @@ def cost() -> Figure:
     head = [f"`rank` ({r['configs']} configs, {r['k']} measured, {r['training_rows']} training rows shipped)"]
     head += ["seconds", "peak RSS"]
     if "ratio" in r:  # measured side by side with an earlier commit, in alternating pairs
-        head += [f"seconds at {r['against'][:7]}", "this commit's time / its, per pair"]
+        head += [f"seconds at commit {r['against'][:7]}", "this commit's time / its, per pair"]
         for row, n in zip(rows, names, strict=True):
             row += [f"{r[f'against {n}']['seconds']:.1f}", ", ".join(f"{x:.2f}" for x in r["ratio"][n])]
     return Figure(table(head, rows), (Source(COST),))
