@@ -185,6 +185,7 @@ def test_the_ensemble_takes_equal_weights_when_its_members_err_apart() -> None:
         ("anchor_query_rows", 1),
         ("anchor_query_rows", -5),
         ("anchor_query_rows", 50.5),
+        ("anchor_query_rows", False),
     ],
 )
 def test_bad_selection_settings_are_refused(field: str, value: float) -> None:

@@ -113,9 +113,7 @@ class Calibration:
     checked_from: int = MIN_CHECKED  # held-out folds check each share from 20 measured configs
     weights_from: int = MIN_WEIGHED  # the ensemble's weights chosen on held-out folds from 5 measured
     weights_margin: float = WEIGHTS_MARGIN  # half the margin for the weights while the shares are unchecked
-    anchor_query_rows: int = (
-        ANCHOR_QUERY_ROWS  # layout's shipped queries cut to 100 rows: a fifth of the pairs
-    )
+    anchor_query_rows: int = ANCHOR_QUERY_ROWS  # layout's shipped queries cut to 100 rows
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -143,7 +141,7 @@ class Calibration:
             if not (value >= 0 and np.isfinite(value)):
                 raise TpurankError(f"calibration {name} must be a number >= 0, got {value}")
         if not (
-            isinstance(self.anchor_query_rows, int)
+            type(self.anchor_query_rows) is int
             and (self.anchor_query_rows == 0 or self.anchor_query_rows >= 2)
         ):
             raise TpurankError(
