@@ -50,3 +50,12 @@ def test_the_command_line_exits_so() -> None:
         [sys.executable, "-m", "tpurank", "nonsense"], capture_output=True, text=True, timeout=60
     )
     assert r.returncode == 2 and "invalid choice" in r.stderr
+
+
+def test_output_that_cannot_be_written_fails_the_exit() -> None:
+    code = "from tpurank.core.exit import exit_now\nimport sys\nsys.stdout.write('lost')\nexit_now(0)\n"
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(
+            [sys.executable, "-c", code], stdout=full, stderr=subprocess.PIPE, text=True, timeout=60
+        )
+    assert r.returncode != 0  # Python's own exit reports the failed flush, as without exit_now

@@ -28,10 +28,17 @@ def exit_now(rc: int) -> NoReturn:
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
     if others:
         raise SystemExit(rc)
+    if not _flushed():
+        raise SystemExit(rc)  # before any exit handler ran: Python's exit runs them once, and reports
     atexit._run_exitfuncs()  # tempfile's finalizers, logging's flush, multiprocessing's children
+    os._exit(rc if _flushed() else rc or 1)  # a handler's output that could not be written fails the exit
+
+
+def _flushed() -> bool:
+    """Whether stdout and stderr took what they hold."""
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except (OSError, ValueError):
-        raise SystemExit(rc) from None
-    os._exit(rc)
+        return False
+    return True
