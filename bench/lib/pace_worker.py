@@ -86,8 +86,8 @@ def _network(env: SimpleNamespace, g: Any) -> Any:
 
 def worker_score(env: SimpleNamespace, configs: int) -> dict:
     """Seconds, CPU times and FLOPs of scoring `configs` candidates of the valid graph."""
+    import flop_count  # imports torch: only once `setup` has set the process up
     import numpy as np
-    from torch.utils.flop_counter import FlopCounterMode
 
     from tpurank.gnn.data import make_batch
     from tpurank.gnn.nets import tile_inputs
@@ -98,9 +98,9 @@ def worker_score(env: SimpleNamespace, configs: int) -> dict:
     model = _network(env, g).eval()
     chunk = env.cfg.gnn.predict_chunk
     rows = np.arange(configs)
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+    with torch.no_grad(), flop_count.counted() as counter:
         model(make_batch([g], [rows[:chunk]], tile_inputs.wanted(model)))
-    flops = counter.get_total_flops() / chunk
+    flops = counter.total / chunk
     score_rows(model, g, rows[:chunk], chunk, env.rt.device)  # warm-up: the first pass's one-time costs
     reset_peak_rss()
     u0, s0, t0 = *_rusage(), time.perf_counter()
@@ -123,8 +123,8 @@ def worker_score(env: SimpleNamespace, configs: int) -> dict:
 
 def worker_train(env: SimpleNamespace, steps: int) -> dict:
     """Seconds, CPU times and FLOPs of `steps` training steps (after one warm-up step)."""
+    import flop_count  # imports torch: only once `setup` has set the process up
     import numpy as np
-    from torch.utils.flop_counter import FlopCounterMode
 
     from tpurank.gnn.data import batch_rows, make_batch
     from tpurank.gnn.device import grad_scaler
@@ -152,10 +152,10 @@ def worker_train(env: SimpleNamespace, steps: int) -> dict:
     st = SimpleNamespace(step=0)
     rows = [batch_rows(g, r.configs_per_graph, np.random.default_rng(0)) for g in train]
     batch = make_batch(train, rows, bool(env.cfg.gnn.tile_features))
-    with FlopCounterMode(display=False) as counter:
+    with flop_count.counted() as counter:
         loss = ranking_loss(r.loss, model(batch).float(), batch.runtime, batch.mask, r.margin, batch.weight)
         loss.backward()
-    flops = counter.get_total_flops() / sum(len(x) for x in rows)
+    flops = counter.total / sum(len(x) for x in rows)
     opt.zero_grad(set_to_none=True)
     every = len(train)
     loop.step_once(training, st, train, every)  # warm-up

@@ -12,8 +12,9 @@ an untrained network seeded alike in both checkouts, 2 threads):
   micro-batches, the step, the loop's heap trim) on the sample's layout:xla:default train graph,
   timed after one warm-up step.
 For each: configs/s, GFLOP/s from the project's FLOP counter (`torch.utils.flop_counter`, as
-bench_gpu_projection.py counts a step: the matrix products, not the scatter/gather of message
-passing; counted at `--against` and used for both sides, since both compute the same maths), its share of
+bench_gpu_projection.py counts a step: the dense matrix products, not message passing's sums, whether
+scatter/gather or sparse products (bench/lib/flop_count.py); counted at `--against` and used for both
+sides, since both compute the same maths), its share of
 the matmul peak, user and sys CPU seconds of the timed part, and the process's peak RSS. Each
 measurement runs in a fresh process with the CLI's memory settings (huge pages asked for before
 torch's first allocation, `setup_runtime`'s heap bound). HEAD and `--against` (a clean clone of the

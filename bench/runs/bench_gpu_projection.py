@@ -28,12 +28,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench" / "lib"))  # the shared helpers (bench/README.md, "Rooms")
 
+import flop_count  # noqa: E402
 import provenance  # noqa: E402
 
 from tpurank.core.collections import COLLECTIONS, kind_of  # noqa: E402
@@ -112,10 +112,10 @@ def step_flops(paths: Paths, collection: str, overrides: list[str], profile: str
     model = gnn.SPEC.new_network(cfg, kind, g.node_feat.shape[1])
     rows = batch_rows(g, r.configs_per_graph, np.random.default_rng(0))
     batch = make_batch([g] * r.graphs_per_batch, [rows] * r.graphs_per_batch, tile_inputs.wanted(model))
-    with FlopCounterMode(display=False) as counter:
+    with flop_count.counted() as counter:
         loss = ranking_loss(r.loss, model(batch).float(), batch.runtime, batch.mask, r.margin, batch.weight)
         loss.backward()
-    per_config = counter.get_total_flops() / (len(rows) * r.graphs_per_batch)  # linear in configs
+    per_config = counter.total / (len(rows) * r.graphs_per_batch)  # linear in configs
     return {
         "nodes": len(g.opcode),
         "configs_per_step": min(r.configs_per_graph, MAX_CONFIGS) * r.graphs_per_batch,
@@ -164,7 +164,7 @@ def main() -> int:
     hours = [total / (peak * 1e12 * args.utilisation) / 3600 for peak in GPUS.values()]
     print(f"{'all five':<72}" + "".join(f"{h:>18.2f} h" for h in hours))
     print(
-        "measured here: FLOPs per config (torch.utils.flop_counter: matrix products and attention) on the\n"
+        "measured here: FLOPs per config (torch.utils.flop_counter: dense matrix products and attention; bench/lib/flop_count.py) on the\n"
         "largest sample graph of each collection (real graphs are larger: FLOPs grow with the nodes);\n"
         "projected: steps x configs x seeds at the stated share of each GPU's published dense\n"
         "half-precision peak (validation, loading and the scatter ops of message passing left out)"
