@@ -244,7 +244,14 @@ def ensemble_vs_members() -> Figure:
     return Figure(text, (Source(CALIBRATION),))
 
 
-UNCUT = "calibration_real_uncut.json"  # the same rule on LightGBM's fits with the shipped queries whole
+UNCUT = "calibration_real_uncut.json"
+
+
+def _mean_sd(values: list[float]) -> str:
+    """A cell: the mean and standard deviation of the draws' values ("-": none)."""
+    return (
+        f"{np.mean(values):+.3f} (sd {np.std(values):.3f})" if values else "-"
+    )  # the same rule on LightGBM's fits with the shipped queries whole
 
 
 @figure("calibration_anchor_cut")
@@ -269,7 +276,7 @@ def anchor_cut() -> Figure:
     ks = sorted({key[3] for key in diff})
     rows = [
         [model, MEASURES[measure], program]
-        + [f"{np.mean(v):+.3f} (sd {np.std(v):.3f})" for k in ks if (v := diff[(model, measure, program, k)])]
+        + [_mean_sd(diff.get((model, measure, program, k), [])) for k in ks]
         for model, measure, program in sorted({key[:3] for key in diff})
     ]
     text = (

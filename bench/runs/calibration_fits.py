@@ -95,18 +95,16 @@ def with_base(saved: dict[str, np.ndarray], base: Path | None) -> dict[str, np.n
     if base is None:
         return saved
     with np.load(base) as old:
-        records = {str(k) for k in saved["index"]}
+        records = [str(k) for k in saved["index"]]
+        for key in records:  # the same measured configs, record by record
+            if not np.array_equal(old[f"{key}|positions"], saved[f"{key}|positions"]):
+                raise SystemExit(f"{base}: record {key} measured other configs: not the same draws")
+        wanted = set(records)
         kept = {
             n: old[n]
             for n in old.files
-            if n not in saved and "|" in n and "|".join(n.split("|")[:3]) in records
+            if n not in saved and "|" in n and "|".join(n.split("|")[:3]) in wanted
         }
-        for n in kept:
-            key = "|".join(n.split("|")[:3])
-            if n.endswith("|positions") or n.endswith("|label"):
-                continue
-            if not np.array_equal(old[f"{key}|positions"], saved[f"{key}|positions"]):
-                raise SystemExit(f"{base}: record {key} measured other configs: not the same draws")
     return {**saved, **kept}
 
 
