@@ -248,7 +248,13 @@ class BaselineConfig:
     eval_every: int = value(
         0, min=0, doc="steps between validations; 0 = about one pass over the train configs, at most 200"
     )
-    op_dim: int = value(64, min=1, doc="opcode embedding width of the official EarlyJoinSAGE")
+    # the same setting as gnn.opcode_dim (one name for one meaning); configs and checkpoints written
+    # before the rename said op_dim (RENAMED below)
+    opcode_dim: int = value(
+        64,
+        min=1,
+        doc="opcode embedding width of the official EarlyJoinSAGE (gnn.opcode_dim for the baseline)",
+    )
     graphs_per_batch: int = value(8, min=1, doc="graphs per optimizer step (the official --batch)")
     clip_norm: float = value(0.01, above=0, doc="the official per-tensor gradient clip (--clip_norm)")
     patience: int = value(5, min=1, doc="validations without a better score before stopping early")
@@ -266,6 +272,12 @@ class BaselineConfig:
         8_000, min=1, doc="nodes per training pass; bigger steps run as micro-batches (bounds memory)"
     )
 
+
+# keys renamed since configs were first written, old -> new (same meaning, same values). A config a
+# user writes with an old key is refused in one line naming the new one (core/config_files.py); a
+# config tpurank saved (a model's sidecar, a models dataset's config.toml) reads under the new name
+# (core/config_build.py `with_new_names`), so models trained before a rename keep working
+RENAMED = {"baseline.op_dim": "baseline.opcode_dim"}
 
 PROFILE_NAMES = ("cpu", "kaggle-t4", "gpu")  # core/profiles.py: configs/profile-<name>.toml
 
