@@ -157,8 +157,12 @@ class GnnConfig:
         0.5, min=0, max=1, doc="no early stop before this share of the planned steps"
     )
     heads: int = value(4, min=1, doc="attention heads, each an equal share of the width (must divide hidden)")
+    # not baseline.clip_norm: that one clips each tensor on its own, as the official trainer's
+    # --clip_norm does; this one clips the norm of all gradients together
     grad_clip: float = value(
-        1.0, above=0, doc="global gradient-norm clip, so one bad batch cannot wreck training"
+        1.0,
+        above=0,
+        doc="clip of the norm of all gradients together, so one bad batch cannot wreck training (not per tensor)",
     )
     eval_max_configs: int = value(
         1000, min=1, doc="configs per valid graph scored where no official subset is cached (official: 1000)"
@@ -256,7 +260,13 @@ class BaselineConfig:
         doc="opcode embedding width of the official EarlyJoinSAGE (gnn.opcode_dim for the baseline)",
     )
     graphs_per_batch: int = value(8, min=1, doc="graphs per optimizer step (the official --batch)")
-    clip_norm: float = value(0.01, above=0, doc="the official per-tensor gradient clip (--clip_norm)")
+    # not gnn.grad_clip (the global norm): each gradient tensor clipped on its own, named after the
+    # official trainer's --clip_norm, whose value and behaviour it keeps
+    clip_norm: float = value(
+        0.01,
+        above=0,
+        doc="each gradient tensor clipped to this norm on its own: the official trainer's --clip_norm, named as it",
+    )
     patience: int = value(5, min=1, doc="validations without a better score before stopping early")
     min_train_share: float = value(
         0.5, min=0, max=1, doc="no early stop before this share of the planned steps"
