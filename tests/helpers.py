@@ -291,7 +291,7 @@ def small_cfg(**gnn: object) -> Config:
     return from_dict(
         {
             "gnn": {"hidden": 16, "layers": 2, "opcode_dim": 4, "config_dim": 4, **gnn},
-            "baseline": {"hidden": 16, "layers": 2, "op_dim": 8},
+            "baseline": {"hidden": 16, "layers": 2, "opcode_dim": 8},
         }
     )
 

@@ -116,6 +116,53 @@ def test_unknown_key_inside_collection_override() -> None:
         load_config(None, ['collections."layout:nlp:random".gnn.bogus=1'])
 
 
+def test_an_unknown_key_names_the_file_or_set_that_sets_it(tmp_path: Path) -> None:
+    typo = tmp_path / "typo.toml"
+    typo.write_text('seed = 3\n[collections."tile:xla".gnn]\nhiden = 3\n')
+    with pytest.raises(TpurankError) as e:
+        load_config(typo)
+    assert str(e.value).startswith(f"{typo}: unknown key collections.tile:xla.gnn.hiden (known: aggr, ")
+    with pytest.raises(TpurankError, match=r"^--set: unknown key gnn\.hiden \(known: aggr, "):
+        load_config(None, ["gnn.hiden=3"])
+
+
+def test_a_renamed_key_is_refused_naming_the_file_and_the_new_name(tmp_path: Path) -> None:
+    """`baseline.op_dim` is `baseline.opcode_dim` now (one name for the opcode embedding's width, as
+    `gnn.opcode_dim`): a user's config with the older name is refused in one line that says what to
+    write; a config tpurank saved (a models dataset's) reads under the new name."""
+    old = tmp_path / "old.toml"
+    old.write_text("[baseline]\nop_dim = 32\n")
+    with pytest.raises(TpurankError) as e:
+        load_config(old)
+    assert str(e.value) == (
+        f"{old}: baseline.op_dim is now baseline.opcode_dim (renamed, the same setting): write opcode_dim"
+    )
+    per = tmp_path / "per.toml"
+    per.write_text('[collections."tile:xla".baseline]\nop_dim = 24\n')
+    with pytest.raises(TpurankError, match=r"per\.toml: collections\.tile:xla\.baseline\.op_dim is now "):
+        load_config(per)
+    with pytest.raises(TpurankError, match=r"^--set: baseline\.op_dim is now baseline\.opcode_dim"):
+        load_config(None, ["baseline.op_dim=32"])
+    assert load_config(None, ["baseline.opcode_dim=32"]).baseline.opcode_dim == 32
+    assert load_config(old, saved=True).baseline.opcode_dim == 32
+    saved = load_config(per, saved=True)
+    assert saved.for_collection("tile:xla").baseline.opcode_dim == 24 and saved.baseline.opcode_dim == 64
+
+
+def test_a_renamed_key_on_the_command_line_is_one_error_line(tmp_path: Path, capsys) -> None:
+    from helpers import one_error
+
+    from tpurank import cli
+
+    old = tmp_path / "old.toml"
+    old.write_text("[baseline]\nop_dim = 32\n")
+    assert cli.main(["config", "show", "--config", str(old)]) == 1
+    line = one_error(capsys, "config")
+    assert line.endswith(
+        f"{old}: baseline.op_dim is now baseline.opcode_dim (renamed, the same setting): write opcode_dim"
+    )
+
+
 def test_bad_toml_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("seed = = 3")

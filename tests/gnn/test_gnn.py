@@ -38,7 +38,7 @@ def models(kind: str) -> list[torch.nn.Module]:
     out = [
         small_gnn(kind, FEAT, hidden=16, layers=2),
         small_gnn(kind, FEAT, hidden=16, layers=2, cross_config_attention=True),
-        EarlyJoinSAGE(EarlyJoinArgs(kind, FEAT, hidden=16, layers=2, op_dim=8)),
+        EarlyJoinSAGE(EarlyJoinArgs(kind, FEAT, hidden=16, layers=2, opcode_dim=8)),
     ]
     return [m.eval() for m in out]
 

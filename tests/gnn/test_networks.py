@@ -104,6 +104,34 @@ def test_a_checkpoint_without_the_arguments_added_later_loads_as_it_was_trained(
         assert torch.equal(loaded(batch), net(batch))
 
 
+def test_a_baseline_checkpoint_saying_op_dim_loads_and_scores_as_it_was_trained(tmp_path) -> None:
+    """Baseline checkpoints written before the opcode embedding's width took the GNN's name
+    (`opcode_dim`) hold `op_dim` in their `model_args`: they load under the new name and score as
+    the network that wrote them."""
+    torch.manual_seed(0)
+    cfg = from_dict({"baseline": {"hidden": 16, "layers": 2, "opcode_dim": 8}})
+    net = baseline.SPEC.new_network(cfg, "layout", FEAT).eval()
+    old = {("op_dim" if k == "opcode_dim" else k): v for k, v in net.saved_args().items()}
+    assert old["op_dim"] == 8 and "opcode_dim" not in old
+    path = tmp_path / CHECKPOINT
+    checkpoint = {
+        "format": CHECKPOINT_FORMAT,
+        "model": "baseline",
+        "collection": "layout:xla:random",
+        "model_args": old,
+        "state_dict": net.state_dict(),
+    }
+    save_checkpoint(path, checkpoint)
+    loaded = load_model(baseline.SPEC, path, "layout:xla:random").model
+    assert loaded.args == net.args and loaded.opcode.embedding_dim == 8
+    g = from_prepared(prepared_graph("layout", seed=1, n=20))
+    batch = make_batch([g], [np.arange(6)])
+    with torch.no_grad():
+        assert torch.equal(loaded(batch), net(batch))
+    # a checkpoint written now says opcode_dim, as the config key does
+    assert "opcode_dim" in net.saved_args() and "op_dim" not in net.saved_args()
+
+
 def test_a_checkpoint_with_an_argument_the_network_lacks_is_one_line(tmp_path) -> None:
     net = small_gnn("layout", FEAT)
     path = tmp_path / CHECKPOINT

@@ -294,6 +294,33 @@ def test_models_trained_on_real_data_pack_without_the_flag(tmp_path: Path) -> No
     assert manifest["data_root"] == str(real)
 
 
+def test_models_whose_configs_say_op_dim_pack_and_read_under_the_new_name(tmp_path: Path) -> None:
+    """Models trained while `baseline.opcode_dim` was called `op_dim`: their sidecars' configs, and a
+    models dataset's config.toml written then, say `op_dim`; both read as `opcode_dim`."""
+    import tomllib
+
+    paths = _trained_run(tmp_path, _data_tree(tmp_path / "tpugraphs", None))
+    for f in paths.models.glob("*/*/provenance.json"):
+        record = json.loads(f.read_text())
+        section = record["config"]["baseline"]
+        assert section.pop("opcode_dim") == 64
+        section["op_dim"] = 48
+        f.write_text(json.dumps(record))
+    dest = tmp_path / "dest"
+    build(paths, load_config(), dest, "someone")
+    packed = load_config(dest / "config.toml")
+    assert packed.baseline.opcode_dim == 48 and packed.gnn.opcode_dim == load_config().gnn.opcode_dim
+    # the config.toml of a models dataset built then: infer and rank read it (saved), a user's is refused
+    table = tomllib.loads((dest / "config.toml").read_text())
+    table["baseline"]["op_dim"] = table["baseline"].pop("opcode_dim")
+    older = tmp_path / "older" / "config.toml"
+    older.parent.mkdir()
+    older.write_text(to_toml(table))
+    assert load_config(older, saved=True) == packed
+    with pytest.raises(TpurankError, match="config.toml: baseline.op_dim is now baseline.opcode_dim"):
+        load_config(older)
+
+
 @pytest.mark.parametrize("user", ["YOUR_KAGGLE_USERNAME", "USERNAME", "<user>", "your-username", "$USER"])
 @pytest.mark.parametrize("how", ["flag", "env"])
 def test_a_placeholder_user_is_refused_in_one_line(

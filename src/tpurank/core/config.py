@@ -157,8 +157,12 @@ class GnnConfig:
         0.5, min=0, max=1, doc="no early stop before this share of the planned steps"
     )
     heads: int = value(4, min=1, doc="attention heads, each an equal share of the width (must divide hidden)")
+    # not baseline.clip_norm: that one clips each tensor on its own, as the official trainer's
+    # --clip_norm does; this one clips the norm of all gradients together
     grad_clip: float = value(
-        1.0, above=0, doc="global gradient-norm clip, so one bad batch cannot wreck training"
+        1.0,
+        above=0,
+        doc="clip of the norm of all gradients together, so one bad batch cannot wreck training (not per tensor)",
     )
     eval_max_configs: int = value(
         1000, min=1, doc="configs per valid graph scored where no official subset is cached (official: 1000)"
@@ -248,9 +252,21 @@ class BaselineConfig:
     eval_every: int = value(
         0, min=0, doc="steps between validations; 0 = about one pass over the train configs, at most 200"
     )
-    op_dim: int = value(64, min=1, doc="opcode embedding width of the official EarlyJoinSAGE")
+    # the same setting as gnn.opcode_dim (one name for one meaning); configs and checkpoints written
+    # before the rename said op_dim (RENAMED below)
+    opcode_dim: int = value(
+        64,
+        min=1,
+        doc="opcode embedding width of the official EarlyJoinSAGE (gnn.opcode_dim for the baseline)",
+    )
     graphs_per_batch: int = value(8, min=1, doc="graphs per optimizer step (the official --batch)")
-    clip_norm: float = value(0.01, above=0, doc="the official per-tensor gradient clip (--clip_norm)")
+    # not gnn.grad_clip (the global norm): each gradient tensor clipped on its own, named after the
+    # official trainer's --clip_norm, whose value and behaviour it keeps
+    clip_norm: float = value(
+        0.01,
+        above=0,
+        doc="each gradient tensor clipped to this norm on its own: the official trainer's --clip_norm, named as it",
+    )
     patience: int = value(5, min=1, doc="validations without a better score before stopping early")
     min_train_share: float = value(
         0.5, min=0, max=1, doc="no early stop before this share of the planned steps"
@@ -266,6 +282,12 @@ class BaselineConfig:
         8_000, min=1, doc="nodes per training pass; bigger steps run as micro-batches (bounds memory)"
     )
 
+
+# keys renamed since configs were first written, old -> new (same meaning, same values). A config a
+# user writes with an old key is refused in one line naming the new one (core/config_files.py); a
+# config tpurank saved (a model's sidecar, a models dataset's config.toml) reads under the new name
+# (core/config_build.py `with_new_names`), so models trained before a rename keep working
+RENAMED = {"baseline.op_dim": "baseline.opcode_dim"}
 
 PROFILE_NAMES = ("cpu", "kaggle-t4", "gpu")  # core/profiles.py: configs/profile-<name>.toml
 

@@ -1,15 +1,18 @@
 """A Config from a merged table of settings (core/config_files.py gathers the layers): the
 per-collection defaults go under the user's [collections] tables, the tables are put in one order,
 and every key is checked, alone (`value()`, core/config_schema.py) and in the pairs that tie two keys.
+A table tpurank saved reads its renamed keys under their new names (`with_new_names`).
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Iterator
 from typing import Any
 
 from tpurank.core.collection_defaults import collection_defaults
 from tpurank.core.collections import COLLECTIONS
-from tpurank.core.config import Config, config_fields, to_dict
+from tpurank.core.config import RENAMED, Config, config_fields, to_dict
 from tpurank.core.config_schema import build_checked, merge_tables
 from tpurank.core.errors import TpurankError
 from tpurank.core.names import LEARNED_MODELS
@@ -80,3 +83,38 @@ def check_pairs(cfg: Config, where: str) -> None:
             f"config: {at}ensemble.models must list distinct models among {', '.join(LEARNED_MODELS)}"
             f" (the ensemble cannot be its own member), got {models!r}"
         )
+
+
+def _tables(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(dotted prefix, table) of the top level of a config table and of each collection's table in it."""
+    yield "", data
+    tables = data.get("collections")
+    for collection, table in (tables if isinstance(tables, dict) else {}).items():
+        if isinstance(table, dict):
+            yield f"collections.{collection}.", table
+
+
+def old_names(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """(old, new) dotted names of each key `data` sets under a name `RENAMED` replaced, at top level
+    (`baseline.op_dim`) or in a collection's table (`collections.tile:xla.baseline.op_dim`)."""
+    found = []
+    for prefix, table in _tables(data):
+        for old, new in RENAMED.items():
+            section, key = old.split(".")
+            if isinstance(table.get(section), dict) and key in table[section]:
+                found.append((prefix + old, prefix + new))
+    return found
+
+
+def with_new_names(data: dict[str, Any]) -> dict[str, Any]:
+    """A config table tpurank saved (a model's sidecar, a models dataset's config.toml) with each key
+    `RENAMED` replaced under its new name: the models it describes trained with that setting, whatever
+    it was called then. A user's own config with an old name is refused instead (core/config_files.py)."""
+    out = copy.deepcopy(data)
+    for _, table in _tables(out):
+        for old, new in RENAMED.items():
+            (section, key), (new_section, new_key) = old.split("."), new.split(".")
+            if isinstance(table.get(section), dict) and key in table[section]:
+                moved = table[section].pop(key)
+                table.setdefault(new_section, {}).setdefault(new_key, moved)
+    return out

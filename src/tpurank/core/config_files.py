@@ -2,7 +2,9 @@
 
 The layers, lowest first: a profile (configs/profile-<name>.toml), a preset (configs/demo.toml on small
 synthetic data), the user's `--config` file, then `--set`. Each goes over the ones below key by key
-(core/config.py validates the result); `config show` names the layer each value came from.
+(core/config.py validates the result); `config show` names the layer each value came from. Each layer's
+keys are checked as it is read, so that a key the config lacks (or names no more) is an error naming
+the file, or `--set`, that sets it.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from tpurank.core.config import Config
-from tpurank.core.config_build import from_dict
-from tpurank.core.config_schema import merge_tables
+from tpurank.core.config_build import from_dict, old_names, with_new_names
+from tpurank.core.config_schema import merge_tables, unknown_key
 from tpurank.core.errors import TpurankError
 
 
@@ -74,11 +76,31 @@ class Layer:
     data: dict[str, Any]
 
 
+def checked_keys(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """`data` (one layer's table) when the config has every key it sets, else a one-line error naming
+    `where` (the file, or `--set`): a renamed key with its new name, any other unknown key with the
+    keys its table knows. Types and ranges are checked once the layers merge (`from_dict`)."""
+    if found := old_names(data):
+        old, new = found[0]
+        raise TpurankError(
+            f"{where}: {old} is now {new} (renamed, the same setting): write {new.rsplit('.', 1)[1]}"
+        )
+    message = unknown_key(Config, data, "")
+    tables = data.get("collections")
+    for collection, table in (tables if isinstance(tables, dict) else {}).items():
+        if message is None and isinstance(table, dict):
+            message = unknown_key(Config, table, f"collections.{collection}")
+    if message is not None:
+        raise TpurankError(f"{where}: {message}")
+    return data
+
+
 def config_layers(
     path: str | Path | None = None,
     overrides: list[str] | None = None,
     preset: str | Path | None = None,
     profile: str | Path | None = None,
+    saved: bool = False,
 ) -> list[Layer]:
     """The layers of a run's config, lowest first: profile, preset, the user's file, `--set`.
 
@@ -87,17 +109,20 @@ def config_layers(
         overrides: `section.key=value` strings (`--set`), applied last.
         preset: a TOML file applied under `path` (what `all` uses on small synthetic data).
         profile: a profile file (configs/profile-<name>.toml), right above the defaults.
+        saved: `path` is a config tpurank wrote (a models dataset's config.toml): a key renamed
+            since reads under its new name instead of being refused.
     """
     layers = []
     if profile is not None:
-        data = read_toml(profile)
+        data = checked_keys(read_toml(profile), str(profile))
         layers.append(Layer(f"profile {data.get('profile', Path(profile).stem)}", data))
     if preset is not None:
-        layers.append(Layer(f"preset {Path(preset).name}", read_toml(preset)))
+        layers.append(Layer(f"preset {Path(preset).name}", checked_keys(read_toml(preset), str(preset))))
     if path is not None:
-        layers.append(Layer(f"file {path}", read_toml(path)))
+        data = with_new_names(read_toml(path)) if saved else read_toml(path)
+        layers.append(Layer(f"file {path}", checked_keys(data, str(path))))
     if overrides:
-        layers.append(Layer("--set", apply_overrides({}, overrides)))
+        layers.append(Layer("--set", checked_keys(apply_overrides({}, overrides), "--set")))
     return layers
 
 
@@ -130,6 +155,7 @@ def load_config(
     overrides: list[str] | None = None,
     preset: str | Path | None = None,
     profile: str | Path | None = None,
+    saved: bool = False,
 ) -> Config:
     """Defaults, then a profile, then a preset (e.g. configs/demo.toml), then the TOML file, then `--set`.
 
@@ -138,5 +164,6 @@ def load_config(
         overrides: `section.key=value` strings (`--set`), applied last.
         preset: a TOML file applied under `path`, key by key (what `all` uses on small data).
         profile: a profile file (configs/profile-<name>.toml), right above the defaults.
+        saved: `path` is a config tpurank wrote (`config_layers`).
     """
-    return from_layers(config_layers(path, overrides, preset, profile))
+    return from_layers(config_layers(path, overrides, preset, profile, saved))

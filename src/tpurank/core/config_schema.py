@@ -109,13 +109,40 @@ def build_checked(cls: type, data: dict[str, Any], where: str) -> Any:
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - known)
     if unknown:
-        prefix = f"{where}." if where else ""
-        raise TpurankError(f"config: unknown key {prefix}{unknown[0]} (known: {', '.join(sorted(known))})")
+        raise TpurankError(f"config: {_unknown(where, unknown[0], known)}")
     kwargs = {k: _coerce(v, hints[k], f"{where}.{k}" if where else k) for k, v in data.items()}
     for f in dataclasses.fields(cls):
         if f.name in kwargs and f.metadata:
             check_value(kwargs[f.name], f.metadata, f"{where}.{f.name}" if where else f.name)
     return cls(**kwargs)
+
+
+def unknown_key(cls: type, data: Mapping[str, Any], where: str) -> str | None:
+    """What `build_checked` says of the first key of `data` (a table of the dataclass `cls`, its
+    sections nested) that `cls` lacks, or None. Each layer of a run's config is checked so before
+    the layers merge, so that the error can name the file that sets the key.
+
+    Args:
+        cls: a config dataclass.
+        data: its table, as a layer sets it (not validated).
+        where: the table's dotted name ("" at top level).
+    """
+    hints = type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        return _unknown(where, unknown[0], known)
+    for k, v in data.items():
+        nested = dataclasses.is_dataclass(hints[k]) and isinstance(v, dict)
+        if nested and (found := unknown_key(hints[k], v, f"{where}.{k}" if where else k)):
+            return found
+    return None
+
+
+def _unknown(where: str, name: str, known: set[str]) -> str:
+    """The words for an unknown key `name` of the table `where`, with the keys the table knows."""
+    prefix = f"{where}." if where else ""
+    return f"unknown key {prefix}{name} (known: {', '.join(sorted(known))})"
 
 
 def check_value(v: Any, allowed: Mapping[str, Any], where: str) -> None:

@@ -95,8 +95,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         unpacked.adopt(paths, manifest["files"])
     unpacked.prune(paths)
-    # the config the models were trained with, unless the user names another; --set goes over it
-    cfg = load_config(args.config_file or dataset / CONFIG, args.set)
+    # the config the models were trained with (a key renamed since under its new name), unless the
+    # user names another; --set goes over it
+    cfg = load_config(args.config_file or dataset / CONFIG, args.set, saved=not args.config_file)
     choice = choose_models(TrainedModels(paths, cfg, trained_models(paths, dataset), dataset))
     print(
         f"[infer] models from {dataset} (trained at commit {manifest.get('git_commit', '?')} on data "

@@ -16,7 +16,7 @@ from typing import Any
 
 from tpurank.core.collections import COLLECTIONS
 from tpurank.core.config import Config, to_dict
-from tpurank.core.config_build import from_dict
+from tpurank.core.config_build import from_dict, with_new_names
 from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.core.paths import Paths, synthetic_scale
 
@@ -180,9 +180,9 @@ def _collection_config(sides: list[Sidecar], members: list[str]) -> dict[str, An
 
 
 def _normalized(sides: list[Sidecar], collection: str, data: dict[str, Any]) -> dict[str, Any]:
-    """`data` read back as a Config of `collection` (keys added since, values coerced), as a dict."""
+    """`data` read back as a Config of `collection` (keys added or renamed since, values coerced), as a dict."""
     try:
-        resolved = from_dict({**data, "collections": {}}).for_collection(collection)
+        resolved = from_dict({**with_new_names(data), "collections": {}}).for_collection(collection)
     except TpurankError as e:
         raise TpurankError(f"{sides[0].path}: its config does not read in this version ({e})") from None
     out = to_dict(resolved)

@@ -55,7 +55,7 @@ def load_models(source: Path, work: Path, prepared: Path | None = None) -> Train
         if paths.models.is_symlink():  # an out folder's models, linked: unpacking would write into them
             raise TpurankError(f"{paths.models}: the work folder holds other models; use another --work")
         unpack(manifest_file.parent, read_manifest(manifest_file), paths)
-        cfg = load_config(manifest_file.parent / CONFIG, [])
+        cfg = load_config(manifest_file.parent / CONFIG, [], saved=True)
     else:
         raise TpurankError(
             f"{source}: neither a trained out folder (with models/) nor a models dataset ({MANIFEST})"

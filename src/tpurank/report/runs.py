@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tpurank.core.collections import COLLECTIONS
+from tpurank.core.config_build import with_new_names
 from tpurank.core.declared import ENSEMBLE
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths, synthetic_scale
@@ -92,7 +93,7 @@ def read_run(out: Path) -> dict[str, Any]:
         run["created"] = max(run["created"], str(rec.get("created_utc", "")))
         if isinstance(rec.get("config"), dict) and not run["config"]:
             run.update(
-                config=flat(rec["config"]),
+                config=flat(with_new_names(rec["config"])),  # an older run's keys as named now
                 profile=str(rec["config"].get("profile", "-")),
                 commit=rec.get("git_commit", "?"),
                 data=rec.get("data_fingerprint", "?"),

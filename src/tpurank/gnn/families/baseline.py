@@ -27,7 +27,11 @@ class BaselineFamily(ModelSpec[BaselineConfig]):
         """A new `EarlyJoinSAGE` for a collection of `kind`, every argument from the `baseline` section."""
         return EarlyJoinSAGE(
             EarlyJoinArgs(
-                kind=kind, node_feat_dim=node_feat_dim, hidden=s.hidden, layers=s.layers, op_dim=s.op_dim
+                kind=kind,
+                node_feat_dim=node_feat_dim,
+                hidden=s.hidden,
+                layers=s.layers,
+                opcode_dim=s.opcode_dim,
             )
         )
 

@@ -40,14 +40,15 @@ class EarlyJoinArgs:
         node_feat_dim: width of the prepared node features.
         hidden: layer width (official: 64).
         layers: GraphSAGE layers (official: 3).
-        op_dim: opcode embedding width (official: 64).
+        opcode_dim: opcode embedding width (official: 64); `op_dim` in checkpoints written before
+            it took the GNN's name (`RENAMED`).
     """
 
     kind: str
     node_feat_dim: int
     hidden: int
     layers: int
-    op_dim: int
+    opcode_dim: int
 
 
 class EarlyJoinSAGE(RankerNet):
@@ -58,12 +59,13 @@ class EarlyJoinSAGE(RankerNet):
     """
 
     Args = EarlyJoinArgs
+    RENAMED = {"op_dim": "opcode_dim"}
 
     def __init__(self, args: EarlyJoinArgs) -> None:
-        super().__init__(args, args.op_dim)
+        super().__init__(args, args.opcode_dim)
         hidden = args.hidden
         width = (
-            args.op_dim
+            args.opcode_dim
             + (CONFIG_POSITIONS if args.kind == "layout" else TILE_CONFIG_DIM)
             + args.node_feat_dim
         )

@@ -31,6 +31,9 @@ class RankerNet(nn.Module):
     # arguments added after checkpoints were first written, and what a network was built with
     # before each existed: a checkpoint without one loads as it was trained
     ADDED_LATER: ClassVar[dict[str, Any]] = {}
+    # arguments renamed since checkpoints were first written, old name -> new: a checkpoint with an
+    # old name loads under the new one (the same argument, the same weights)
+    RENAMED: ClassVar[dict[str, str]] = {}
 
     def __init__(self, args: Any, opcode_dim: int) -> None:
         super().__init__()
@@ -48,7 +51,12 @@ class RankerNet(nn.Module):
         Raises:
             TypeError: an argument the network does not have, or one it needs and the file lacks.
         """
-        return cls(cls.Args(**{**cls.ADDED_LATER, **saved}))
+        return cls(cls.Args(**{**cls.ADDED_LATER, **cls.with_new_names(saved)}))
+
+    @classmethod
+    def with_new_names(cls, saved: dict[str, Any]) -> dict[str, Any]:
+        """A checkpoint's `model_args` with each argument `RENAMED` replaced under its new name."""
+        return {cls.RENAMED.get(k, k): v for k, v in saved.items()}
 
     def saved_args(self) -> dict[str, Any]:
         """The constructor arguments as saved in a checkpoint (`from_saved` reads them back)."""

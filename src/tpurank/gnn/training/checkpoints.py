@@ -76,7 +76,7 @@ def load_init_weights(model: nn.Module, path: Path, spec: ModelSpec, args: dict[
         raise TpurankError(
             f"{path}: a {state.get('model')} model; {spec.section}.init_from needs a {spec.name} one"
         )
-    theirs = state.get("model_args", {})
+    theirs = spec.network_class.with_new_names(state.get("model_args", {}))
     differ = sorted(k for k in args.keys() | theirs.keys() if args.get(k) != theirs.get(k))
     if differ:
         shown = ", ".join(f"{k} {theirs.get(k)!r} (here {args.get(k)!r})" for k in differ)
