@@ -71,21 +71,16 @@ def pass_configs(
 
 
 def pass_lanes(
-    model: nn.Module,
-    g: GraphData,
-    configs: int,
-    pass_nodes: int,
-    passes: int,
-    most: int,
-    device: torch.device,
+    model: nn.Module, configs: int, pass_nodes: int, passes: int, most: int, device: torch.device
 ) -> int:
     """Scoring passes run side by side (each on the caller's torch threads): at most `most`, and as
-    many as the CPU's budgets hold (`pass_budgets`: they bound every pass in flight together, so the
-    memory a graph's scoring takes stays what one pass at the budget takes). A GPU takes one at a time.
+    many as the CPU's node budget holds (`pass_budgets`: it bounds the (C, N, H) states of every pass
+    in flight together, so a graph's scoring holds what one pass at the budget holds). The attention
+    scores' budget sizes a pass, not the lanes: on the CPU a pass's attention runs on torch's flash
+    kernel, which never holds the (C, C) scores. A GPU takes one pass at a time.
 
     Args:
         model: the ranker.
-        g: the graph scored.
         configs: configs per pass (`pass_configs`).
         pass_nodes: nodes per pass.
         passes: the passes to run.
@@ -94,11 +89,8 @@ def pass_lanes(
     """
     if device.type != "cpu" or most <= 1 or passes <= 1:
         return 1
-    node_budget, attention_budget = pass_budgets(device, int(getattr(model, "hidden", 64)))
-    lanes = min(most, passes, node_budget // (configs * pass_nodes))
-    if rows := _attention_rows(model, g):
-        lanes = min(lanes, attention_budget // (rows * configs * configs))
-    return max(1, lanes)
+    node_budget, _ = pass_budgets(device, int(getattr(model, "hidden", 64)))
+    return max(1, min(most, passes, node_budget // (configs * pass_nodes)))
 
 
 def _attention_rows(model: nn.Module, g: GraphData) -> int:
@@ -154,7 +146,7 @@ def score_rows(
         fit_mmap_threshold(
             min(chunk, len(rows)) * pass_nodes * int(getattr(model, "hidden", 64)) * FLOAT_BYTES
         )
-    lanes = pass_lanes(model, g, chunk, pass_nodes, len(parts), lanes, device)
+    lanes = pass_lanes(model, chunk, pass_nodes, len(parts), lanes, device)
     if lanes == 1:
         done = [costs(part).float().cpu().numpy() for part in parts]
     else:
