@@ -84,8 +84,11 @@ def _network(env: SimpleNamespace, g: Any) -> Any:
     return gnn.SPEC.new_network(env.cfg, g.kind, int(g.node_feat.shape[1]))
 
 
-def worker_score(env: SimpleNamespace, configs: int) -> dict:
-    """Seconds, CPU times and FLOPs of scoring `configs` candidates of the valid graph."""
+def worker_score(env: SimpleNamespace, configs: int, lanes: int = 1) -> dict:
+    """Seconds, CPU times and FLOPs of scoring `configs` candidates of the valid graph, `lanes` passes
+    side by side where the checkout's `score_rows` runs passes so (an older one: one at a time)."""
+    import inspect
+
     import flop_count  # imports torch: only once `setup` has set the process up
     import numpy as np
 
@@ -101,10 +104,11 @@ def worker_score(env: SimpleNamespace, configs: int) -> dict:
     with torch.no_grad(), flop_count.counted() as counter:
         model(make_batch([g], [rows[:chunk]], tile_inputs.wanted(model)))
     flops = counter.total / chunk
+    side = {"lanes": lanes} if "lanes" in inspect.signature(score_rows).parameters else {}
     score_rows(model, g, rows[:chunk], chunk, env.rt.device)  # warm-up: the first pass's one-time costs
     reset_peak_rss()
     u0, s0, t0 = *_rusage(), time.perf_counter()
-    cost = score_rows(model, g, rows, chunk, env.rt.device)
+    cost = score_rows(model, g, rows, chunk, env.rt.device, **side)
     seconds, (u1, s1) = time.perf_counter() - t0, _rusage()
     return {
         "graph": g.id,
@@ -112,6 +116,7 @@ def worker_score(env: SimpleNamespace, configs: int) -> dict:
         "configurable": len(g.config_nodes),
         "configs": configs,
         "chunk": chunk,
+        "lanes": side.get("lanes", 1),
         "seconds": seconds,
         "user_s": u1 - u0,
         "sys_s": s1 - s0,

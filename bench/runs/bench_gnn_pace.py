@@ -7,7 +7,9 @@ an untrained network seeded alike in both checkouts, 2 threads):
 - scoring: `gnn.scoring.score_rows` of `--configs` candidate configs of the real sample's valid
   layout graph (223 nodes, 62 configurable after `prepare`), the candidates drawn per configurable
   node from the graph's real configs (the same seed, so the same candidates in both checkouts),
-  `predict_chunk` configs a pass, as `rank` and `predict` score;
+  `predict_chunk` configs a pass, as `rank` and `predict` score; with `--lanes N`, N passes side by
+  side where the checkout runs passes so (`predict` runs a model trained on one thread, as on small
+  data, with `--threads 1 --lanes 2` on 2 cores);
 - training: `--steps` optimizer steps of the training loop's own `step_once` (sampling,
   micro-batches, the step, the loop's heap trim) on the sample's layout:xla:default train graph,
   timed after one warm-up step.
@@ -52,7 +54,7 @@ def worker(args: argparse.Namespace) -> None:
         return
     env = pace_worker.setup(args.checkout, args.work, args.threads)
     score, train = pace_worker.worker_score, pace_worker.worker_train
-    out = score(env, args.configs) if args.worker == "score" else train(env, args.steps)
+    out = score(env, args.configs, args.lanes) if args.worker == "score" else train(env, args.steps)
     print(json.dumps(out))
 
 
@@ -73,7 +75,7 @@ def run_worker(checkout: Path, work: Path, what: str, args: argparse.Namespace) 
     """One fresh process of this script measuring `what` with `checkout`'s code."""
     cmd = [str(checkout / ".venv" / "bin" / "python"), str(Path(__file__).resolve()), "--worker", what]
     cmd += ["--checkout", str(checkout), "--work", str(work), "--configs", str(args.configs)]
-    cmd += ["--steps", str(args.steps), "--threads", str(args.threads)]
+    cmd += ["--steps", str(args.steps), "--threads", str(args.threads), "--lanes", str(args.lanes)]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MALLOC_MMAP_THRESHOLD_")}
     r = subprocess.run(cmd, cwd=checkout, capture_output=True, text=True, env=env)
     if r.returncode != 0:
@@ -105,8 +107,9 @@ def kendall(a: list[float], b: list[float]) -> float:
 
 def measure_pairs(checkouts: dict[str, Path], works: dict[str, Path], args: argparse.Namespace) -> dict:
     """Scoring, then training: `--pairs` pairs of fresh processes, HEAD first in odd pairs."""
-    runs: dict[str, dict[str, list[dict]]] = {w: {n: [] for n in checkouts} for w in ("score", "train")}
-    for what in ("score", "train"):
+    whats = (args.only,) if args.only else ("score", "train")
+    runs: dict[str, dict[str, list[dict]]] = {w: {n: [] for n in checkouts} for w in whats}
+    for what in whats:
         for pair in range(args.pairs):
             order = list(checkouts) if pair % 2 == 0 else list(reversed(checkouts))
             for name in order:
@@ -127,6 +130,13 @@ def main() -> int:
     p.add_argument("--configs", type=int, default=10_000, help="candidate configs scored (default 10,000)")
     p.add_argument("--steps", type=int, default=200, help="training steps timed (default 200)")
     p.add_argument("--threads", type=int, default=THREADS, help=f"torch threads (default {THREADS})")
+    p.add_argument(
+        "--lanes",
+        type=int,
+        default=1,
+        help="scoring passes side by side where the checkout can (predict's: cores over the model's threads)",
+    )
+    p.add_argument("--only", choices=("score", "train"), help="measure scoring or training alone")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "gnn_pace.json")
     p.add_argument("--worker", choices=("score", "train", "peak"), help=argparse.SUPPRESS)
     p.add_argument("--checkout", type=Path, help=argparse.SUPPRESS)
@@ -214,7 +224,7 @@ def report(runs: dict, peak: dict, against: str, args: argparse.Namespace) -> di
             ]
             summary[what]["kendall_tau_head_vs_against"] = min(taus)
         print_summary(what, med, speedups, against)
-    for ms in runs["score"].values():
+    for ms in runs.get("score", {}).values():
         for m in ms:
             m.pop("costs", None)
     return {
@@ -224,7 +234,8 @@ def report(runs: dict, peak: dict, against: str, args: argparse.Namespace) -> di
             "graph and training on its train graph, HEAD and an earlier commit in alternating fresh processes"
         ),
         "against": against,
-        "threads": THREADS,
+        "threads": args.threads,
+        "lanes": args.lanes,
         "matmul_gflops": peak,
         "summary": summary,
         "runs": runs,

@@ -85,7 +85,8 @@ def fits(
         if whole is None:
             continue
         out[f"whole:{m}"] = whole.astype(np.float32)
-        out[f"oof:{m}"] = select.out_of_fold(in_fold, positions, label, fold)
+        held = {f: fit() for f, fit in select.held_out(in_fold, positions, label, fold)}
+        out[f"oof:{m}"] = select.out_of_fold(held, fold)
     return out
 
 

@@ -29,10 +29,9 @@ sys.path.insert(0, str(ROOT / "bench" / "lib"))  # the shared helpers (bench/REA
 import provenance  # noqa: E402
 
 from tpurank.core.metrics import kendall_tau, order_from_costs, tile_score  # noqa: E402
-from tpurank.rank import select  # noqa: E402
 from tpurank.rank.calibrate import Calibration  # noqa: E402
 from tpurank.rank.finetune import FineTune  # noqa: E402
-from tpurank.rank.program import Program  # noqa: E402
+from tpurank.rank.program import MemberFits, Program  # noqa: E402
 
 
 class Record:
@@ -58,8 +57,8 @@ Rule = Callable[[Record], dict[str, np.ndarray]]
 
 
 class _Fit:
-    """A learner that answers from the saved fits: the whole fit, and (in a fold) its out-of-fold
-    ranks, which the patched `select.out_of_fold` reads."""
+    """A learner that answers from the saved fits: the whole fit, and its out-of-fold ranks, which
+    `Replayed._fits` reads."""
 
     def __init__(self, whole: np.ndarray | None, oof: np.ndarray | None) -> None:
         self.whole, self.oof = whole, oof
@@ -68,12 +67,6 @@ class _Fit:
         self, positions: np.ndarray, runtime: np.ndarray, scored: np.ndarray | None
     ) -> np.ndarray | None:
         return self.whole
-
-
-def _saved_out_of_fold(
-    learn: _Fit, positions: np.ndarray, runtime: np.ndarray, fold: np.ndarray
-) -> np.ndarray:
-    return learn.oof if learn.oof is not None else np.full(len(positions), np.nan)
 
 
 @dataclasses.dataclass
@@ -86,6 +79,25 @@ class Replayed(Program):
         lgbm = "lgbm" in self.fits and self.model in ("lgbm", "ensemble")
         gnn = "gnn" in self.fits and how.gnn is not None and self.model in ("gnn", "ensemble")
         return {m: (self.fits[m], self.fits[m]) for m, on in (("lgbm", lgbm), ("gnn", gnn)) if on}
+
+    def _fits(
+        self,
+        learners: dict,
+        positions: np.ndarray,
+        label: np.ndarray,
+        fold: np.ndarray | None,
+        wholes: set[str],
+    ) -> dict[str, MemberFits]:
+        """The saved fits of the learners: the out-of-fold ranks where there are folds, the whole fit
+        where asked."""
+        nothing = np.full(len(positions), np.nan)
+        return {
+            m: MemberFits(
+                self.fits[m].oof if fold is not None and self.fits[m].oof is not None else nothing,
+                self.fits[m].whole if m in wholes else None,
+            )
+            for m in learners
+        }
 
 
 def shipped(how: Calibration, fits: dict[str, str] | None = None) -> Rule:
@@ -187,12 +199,8 @@ def few_measured(data: dict, program: str) -> list[str]:
 
 def evaluate(folder: Path, rules: list[str], kinds: tuple[str, ...] = ("layout", "tile")) -> list[dict]:
     """One row per (program, record, model, rule) and per (program, record, model) as trained; every
-    rule reads the saved folds (`select.out_of_fold` patched meanwhile, restored after)."""
-    plain, select.out_of_fold = select.out_of_fold, _saved_out_of_fold
-    try:
-        return _evaluate(folder, rules, kinds)
-    finally:
-        select.out_of_fold = plain
+    rule reads the saved folds (`Replayed._fits`)."""
+    return _evaluate(folder, rules, kinds)
 
 
 def _evaluate(folder: Path, rules: list[str], kinds: tuple[str, ...]) -> list[dict]:

@@ -1,8 +1,8 @@
 """Calibration never ranks the configs it did not learn from worse than the model as trained, beyond
 noise (one standard deviation of Kendall tau over the configs left, ranked at random), whatever it
 is given: all runtimes equal, one config, the top of the model's own order (what an autotuner
-measures), or a uniform draw; and it says in one line what it chose. LightGBM and the GNN learn side
-by side on two cores what they learn one after the other."""
+measures), or a uniform draw; and it says in one line what it chose. Its fits compute side by side
+on any count of cores what they compute one after another."""
 
 from __future__ import annotations
 
@@ -12,11 +12,13 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+import torch
 from helpers import TWO_COLLECTIONS, two_collection_all
 from scipy.stats import kendalltau
 
 from tpurank.core.collections import collection_dir
 from tpurank.core.metrics import order_from_costs
+from tpurank.rank import finetune
 from tpurank.rank.calibrate import LgbmInputs
 from tpurank.rank.finetune import FineTune, GnnInputs
 from tpurank.rank.program import Program
@@ -106,37 +108,64 @@ def test_the_choice_is_printed_in_one_line_and_repeats_for_a_seed(programs: dict
     assert "the ensemble " in line and "held-out tau" in line and "\n" not in line
 
 
-def test_lightgbm_learns_in_a_thread_beside_the_gnn_what_it_learns_after_it(
-    programs: dict[str, Program], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("dropout", [True, False], ids=["dropout", "no dropout"])
+def test_the_fits_run_side_by_side_and_compute_the_same_on_any_count_of_cores(
+    programs: dict[str, Program], monkeypatch: pytest.MonkeyPatch, dropout: bool
 ) -> None:
-    """On two cores LightGBM calibrates in a thread of its own, the GNN in the caller's, each on one
-    thread: the same costs and line as one after the other on one core, checked or used whole."""
+    """Every fit (each member's held-out folds and its fit on all measured configs) runs on one thread,
+    as many at once as there are cores: the same costs and line on 1, 2 and 3 cores, checked or used
+    whole; on one core all in the caller's thread. The GNN's fits go one at a time where a step draws
+    from torch's generator (dropout), side by side where none does (as trained here)."""
+    plain_load = finetune.load_model
+
+    def with_dropout(*args, **kw):  # noqa: ANN002, ANN003, ANN202
+        """The member as trained (no dropout), its dropout layers at 0.2 when the case asks."""
+        loaded = plain_load(*args, **kw)
+        for m in loaded.model.modules():
+            if isinstance(m, torch.nn.Dropout):
+                m.p = 0.2 if dropout else 0.0
+        return loaded
+
+    monkeypatch.setattr(finetune, "load_model", with_dropout)
     program = programs["ensemble"]
-    assert program.lgbm is not None
-    one_thread = dataclasses.replace(program.lgbm, params={**program.lgbm.params, "num_threads": 1})
-    program = dataclasses.replace(program, lgbm=one_thread)
-    positions, runtime = _measured(program, "12 drawn at random")
-    caller, seen = threading.get_ident(), set()
+    assert program.gnn is not None
+    program = dataclasses.replace(program, gnn=dataclasses.replace(program.gnn, _side_by_side=None))
+    assert program.gnn is not None and program.gnn.side_by_side() is not dropout
+    positions, runtime = _measured(program, "24 drawn at random")
+    caller, lock, running, seen = threading.get_ident(), threading.Lock(), [0], []
     for cls, name in ((LgbmInputs, "lgbm"), (GnnInputs, "gnn")):
 
         def spy(self, *args, plain=cls.calibrated, name=name, **kw):  # noqa: ANN001, ANN202
-            seen.add((name, threading.get_ident() == caller))
-            return plain(self, *args, **kw)
+            with lock:
+                running[0] += name == "gnn"
+                seen.append((name, threading.get_ident(), running[0]))
+            try:
+                return plain(self, *args, **kw)
+            finally:
+                with lock:
+                    running[0] -= name == "gnn"
 
         monkeypatch.setattr(cls, "calibrated", spy)
-    results, threads = {}, {}
-    for cores in (1, 2):
-        monkeypatch.setattr("tpurank.rank.program.affinity_cores", lambda cores=cores: cores)
+    results, fits = {}, {}
+    for cores in (1, 2, 3):
+        monkeypatch.setattr("tpurank.rank.fits.affinity_cores", lambda cores=cores: cores)
         seen.clear()
         for checked in (True, False):
-            how = dataclasses.replace(HOW, select=checked)
-            results[cores, checked] = program.calibrate(positions, runtime, how)
-        threads[cores] = set(seen)
-    for checked in (True, False):
-        np.testing.assert_array_equal(results[1, checked][0], results[2, checked][0])
-        assert results[1, checked][1] == results[2, checked][1]
-    assert threads[1] == {("lgbm", True), ("gnn", True)}
-    assert threads[2] == {("lgbm", False), ("gnn", True)}
+            results[cores, checked] = program.calibrate(
+                positions, runtime, dataclasses.replace(HOW, select=checked)
+            )
+        fits[cores] = list(seen)
+    for cores, checked in results:
+        np.testing.assert_array_equal(results[cores, checked][0], results[1, checked][0])
+        assert results[cores, checked][1] == results[1, checked][1]
+    assert {t for _, t, _ in fits[1]} == {caller}
+    assert caller not in {t for _, t, _ in fits[2]}
+    gnn_at_once = max(n for name, _, n in fits[2] if name == "gnn")
+    gnn_threads = {t for name, t, _ in fits[2] if name == "gnn"}
+    if dropout:
+        assert gnn_at_once == 1
+    else:
+        assert gnn_at_once == 2 or len(gnn_threads) >= 2
 
 
 def test_the_ensemble_takes_the_better_member_alone_when_the_other_is_shuffled_noise(

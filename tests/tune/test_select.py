@@ -89,11 +89,19 @@ def test_out_of_fold_ranks_come_from_models_that_never_saw_the_fold() -> None:
         return -scored.astype(float)  # ranks by position, reversed: the runtimes' own order
 
     fold = select.fold_of(10, 3, seed=0)
-    oof = select.out_of_fold(learn, positions, runtime, fold)
+    oof = select.out_of_fold({f: fit() for f, fit in select.held_out(learn, positions, runtime, fold)}, fold)
     assert len(seen) == 3
     for f, trained_on in zip(np.unique(fold), seen, strict=True):
         assert not trained_on & set(positions[fold == f].tolist())
     assert kendalltau(oof, runtime).statistic == pytest.approx(1.0)
+
+
+def test_a_fold_whose_fit_learned_nothing_is_left_nan() -> None:
+    fold = np.array([0, 1, 2, 0, 1, 2])
+    costs = {0: np.arange(6.0), 1: None, 2: -np.arange(6.0)}
+    oof = select.out_of_fold(costs, fold)
+    assert np.isnan(oof[fold == 1]).all()
+    assert oof[fold == 0].tolist() == [0.0, 0.6] and oof[fold == 2].tolist() == [0.6, 0.0]
 
 
 def test_the_blend_is_trained_calibrated_or_their_ranks_mixed() -> None:

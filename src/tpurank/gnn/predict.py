@@ -9,7 +9,7 @@ from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError, command
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
-from tpurank.core.workers import model_threads, torch_threads
+from tpurank.core.workers import affinity_cores, model_threads, torch_threads
 from tpurank.data.subsets import scored_configs
 from tpurank.gnn import device as devices
 from tpurank.gnn.data import GraphData, load_split
@@ -30,7 +30,8 @@ def predict_collection(
 ) -> dict[str, np.ndarray]:
     """Graph ID -> cost per original config index (lower = faster), from `model.pt`, on the torch
     threads the model trained on (`model_threads`): another count changes the costs' last bits, and
-    the same model must give the same bytes in every run, however busy the machine.
+    the same model must give the same bytes in every run, however busy the machine. A graph's passes
+    run side by side on the cores those threads leave (`score_rows`' lanes: the same bytes).
 
     Args:
         spec: the model family.
@@ -57,7 +58,8 @@ def predict_collection(
         graphs = load_split(paths, collection, split, progress, dim_features=trained.dim_features)
     want = ckpt["model_args"]["node_feat_dim"]
     out: dict[str, np.ndarray] = {}
-    with torch_threads(model_threads(ckpt.get("threads"))):
+    threads = model_threads(ckpt.get("threads"))
+    with torch_threads(threads):
         for g in tqdm(
             graphs, desc=f"{spec.name} predict {collection} {split}", unit="graph", disable=not progress
         ):
@@ -65,7 +67,14 @@ def predict_collection(
             rows = scored_rows(g, collection, split)
             cost = np.full(g.num_unique, np.nan)
             cost[rows] = score_rows(
-                model, g, rows, chunk, rt.device, precision=precision, segment_nodes=trained.segment_nodes
+                model,
+                g,
+                rows,
+                chunk,
+                rt.device,
+                precision=precision,
+                segment_nodes=trained.segment_nodes,
+                lanes=affinity_cores() // threads,
             )
             out[g.id] = cost[g.inverse]
     return out

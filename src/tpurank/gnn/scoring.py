@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -64,11 +65,41 @@ def pass_configs(
     hidden = int(getattr(model, "hidden", 64))
     node_budget, attention_budget = pass_budgets(device or torch.device("cpu"), hidden)
     c = min(chunk, node_budget // pass_nodes)
-    attention = getattr(model, "layer_attention", None)
-    if attention is not None and g.kind == "layout" and len(g.config_nodes):
-        heads = attention[0].attn.num_heads
-        c = min(c, math.isqrt(attention_budget // (heads * len(g.config_nodes))))
+    if rows := _attention_rows(model, g):
+        c = min(c, math.isqrt(attention_budget // rows))
     return max(1, c)
+
+
+def pass_lanes(
+    model: nn.Module, configs: int, pass_nodes: int, passes: int, most: int, device: torch.device
+) -> int:
+    """Scoring passes run side by side (each on the caller's torch threads): at most `most`, and as
+    many as the CPU's node budget holds (`pass_budgets`: it bounds the (C, N, H) states of every pass
+    in flight together, so a graph's scoring holds what one pass at the budget holds). The attention
+    scores' budget sizes a pass, not the lanes: on the CPU a pass's attention runs on torch's flash
+    kernel, which never holds the (C, C) scores. A GPU takes one pass at a time.
+
+    Args:
+        model: the ranker.
+        configs: configs per pass (`pass_configs`).
+        pass_nodes: nodes per pass.
+        passes: the passes to run.
+        most: the most side by side (the caller's cores over its threads).
+        device: where the model is.
+    """
+    if device.type != "cpu" or most <= 1 or passes <= 1:
+        return 1
+    node_budget, _ = pass_budgets(device, int(getattr(model, "hidden", 64)))
+    return max(1, min(most, passes, node_budget // (configs * pass_nodes)))
+
+
+def _attention_rows(model: nn.Module, g: GraphData) -> int:
+    """heads x configurable nodes: the (C, C) attention score matrices a pass holds (0: no attention
+    across configs on this graph)."""
+    attention = getattr(model, "layer_attention", None)
+    if attention is None or g.kind != "layout" or not len(g.config_nodes):
+        return 0
+    return attention[0].attn.num_heads * len(g.config_nodes)
 
 
 @torch.no_grad()
@@ -80,6 +111,7 @@ def score_rows(
     device: torch.device,
     precision: str = "fp32",
     segment_nodes: int = 0,
+    lanes: int = 1,
 ) -> np.ndarray:
     """Costs of the given unique-config rows of one graph, `chunk` configs per forward pass.
 
@@ -92,30 +124,35 @@ def score_rows(
         precision: bf16, fp16 or fp32 (`gnn/device.py`), as the model was trained.
         segment_nodes: the model was trained with Graph Segment Training on segments of at most this
             many nodes (layout; 0 = whole graphs): each segment is then scored on its own (`gnn/gst/sums.py`).
+        lanes: at most this many passes side by side, each on the caller's torch threads (`pass_lanes`):
+            the same passes, so the same bytes, as one after another.
     """
     pass_nodes = max(1, len(g.opcode))
     if segment_nodes > 0 and g.kind == "layout":  # one segment at a time (gnn/gst/sums.py)
         segs = split_graph(g, segment_nodes)
-        pass_nodes = min(segment_nodes, pass_nodes)
+        pass_nodes, lanes = min(segment_nodes, pass_nodes), 1
 
         def costs(part: np.ndarray) -> torch.Tensor:
             return fresh_costs(model, g, segs, rows=part, device=device, precision=precision).cost[0]
     else:
 
         def costs(part: np.ndarray) -> torch.Tensor:
-            with autocast(device, precision):
+            with torch.no_grad(), autocast(device, precision):  # per thread: a lane's thread too
                 return model(make_batch([g], [part], tile_inputs.wanted(model)).to(device))[0, : len(part)]
 
-    out = np.empty(len(rows), dtype=np.float64)
     chunk = pass_configs(model, g, chunk, pass_nodes, device)
+    parts = [rows[start : start + chunk] for start in range(0, len(rows), chunk)]
     if device.type == "cpu":  # each pass reuses the last one's heap (tpurank.core.memory)
         fit_mmap_threshold(
             min(chunk, len(rows)) * pass_nodes * int(getattr(model, "hidden", 64)) * FLOAT_BYTES
         )
-    for start in range(0, len(rows), chunk):
-        part = rows[start : start + chunk]
-        out[start : start + len(part)] = costs(part).float().cpu().numpy()
-    return out
+    lanes = pass_lanes(model, chunk, pass_nodes, len(parts), lanes, device)
+    if lanes == 1:
+        done = [costs(part).float().cpu().numpy() for part in parts]
+    else:
+        with ThreadPoolExecutor(lanes, thread_name_prefix="tpurank-scoring") as pool:
+            done = list(pool.map(lambda part: costs(part).float().cpu().numpy(), parts))
+    return np.concatenate(done).astype(np.float64) if done else np.empty(0, dtype=np.float64)
 
 
 def graph_score(kind: str, cost: np.ndarray, runtime: np.ndarray) -> float:

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
+from torch.nn.modules.dropout import _DropoutNd
 
 from tpurank.core.errors import TpurankError
 from tpurank.core.paths import Paths
@@ -97,9 +99,26 @@ class GnnInputs:
     graph_id: str
     chunk: int
     _graph: GraphData | None = None
+    _side_by_side: bool | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def side_by_side(self) -> bool:
+        """Whether its fine-tunings may run side by side in threads (tpurank.rank.fits): on the CPU,
+        with no step drawing from torch's one global generator (dropout of p > 0), whose draws would
+        interleave. Read from the first member."""
+        if self._side_by_side is None:
+            with torch.random.fork_rng(devices=[]):  # building the model draws from the generator
+                model = load_model(self.spec, self.files[0], self.collection).model
+            drops = any(_drops(m) for m in model.modules())
+            self._side_by_side = devices.pick_device(0).type == "cpu" and not drops
+        return self._side_by_side
 
     def graph(self, dim_features: bool) -> GraphData:
-        """The program's prepared graph, as the members read it."""
+        """The program's prepared graph, as the members read it (read once, whichever fit asks first)."""
+        with self._lock:
+            return self._read_graph(dim_features)
+
+    def _read_graph(self, dim_features: bool) -> GraphData:
         if self._graph is None:
             if not self.paths.prepared.is_dir():
                 raise TpurankError(
@@ -188,6 +207,13 @@ class GnnInputs:
                 model, g, rows, self.chunk, device, precision=precision, segment_nodes=trained.segment_nodes
             )
         return cost[back]
+
+
+def _drops(module: torch.nn.Module) -> bool:
+    """Whether the module draws random numbers in training: a dropout of p > 0, or an attention's."""
+    if isinstance(module, _DropoutNd):
+        return module.p > 0
+    return isinstance(module, torch.nn.MultiheadAttention) and module.dropout > 0
 
 
 def measured_target(g: GraphData, positions: np.ndarray, runtime: np.ndarray) -> GraphData | None:

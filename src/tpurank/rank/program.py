@@ -10,22 +10,20 @@ when the GNN is not fine-tuned).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TypeVar
 
 import numpy as np
 
 from tpurank.core.collections import kind_of
 from tpurank.core.normalize import normalize
-from tpurank.core.workers import affinity_cores
 from tpurank.models.ensemble import combine
 from tpurank.rank import select
 from tpurank.rank.calibrate import Calibration, LgbmInputs
 from tpurank.rank.candidates import Candidates
 from tpurank.rank.finetune import GnnInputs
+from tpurank.rank.fits import run_lanes, width
 from tpurank.rank.models import ENSEMBLE
 from tpurank.rank.ranking import Ranking
 from tpurank.rank.select import Learner
@@ -33,7 +31,21 @@ from tpurank.rank.select import Learner
 LGBM = "lgbm"
 GNN = "gnn"
 FOLD_MEMBERS = 1  # a held-out fold only tells whether fine-tuning helps: one seed member, not all
-T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class MemberFits:
+    """One learning member's fits on the measured configs.
+
+    Args:
+        oof: each measured config's out-of-fold rank (`select.out_of_fold`; NaN: no folds, or its
+            fold's fit learned nothing).
+        whole: its costs of every config from the fit on every measured config (None: not fitted, or
+            it learned nothing).
+    """
+
+    oof: np.ndarray
+    whole: np.ndarray | None
 
 
 @dataclass
@@ -142,39 +154,67 @@ class Program:
             label = runtime / np.maximum(self.candidates.normalizer[positions], 1)
         if how.select:
             return self._selected(learners, positions, label, how)
-        whole = side_by_side(
-            {m: partial(learn, positions, label, None) for m, (learn, _) in learners.items()}
-        )
-        return self._whole({m: c for m, c in whole.items() if c is not None}, how), None
+        fits = self._fits(learners, positions, label, None, set(learners))
+        return self._whole({m: f.whole for m, f in fits.items() if f.whole is not None}, how), None
 
     def _learners(self, how: Calibration) -> dict[str, tuple[Learner, Learner]]:
         """Member -> how it learns from measured configs, for itself and inside a held-out fold (the
         GNN's folds fine-tune its first seed member alone): LightGBM, and the GNN where `how.gnn` asks
-        and its costs are used (alone, or in the ensemble). When both learn on 2+ usable cores they
-        learn side by side (`side_by_side`): LightGBM on one thread, the GNN on at most the others
-        (on those it trained on: tpurank.core.workers.model_threads)."""
+        and its costs are used (alone, or in the ensemble). Each fit runs on one thread, side by side
+        with the others (`_fits`, tpurank.rank.fits)."""
         lgbm_learns = self.lgbm is not None and self.model in (LGBM, ENSEMBLE)
         in_ensemble = self.model == ENSEMBLE and (how.select or how.weights == "kept" or self.lgbm is None)
         gnn_learns = self.gnn is not None and how.gnn is not None and (self.model == GNN or in_ensemble)
-        both = lgbm_learns and gnn_learns and two_threads()
         out: dict[str, tuple[Learner, Learner]] = {}
         if lgbm_learns:
-            lgbm, lgbm_threads = self.lgbm, (1 if both else None)
+            lgbm = self.lgbm
             assert lgbm is not None
 
             def learn_lgbm(p: np.ndarray, r: np.ndarray, s: np.ndarray | None) -> np.ndarray | None:
-                return lgbm.calibrated(p, r, how, s, threads=lgbm_threads)
+                return lgbm.calibrated(p, r, how, s, threads=1)
 
             out[LGBM] = (learn_lgbm, learn_lgbm)
         if gnn_learns:
-            gnn, tune, gnn_threads = self.gnn, how.gnn, (affinity_cores() - 1 if both else None)
+            gnn, tune = self.gnn, how.gnn
             assert gnn is not None and tune is not None
 
             def learn_gnn(p: np.ndarray, r: np.ndarray, s: np.ndarray | None, n: int | None = None):
-                return gnn.calibrated(p, r, tune, how.seed, s, members=n, threads=gnn_threads)
+                return gnn.calibrated(p, r, tune, how.seed, s, members=n, threads=1)
 
             out[GNN] = (learn_gnn, lambda p, r, s: learn_gnn(p, r, s, FOLD_MEMBERS))
         return out
+
+    def _fits(
+        self,
+        learners: dict[str, tuple[Learner, Learner]],
+        positions: np.ndarray,
+        label: np.ndarray,
+        fold: np.ndarray | None,
+        wholes: set[str],
+    ) -> dict[str, MemberFits]:
+        """Each learner's fits: one per held-out fold (`fold`; None: no folds) and, for the members in
+        `wholes`, one on every measured config; side by side, each on one thread (tpurank.rank.fits).
+        The GNN's fits are the longest, so they go first; they share one lane where they could not
+        run side by side (`GnnInputs.side_by_side`)."""
+        lanes = []
+        for m in sorted(learners, key=lambda m: m != GNN):
+            learn, in_fold = learners[m]
+            fits = [((m, None), partial(learn, positions, label, None))] if m in wholes else []
+            if fold is not None:
+                fits += [((m, f), fit) for f, fit in select.held_out(in_fold, positions, label, fold)]
+            apart = m != GNN or self.gnn is None or self.gnn.side_by_side()
+            lanes += [[fit] for fit in fits] if apart else [fits]
+        done = run_lanes(lanes)
+        nothing = np.full(len(label), np.nan)
+        return {
+            m: MemberFits(
+                select.out_of_fold({f: c for (n, f), c in done.items() if n == m and f is not None}, fold)
+                if fold is not None
+                else nothing,
+                done.get((m, None)),
+            )
+            for m in learners
+        }
 
     def _whole(self, calibrated: dict[str, np.ndarray], how: Calibration) -> np.ndarray:
         """The calibrated models used whole (`Calibration.select` off): the model's own, or the
@@ -209,11 +249,21 @@ class Program:
         weighed = self.model == ENSEMBLE and len(positions) >= how.weights_from
         margin = how.margin if checked else np.inf  # unchecked: the prior shares
         fold = select.fold_of(len(positions), how.folds, how.seed) if checked or weighed else None
-        asked = {"positions": positions, "label": label, "fold": fold, "margin": margin, "checked": checked}
-        each = side_by_side(
-            {m: partial(self._member_choice, learners[m], m, how=how, **asked) for m in learners}
+        prior = {m: select.prior_share(len(positions), how.prior_of(m, checked)) for m in learners}
+        # a fit on every measured config goes beside the folds where it may be used: unchecked, where its
+        # prior share is above 0; checked, on 2+ cores (most are used); one core: after the folds chose
+        early = (
+            {m for m in learners if prior[m] > 0} if not checked else set(learners) if width(2) > 1 else set()
         )
-        choices, final = {m: c for m, (c, _) in each.items()}, {m: f for m, (_, f) in each.items()}
+        fits = self._fits(learners, positions, label, fold, early)
+        choices = {
+            m: select.choose_share(self.costs[m][positions], fits[m].oof, label, margin, prior[m])
+            for m in learners
+        }
+        late = {m for m in learners if m not in early and choices[m].share > 0}
+        if late:
+            fits |= self._fits({m: learners[m] for m in late}, positions, label, None, late)
+        final = {m: self._blended(m, choices[m], fits[m].whole, positions, how) for m in learners}
         parts = [c.text(m, checked) for m, c in choices.items()]
         if self.model == ENSEMBLE:
             w_margin = (how.margin if checked else how.weights_margin) if weighed else np.inf
@@ -226,43 +276,16 @@ class Program:
         said = "; ".join(parts) + (": ranked as trained" if costs is self.costs[self.model] else "")
         return costs, self._selection_note(said, len(label), fold, checked, weighed, how)
 
-    def _member_choice(
-        self,
-        learner: tuple[Learner, Learner],
-        m: str,
-        positions: np.ndarray,
-        label: np.ndarray,
-        fold: np.ndarray | None,
-        margin: float,
-        checked: bool,
-        how: Calibration,
-    ) -> tuple[select.Choice, np.ndarray]:
-        """Member `m`'s share of calibration, chosen on its held-out fits (`fold`; None: its prior
-        share), and its costs with that share of its calibration blended in over the stretch the
-        measured configs span.
-
-        Args:
-            learner: the member's two learners: on every measured config, and the one its held-out fits use.
-            m: the member.
-            positions, label: the measured configs (positions in the graph's order) and their labels.
-            fold: each measured config's held-out fold, or None.
-            margin: what a share must gain on the held-out folds to be taken (inf: the prior share).
-            checked: the folds checked the shares (else they go as far as the measurements go).
-            how: the calibration's settings.
-        """
-        learn, in_fold = learner
-        oof = (
-            select.out_of_fold(in_fold, positions, label, fold)
-            if fold is not None
-            else np.full(len(label), np.nan)
-        )
-        prior = select.prior_share(len(positions), how.prior_of(m, checked))
-        choice = select.choose_share(self.costs[m][positions], oof, label, margin, prior)
-        calibrated = learn(positions, label, None) if choice.share > 0 else None
-        if calibrated is None:
-            return choice, self.costs[m]
+    def _blended(
+        self, m: str, choice: select.Choice, whole: np.ndarray | None, positions: np.ndarray, how: Calibration
+    ) -> np.ndarray:
+        """Member `m`'s costs with `choice`'s share of its calibration (`whole`, its fit on every
+        measured config; None: it learned nothing) blended in over the stretch of its order the measured
+        configs span."""
+        if choice.share == 0 or whole is None:
+            return self.costs[m]
         near = select.coverage(self.costs[m], positions, how.reach)
-        return choice, select.blend(self.costs[m], calibrated, choice.share, near)
+        return select.blend(self.costs[m], whole, choice.share, near)
 
     def _selection_note(
         self,
@@ -319,29 +342,6 @@ class Program:
         kept = combine(parts, trained, self.weights["normalize"]).astype(np.float32)
         near = select.coverage(self.costs[ENSEMBLE], positions, reach)
         return select.blend(kept, costs, 1.0, near), said
-
-
-def two_threads() -> bool:
-    """Whether LightGBM and the GNN, when both learn, learn side by side: 2+ cores this process may
-    use (`affinity_cores`), busy or not: each member's thread count, and with it its costs, does not
-    follow the machine's load."""
-    return affinity_cores() >= 2
-
-
-def side_by_side(work: dict[str, Callable[[], T]]) -> dict[str, T]:
-    """Each member's calibration, LightGBM's in a thread of its own beside the GNN's when both learn
-    (their threads were split in `Program._learners`): LightGBM's trees and the GNN's steps each hold
-    a core. The GNN's stays in the caller's thread, so Ctrl-C stops it at once; LightGBM's thread
-    then ends its member's calibration (a few fits) before the interrupt reaches the caller."""
-    if set(work) != {LGBM, GNN} or not two_threads():
-        return {m: run() for m, run in work.items()}
-    pool = ThreadPoolExecutor(1, thread_name_prefix="tpurank-lgbm-calibration")
-    try:
-        lgbm = pool.submit(work[LGBM])
-        gnn = work[GNN]()
-        return {LGBM: lgbm.result(), GNN: gnn}
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def not_calibrated_note(program: Program) -> str:

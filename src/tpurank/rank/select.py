@@ -27,8 +27,9 @@ docs/rank.md gives the measurements on real programs that chose the settings.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -94,15 +95,36 @@ def fold_of(n: int, folds: int, seed: int) -> np.ndarray:
     return np.random.default_rng([seed, n]).permutation(n) % min(folds, n)
 
 
-def out_of_fold(learn: Learner, positions: np.ndarray, runtime: np.ndarray, fold: np.ndarray) -> np.ndarray:
-    """Each measured config's rank among the measured configs (0..1) by a model calibrated on the
-    other folds; NaN where that model learned nothing."""
-    out = np.full(len(positions), np.nan)
-    for f in np.unique(fold):
-        held = fold == f
-        costs = learn(positions[~held], runtime[~held], positions)
-        if costs is not None:
-            out[held] = normalize(costs, "rank")[held]
+def held_out(
+    learn: Learner, positions: np.ndarray, runtime: np.ndarray, fold: np.ndarray
+) -> list[tuple[int, Callable[[], np.ndarray | None]]]:
+    """Each fold's fit, to run (`tpurank.rank.fits`): a model calibrated on the other folds' measured
+    configs, scoring every measured config.
+
+    Args:
+        learn: how the model learns from measured configs.
+        positions, runtime: the measured configs and their runtimes.
+        fold: each measured config's fold (`fold_of`).
+    """
+    return [
+        (int(f), partial(learn, positions[fold != f], runtime[fold != f], positions)) for f in np.unique(fold)
+    ]
+
+
+def out_of_fold(costs: Mapping[int, np.ndarray | None], fold: np.ndarray) -> np.ndarray:
+    """Each measured config's rank among the measured configs (0..1) by the model calibrated on the
+    other folds, which never saw it (`held_out`'s fits: fold -> their costs of the measured configs);
+    NaN where that model learned nothing.
+
+    Args:
+        costs: each fold's fit's costs of every measured config (None: it learned nothing).
+        fold: each measured config's fold.
+    """
+    out = np.full(len(fold), np.nan)
+    for f, c in costs.items():
+        if c is not None:
+            held = fold == f
+            out[held] = normalize(c, "rank")[held]
     return out
 
 
