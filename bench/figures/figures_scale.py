@@ -363,6 +363,7 @@ def scale_attention_unmasked() -> Figure:
 
 
 GNN_PACE = "gnn_pace.json"
+GNN_PACE_LANES = "gnn_pace_lanes.json"  # one thread a pass, passes side by side (bench_gnn_pace.py --lanes)
 
 
 @figure("scale_gnn_pace")
@@ -384,10 +385,22 @@ def scale_gnn_pace() -> Figure:
                 span(s["speedups"]),
             ]
         )
+    lanes = results(GNN_PACE_LANES)
+    s = lanes["summary"]["score"]
+    head, old = s["median"]["head"], s["median"]["against"]
+    rows.append(
+        [
+            f"scoring, one thread a pass, {lanes['lanes']} passes side by side (theirs: one after another)",
+            f"{head['configs_per_s']:,.0f} ({100 * head['share_of_peak']:.1f}%, sys/user {head['sys_over_user']:.2f})",
+            f"{old['configs_per_s']:,.0f} ({100 * old['share_of_peak']:.1f}%, sys/user {old['sys_over_user']:.2f})",
+            span(s["speedups"]),
+        ]
+    )
     peak = r["matmul_gflops"]
     text = (
         f"The machine's FP32 matmul peak: {peak['peak_2t']:.0f} GFLOP/s on 2 threads. Configs per second "
-        "(share of that peak; the kernel's system time over user time):\n\n"
+        "(share of that peak; the kernel's system time over user time), on 2 threads, and as `predict` "
+        "scores a model trained on one thread (small data) on 2 cores:\n\n"
         + table(["", "this version", f"commit {against}", "speed-up per pair"], rows)
     )
-    return Figure(text, (Source(GNN_PACE),))
+    return Figure(text, (Source(GNN_PACE), Source(GNN_PACE_LANES)))
