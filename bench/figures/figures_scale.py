@@ -366,36 +366,29 @@ GNN_PACE = "gnn_pace.json"
 GNN_PACE_LANES = "gnn_pace_lanes.json"  # one thread a pass, passes side by side (bench_gnn_pace.py --lanes)
 
 
+def _pace_row(what: str, s: dict) -> list[str]:
+    """One row of the pace table: configs/s (share of the peak, sys/user) of both sides, the speed-ups."""
+    cells = [
+        f"{m['configs_per_s']:,.0f} ({100 * m['share_of_peak']:.1f}%, sys/user {m['sys_over_user']:.2f})"
+        for m in (s["median"]["head"], s["median"]["against"])
+    ]
+    return [what, *cells, span(s["speedups"])]
+
+
 @figure("scale_gnn_pace")
 def scale_gnn_pace() -> Figure:
     """The GNN's scoring and training against the machine's matmul peak, HEAD beside the earlier
     commit of the same run: configs/s, share of the peak, the kernel's share of the CPU time and
     the speed-up per alternating pair."""
     r = results(GNN_PACE)
-    against = r["against"][:7]
-    rows = []
-    for part, what in (("score", "scoring"), ("train", "training")):
-        s = r["summary"][part]
-        head, old = s["median"]["head"], s["median"]["against"]
-        rows.append(
-            [
-                what,
-                f"{head['configs_per_s']:,.0f} ({100 * head['share_of_peak']:.1f}%, sys/user {head['sys_over_user']:.2f})",
-                f"{old['configs_per_s']:,.0f} ({100 * old['share_of_peak']:.1f}%, sys/user {old['sys_over_user']:.2f})",
-                span(s["speedups"]),
-            ]
-        )
-    lanes = results(GNN_PACE_LANES)
-    s = lanes["summary"]["score"]
-    head, old = s["median"]["head"], s["median"]["against"]
-    rows.append(
-        [
-            f"scoring, one thread a pass, {lanes['lanes']} passes side by side (theirs: one after another)",
-            f"{head['configs_per_s']:,.0f} ({100 * head['share_of_peak']:.1f}%, sys/user {head['sys_over_user']:.2f})",
-            f"{old['configs_per_s']:,.0f} ({100 * old['share_of_peak']:.1f}%, sys/user {old['sys_over_user']:.2f})",
-            span(s["speedups"]),
-        ]
+    against, lanes = r["against"][:7], results(GNN_PACE_LANES)
+    rows = [
+        _pace_row(what, r["summary"][part]) for part, what in (("score", "scoring"), ("train", "training"))
+    ]
+    one_thread = (
+        f"scoring, one thread a pass, {lanes['lanes']} passes side by side (theirs: one after another)"
     )
+    rows.append(_pace_row(one_thread, lanes["summary"]["score"]))
     peak = r["matmul_gflops"]
     text = (
         f"The machine's FP32 matmul peak: {peak['peak_2t']:.0f} GFLOP/s on 2 threads. Configs per second "

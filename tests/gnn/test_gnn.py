@@ -16,7 +16,6 @@ from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError
 from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
 from tpurank.core.paths import Paths
-from tpurank.gnn import scoring
 from tpurank.gnn.data import batch_rows, from_prepared, load_split, make_batch
 from tpurank.gnn.device import Runtime
 from tpurank.gnn.entry import GNN
@@ -24,7 +23,7 @@ from tpurank.gnn.families import baseline
 from tpurank.gnn.families import gnn as gnn_model
 from tpurank.gnn.nets.early_join import EarlyJoinArgs, EarlyJoinSAGE
 from tpurank.gnn.predict import predict_collection
-from tpurank.gnn.scoring import pass_lanes, score_rows
+from tpurank.gnn.scoring import score_rows
 from tpurank.gnn.training import loop
 from tpurank.gnn.training.checkpoints import CHECKPOINT, load_model
 from tpurank.gnn.training.collection import train_collection
@@ -120,37 +119,6 @@ def test_scores_follow_configs_not_their_order(kind: str) -> None:
             b = m(make_batch([g], [rows[perm]]))[0]
         assert torch.allclose(a[perm], b, atol=1e-5), type(m).__name__
         assert a.std() > 0  # configs get different scores
-
-
-@pytest.mark.parametrize("kind", ["layout", "tile"])
-def test_passes_side_by_side_score_the_same_bytes(kind: str, one_thread: None) -> None:
-    """A graph's passes scored in lanes side by side: the same passes, so the same bytes as one after
-    another (attention across configs included, whose scores depend on a pass's other configs)."""
-    g = from_prepared(prepared_graph(kind, seed=3))
-    rows = np.arange(g.num_unique)
-    with_layer_attention = small_gnn(kind, FEAT, hidden=16, layers=2, layer_attention=True).eval()
-    for m in [*models(kind)[:2], with_layer_attention]:
-        one = score_rows(m, g, rows, chunk=3, device=torch.device("cpu"), precision="fp32")
-        assert len(one) == g.num_unique > 6
-        for lanes in (2, 3):
-            many = score_rows(m, g, rows, chunk=3, device=torch.device("cpu"), precision="fp32", lanes=lanes)
-            np.testing.assert_array_equal(many, one)
-
-
-def test_lanes_stay_within_the_node_budget_every_pass_in_flight_shares(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Passes side by side hold at most what the CPU's node budget allows all of them together: fewer
-    lanes when the states of several passes would not fit; one on a GPU."""
-    g = from_prepared(prepared_graph("layout", seed=3))
-    m, cpu, nodes = models("layout")[0], torch.device("cpu"), len(g.opcode)
-    assert pass_lanes(m, 4, nodes, passes=10, most=3, device=cpu) == 3
-    assert pass_lanes(m, 4, nodes, passes=2, most=3, device=cpu) == 2
-    assert pass_lanes(m, 4, nodes, passes=10, most=3, device=torch.device("cuda")) == 1
-    monkeypatch.setattr(scoring, "PASS_NODE_BUDGET", 2 * 4 * nodes)
-    assert pass_lanes(m, 4, nodes, passes=10, most=3, device=cpu) == 2
-    monkeypatch.setattr(scoring, "PASS_NODE_BUDGET", 4 * nodes)
-    assert pass_lanes(m, 4, nodes, passes=10, most=3, device=cpu) == 1
 
 
 @pytest.mark.parametrize("kind", ["layout", "tile"])

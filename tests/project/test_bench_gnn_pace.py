@@ -46,7 +46,7 @@ def test_the_report_gives_rates_and_per_pair_speedups() -> None:
     runs["score"]["head"] = [dict(r) for r in runs["score"]["head"]]
     runs["score"]["against"] = [dict(r) for r in runs["score"]["against"]]
     peak = {"peak_1t": 50.0, "peak_2t": 100.0, "model_shape": 60.0}
-    out = bench_gnn_pace.report(runs, peak, "a" * 40, argparse.Namespace())
+    out = bench_gnn_pace.report(runs, peak, "a" * 40, argparse.Namespace(threads=2, lanes=1))
     score = out["summary"]["score"]
     assert score["speedups"] == [3.0, 3.0] and score["kendall_tau_head_vs_against"] == 1.0
     assert score["flops_per_config"] == 5e6  # counted at --against, for both sides
