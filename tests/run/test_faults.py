@@ -288,6 +288,9 @@ def test_a_failed_force_predict_replaces_only_what_succeeded(run_copy: Paths, ca
                 raise TpurankError("models/random/layout-xla-random/model.txt: truncated model file")
             return {k: v + 1 for k, v in RANDOM.predict(paths, cfg, collection, split).items()}
 
+        def predict_io(self, paths, split):
+            return RANDOM.predict_io(paths, split)  # the declaration its predictions are keyed on
+
     monkeypatch.setattr(predict_split, "get_model", lambda name: Damaged())
     capsys.readouterr()
     assert main(["predict", "--model", "random", "--split", "valid", "--force", *common(run_copy)]) == 1

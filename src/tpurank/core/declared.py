@@ -6,7 +6,8 @@ cache inside the stage (one prepared graph, one feature table, one model, one se
 collection's predictions) keys its piece through the same declaration (`StageIO.piece_key`), which
 refuses a file or a config section the declaration lacks. The declarations live together, below
 every stage, so that a stage, a model inside it and `all` read the same one without importing
-each other (nothing here imports more than `core`).
+each other (nothing here imports more than `core`). A model's own `train_io` and `predict_io`
+(tpurank.models.registry.Model) return these, for its name.
 """
 
 from __future__ import annotations

@@ -11,16 +11,20 @@ The saved files are tpurank.lgbm.saved's; the validation scorer is tpurank.lgbm.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
+from pathlib import Path
 
 import lightgbm as lgb
 import numpy as np
 import pandas as pd
 
+from tpurank.core import declared
 from tpurank.core.collections import kind_of
 from tpurank.core.config import Config
 from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.core.paths import Paths
 from tpurank.core.progress import tqdm
+from tpurank.core.staleness import StageIO
 from tpurank.core.workers import lgbm_threads
 from tpurank.features import io as tab_io
 from tpurank.features.stage import require_tables
@@ -257,3 +261,27 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
         cost[~finite] = cost[finite].max() + 1.0 if finite.any() else 0.0  # unfeaturised rows go last
         out[gid] = cost[inv].astype(np.float32)
     return out
+
+
+def train_io(paths: Paths, starts: Iterable[Path] = ()) -> StageIO:
+    """The train stage's declaration for LightGBM (tpurank.core.declared's, by its name): the
+    prepared cache and the feature tables it trains on, and the `prepare`, `features` and `lgbm`
+    sections, which key its boosters; its models' folder, which the stage locks while it trains.
+
+    Args:
+        paths: the run's resolved paths.
+        starts: the checkpoints it starts from: none (a booster has no `init_from`).
+    """
+    return declared.train_io(paths, MODEL_NAME, starts)
+
+
+def predict_io(paths: Paths, split: str) -> StageIO:
+    """The predict stage's declaration for LightGBM and `split` (tpurank.core.declared's, by its
+    name): the data, the prepared cache, its boosters and the feature tables it scores, on which
+    each collection's predictions are keyed; the predictions and the split's CSV it writes.
+
+    Args:
+        paths: the run's resolved paths.
+        split: train, valid or test.
+    """
+    return declared.predict_io(paths, MODEL_NAME, split)

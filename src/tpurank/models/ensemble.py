@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 
+from tpurank.core import declared
 from tpurank.core.atomic import write_json
 from tpurank.core.config import Config
 from tpurank.core.errors import TpurankError, command
@@ -29,6 +32,7 @@ from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
 from tpurank.core.normalize import normalize
 from tpurank.core.paths import Paths
 from tpurank.core.provenance import write_sidecar
+from tpurank.core.staleness import StageIO
 from tpurank.data.subsets import scored_configs
 from tpurank.models.predictions import load_predictions
 from tpurank.models.weights import WEIGHTS_FILE, read_weights
@@ -208,3 +212,27 @@ def predict(paths: Paths, cfg: Config, collection: str, split: str) -> dict[str,
             [p[gid] for p in preds], np.asarray(record["weights"]), record["normalize"]
         ).astype(np.float32)
     return out
+
+
+def train_io(paths: Paths, starts: Iterable[Path] = ()) -> StageIO:
+    """The train stage's declaration for the ensemble (tpurank.core.declared's, by its name): the
+    members' valid predictions and the data they are scored against, which the weights are fitted
+    on, and every model's section; its weights' folder, which the stage locks while it fits.
+
+    Args:
+        paths: the run's resolved paths.
+        starts: the checkpoints it starts from: none (weights are fitted afresh).
+    """
+    return declared.train_io(paths, declared.ENSEMBLE, starts)
+
+
+def predict_io(paths: Paths, split: str) -> StageIO:
+    """The predict stage's declaration for the ensemble and `split` (tpurank.core.declared's, by
+    its name): its weights and the members' predictions of the split it combines, on which each
+    collection's predictions are keyed; the predictions and the split's CSV it writes.
+
+    Args:
+        paths: the run's resolved paths.
+        split: train, valid or test.
+    """
+    return declared.predict_io(paths, declared.ENSEMBLE, split)

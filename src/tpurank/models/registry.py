@@ -5,28 +5,34 @@ only waits on its collections' processes read `MODEL_NAMES` and `check_name` her
 torch, LightGBM or pandas (tests/project/test_imports.py). The loaders name their modules in
 plain imports, so go-to-definition runs from a stage through `get_model` to the model's code.
 
-What a model reads and writes is not part of `Model`: it is declared in tpurank.core.declared,
-below every stage, so that `all` and a waiting stage know it without importing any model.
+What a model reads and writes is part of `Model` (`train_io`, `predict_io`), and each model's
+answer is tpurank.core.declared's for its name: the declarations live there, below every stage, so
+that `all` and a waiting stage know them without importing any model, and a caller that holds the
+model already asks the model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from tpurank.core.errors import TpurankError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
 
     from tpurank.core.config import Config
     from tpurank.core.paths import Paths
+    from tpurank.core.staleness import StageIO
 
 
 @runtime_checkable
 class Model(Protocol):
-    """A ranker as `train`, `predict` and the ensemble call it: an object with these two methods,
-    or a module with these two functions (`tpurank.lgbm.model`, `tpurank.models.ensemble`).
+    """A ranker as `train`, `predict` and the ensemble call it, with the declarations of what its
+    training and its predictions read and write: an object with these methods, or a module with
+    these functions (`tpurank.lgbm.model`, `tpurank.models.ensemble`).
 
     `cfg` is the collection's config (`Config.for_collection`): the callers (the train, predict and
     ensemble stages) apply the per-collection overrides, once.
@@ -48,6 +54,26 @@ class Model(Protocol):
             paths: the run's resolved paths.
             cfg: the collection's config.
             collection: one of tpurank.core.collections.COLLECTIONS.
+            split: train, valid or test.
+        """
+
+    def train_io(self, paths: Paths, starts: Iterable[Path] = ()) -> StageIO:
+        """The train stage's declaration for this model (tpurank.core.declared's `train_io` of its
+        name): what its training reads, so a change to any of it makes the model stale, and the
+        folder it writes, which the stage locks while it trains.
+
+        Args:
+            paths: the run's resolved paths.
+            starts: the checkpoints a network starts from (`starting_points`): read like its data.
+        """
+
+    def predict_io(self, paths: Paths, split: str) -> StageIO:
+        """The predict stage's declaration for this model and split (tpurank.core.declared's
+        `predict_io` of its name): the files and config sections each collection's predictions
+        are keyed on, and the predictions and CSV it writes.
+
+        Args:
+            paths: the run's resolved paths.
             split: train, valid or test.
         """
 

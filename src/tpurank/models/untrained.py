@@ -13,12 +13,16 @@ duplicate configs always get identical costs. `train` is a no-op.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from tpurank.core import declared
 from tpurank.core.config import Config
 from tpurank.core.paths import Paths
+from tpurank.core.staleness import StageIO
 from tpurank.prepare.cache import PreparedGraph, iter_prepared
 from tpurank.prepare.store import iter_blocks
 
@@ -50,7 +54,7 @@ def heuristic_costs(g: PreparedGraph) -> np.ndarray:
 
 @dataclass(frozen=True)
 class BaselineRanker:
-    """One baseline as a model object with the registry's `train` / `predict` interface.
+    """One baseline as a model object with the registry's `Model` interface.
 
     Args:
         name: "random" or "heuristic".
@@ -60,6 +64,26 @@ class BaselineRanker:
 
     def train(self, paths: Paths, cfg: Config, collection: str) -> None:
         """Nothing to learn."""
+
+    def train_io(self, paths: Paths, starts: Iterable[Path] = ()) -> StageIO:
+        """The train stage's declaration for this ranker (tpurank.core.declared's, by its name):
+        it reads the prepared cache; its training writes nothing, yet the stage locks its folder.
+
+        Args:
+            paths: the run's resolved paths.
+            starts: the checkpoints it starts from: none (an untrained ranker has no `init_from`).
+        """
+        return declared.train_io(paths, self.name, starts)
+
+    def predict_io(self, paths: Paths, split: str) -> StageIO:
+        """The predict stage's declaration for this ranker and split (tpurank.core.declared's, by
+        its name): its costs depend on the prepared cache and the `prepare` section alone.
+
+        Args:
+            paths: the run's resolved paths.
+            split: train, valid or test.
+        """
+        return declared.predict_io(paths, self.name, split)
 
     def predict(self, paths: Paths, cfg: Config, collection: str, split: str) -> dict[str, np.ndarray]:
         """Graph ID -> cost per original config index for every cached graph of the split."""

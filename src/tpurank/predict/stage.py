@@ -16,7 +16,7 @@ import numpy as np
 
 from tpurank.core.collections import COLLECTIONS, check_collection
 from tpurank.core.config import Config
-from tpurank.core.declared import ENSEMBLE, member_predictions, model_sections, predict_io
+from tpurank.core.declared import ENSEMBLE, member_predictions, model_sections
 from tpurank.core.errors import DataError, TpurankError, command
 from tpurank.core.metrics import summarize
 from tpurank.core.paths import Paths
@@ -24,7 +24,7 @@ from tpurank.core.progress import tqdm
 from tpurank.core.provenance import data_fingerprint, write_sidecar
 from tpurank.core.staleness import SEED, Files, StageIO, current
 from tpurank.models.predictions import load_predictions, save_predictions
-from tpurank.models.registry import get_model
+from tpurank.models.registry import Model, get_model
 from tpurank.prepare.belongs import check_cache
 from tpurank.prepare.cache import INDEX_FILE
 from tpurank.submission.format import (
@@ -109,15 +109,15 @@ def replace_collection(preds: dict, collection: str, got: dict) -> dict:
 
 
 def predict_collection(
-    paths: Paths, cfg: Config, name: str, collection: str, split: str, ids: list[str]
+    paths: Paths, cfg: Config, model: Model, name: str, collection: str, split: str, ids: list[str]
 ) -> dict[str, np.ndarray]:
-    """Model `name`'s costs for every expected graph `ids` of one collection.
+    """Model `name`'s costs (`model`'s) for every expected graph `ids` of one collection.
 
     Raises:
         TpurankError: the cache does not match the data, or a graph got no prediction.
     """
     check_cache(paths.prepared, paths.npz, collection, split)
-    got = dict(get_model(name).predict(paths, cfg.for_collection(collection), collection, split))
+    got = dict(model.predict(paths, cfg.for_collection(collection), collection, split))
     check_complete(got, ids, name, collection=collection, split=split)
     return got
 
@@ -144,10 +144,10 @@ def predict_split(
     """
     for c in collections:
         check_collection(c)
-    get_model(name)  # an unknown or missing model fails before any work
+    model = get_model(name)  # an unknown or missing model fails before any work
     expected = _expected(paths, split, partial)
     wanted = [c for c in COLLECTIONS if c in collections and any(e.collection == c for e in expected)]
-    preds, failed = predict_collections(paths, cfg, name, split, wanted, expected, force)
+    preds, failed = predict_collections(paths, cfg, model, name, split, wanted, expected, force)
     if failed:
         pred_file, target = paths.prediction_file(name, split), paths.submission_file(name, split)
         raise TpurankError(
@@ -160,6 +160,7 @@ def predict_split(
 def predict_collections(
     paths: Paths,
     cfg: Config,
+    model: Model,
     name: str,
     split: str,
     wanted: list[str],
@@ -172,6 +173,8 @@ def predict_collections(
 
     Args:
         paths, cfg, name, split: as `predict_split`'s.
+        model: the model `name` loads: it predicts, and its declaration (`predict_io`) keys each
+            collection's predictions.
         wanted: the collections to predict, in order.
         expected: the split's expected graphs.
         force: recompute predictions that are up to date.
@@ -179,7 +182,7 @@ def predict_collections(
     pred_file = paths.prediction_file(name, split)
     meta_file = pred_file.with_suffix(".json")
     preds, stamps = finished_predictions(pred_file, meta_file)  # kept until a collection's rerun succeeds
-    io, fingerprint = predict_io(paths, name, split), data_fingerprint(paths.data)
+    io, fingerprint = model.predict_io(paths, split), data_fingerprint(paths.data)
     failed: list[str] = []
     for c in tqdm(wanted, desc=f"predict {name} {split}", unit="collection", file=sys.stderr):
         ids = [e.id for e in expected if e.collection == c]
@@ -189,7 +192,7 @@ def predict_collections(
             continue
         t = time.perf_counter()
         try:
-            got = predict_collection(paths, cfg, name, c, split, ids)
+            got = predict_collection(paths, cfg, model, name, c, split, ids)
         except TpurankError as e:
             failed.append(f"{c}: {e}")
             tqdm.write(f"tpurank predict: error: {c}: {e}", file=sys.stderr)
