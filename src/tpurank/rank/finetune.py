@@ -4,11 +4,11 @@ A copy of the first trained seed member (`FineTune.members`: more of them) is lo
 `model.pt` (the file is only read) and takes a few optimizer steps on the program's own graph, with
 the program's measured configs as the one ranking query: the member's training loss and step
 (`tpurank.gnn.training.step.train_step`, the recipe's loss, optimizer and gradient clipping), a cosine
-learning rate over the steps alone, never the clock (`tpurank.gnn.training.lr_schedule`), on the torch threads the member trained on
-(`tpurank.core.workers.model_threads`), never a count that follows the load, so a fine-tuning is
-the same on a busy machine; the time limit only stops the steps early. The fine-tuned members then score every config of the graph as
-`predict` scores it, and their costs are averaged as the seed members' are
-(`tpurank.gnn.seeds.average_costs`).
+learning rate over the steps alone, never the clock (`tpurank.gnn.training.lr_schedule`), on one
+torch thread (calibration runs its fits side by side, one thread each: tpurank.rank.fits), never a
+count that follows the load, so a fine-tuning is the same on a busy machine; the time limit only
+stops the steps early. The fine-tuned members then score every config of the graph as `predict`
+scores it, and their costs are averaged as the seed members' are (`tpurank.gnn.seeds.average_costs`).
 
 A model trained with Graph Segment Training (`gnn.segment_nodes`, off by default) takes its
 fine-tuning steps on the whole graph, not on segments: measured on no real program.
