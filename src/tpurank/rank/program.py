@@ -252,9 +252,10 @@ class Program:
         prior = {m: select.prior_share(len(positions), how.prior_of(m, checked)) for m in learners}
         # a fit on every measured config goes beside the folds where it may be used: unchecked, where its
         # prior share is above 0; checked, on 2+ cores (most are used); one core: after the folds chose
-        early = (
-            {m for m in learners if prior[m] > 0} if not checked else set(learners) if width(2) > 1 else set()
-        )
+        if not checked:
+            early = {m for m in learners if prior[m] > 0}
+        else:
+            early = set(learners) if width(2) > 1 else set()
         fits = self._fits(learners, positions, label, fold, early)
         choices = {
             m: select.choose_share(self.costs[m][positions], fits[m].oof, label, margin, prior[m])
