@@ -285,3 +285,85 @@ def anchor_cut() -> Figure:
         + table(["model", "measured", "program", *(f"k = {k}" for k in ks)], rows)
     )
     return Figure(text, (Source(CALIBRATION), Source(UNCUT)))
+
+
+CEILING = "calibration_ceiling.json"
+WEIGHTS = "calibration_weights.json"
+
+
+@figure("calibration_ceiling")
+def ceiling() -> Figure:
+    """Per real layout program: how far its runtimes spread, the tau on the rest of a model fitted on n
+    of its own configs, and the ensemble at 20 measured configs as trained and calibrated (uniform
+    draws, means over draws): how much of the +0.25 a calibration on 20 configs could reach."""
+    res = results(CEILING)["programs"]
+    trained, calibrated = defaultdict(list), _absolute("layout")
+    for r in records(CALIBRATION):
+        at_20 = r["kind"] == "layout" and r["source"] == "uniform" and r["k"] == 20
+        if at_20 and r["rule"] == "trained" and r["model"] == "ensemble":
+            trained[r["program"]].append(r["tau"])
+    sizes = sorted({n for p in res.values() for n in p["tau"] if int(n) != p["four_fifths"]}, key=int)
+    rows = []
+    for name, p in sorted(res.items()):
+        fitted = [f"{np.mean(p['tau'][n]):.3f}" if n in p["tau"] else "-" for n in sizes]
+        whole = f"{np.mean(p['tau'][str(p['four_fifths'])]):.3f} ({p['four_fifths']})"
+        base = float(np.mean(trained[name]))
+        cal = float(np.mean(calibrated[(20, name, "ensemble")]))
+        rows.append(
+            [
+                name,
+                str(p["distinct"]),
+                f"{p['spread_cv']:.4f}",
+                *fitted,
+                whole,
+                f"{base:.3f}",
+                f"{cal:.3f}",
+                f"{base + 0.25:.3f}",
+            ]
+        )
+    head = ["program", "distinct configs", "runtimes' spread (sd / mean)", *(f"fitted on {n}" for n in sizes)]
+    head += ["fitted on four fifths", "ensemble as trained", "calibrated on 20", "as trained + 0.25"]
+    text = (
+        "Kendall tau on the rest of a program's configs: LightGBM fitted on n of them (their config values, "
+        "mean over draws), and the ensemble at 20 measured configs (a uniform draw), as trained and "
+        "calibrated:\n\n" + table(head, rows)
+    )
+    return Figure(text, (Source(CEILING), Source(CALIBRATION)))
+
+
+@figure("calibration_weights")
+def weights_told() -> Figure:
+    """Per real layout program and k: the ensemble at each fixed LightGBM weight minus its better
+    calibrated member, and in how many draws the member the held-out folds rank higher is the better
+    one on the rest."""
+    res = results(WEIGHTS)
+    by: dict[tuple[str, int], list[dict]] = defaultdict(list)
+    for x in res["rows"]:
+        by[(x["program"], x["k"])].append(x)
+    grid = [str(w) for w in res["grid"]]
+    rows = []
+    for (program, k), xs in sorted(by.items()):
+        best = max(("lgbm", "gnn"), key=lambda m: np.mean([x["calibrated"][m] for x in xs]))
+        top = float(np.mean([x["calibrated"][best] for x in xs]))
+        cells = [f"{np.mean([x['fixed'][w] for x in xs]) - top:+.3f}" for w in grid]
+        told = [
+            (x["held_out"]["lgbm"] > x["held_out"]["gnn"])
+            == (x["calibrated"]["lgbm"] > x["calibrated"]["gnn"])
+            for x in xs
+            if x["held_out"]["lgbm"] != x["held_out"]["gnn"]
+        ]
+        rows.append([program, str(k), best, *cells, f"{sum(told)} of {len(told)}"])
+    head = [
+        "program",
+        "k",
+        "better member",
+        *(f"LightGBM's weight {w}" for w in grid),
+        "folds pick the better",
+    ]
+    text = (
+        "The calibrated ensemble at a fixed LightGBM weight (the GNN the rest) minus its better calibrated "
+        "member, on the configs not measured (a uniform draw, mean over draws); and in how many draws the "
+        "member with the higher held-out tau on the measured configs is the better one on the rest (draws "
+        "where the two tie are left out):\n\n" + table(head, rows)
+    )
+    return Figure(text, (Source(WEIGHTS),))
