@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
-from sklearn.model_selection import KFold
 
 from tpurank.core.metrics import graph_metrics, mean_score, order_from_costs
 from tpurank.core.paths import NPZ_SUBDIR
@@ -88,11 +87,17 @@ def kernel_folds(n_kernels: int, folds: int, seed: int = 0) -> list[np.ndarray]:
         n_kernels: how many kernels.
         folds: 2..n_kernels.
         seed: shuffles which kernels share a fold.
+
+    The folds are scikit-learn's `KFold(folds, shuffle=True, random_state=seed)` test folds, drawn
+    the same way, so results measured with it hold their folds.
     """
     if not 2 <= folds <= n_kernels:
         raise ValueError(f"folds must be in 2..{n_kernels}, got {folds}")
-    kf = KFold(n_splits=folds, shuffle=True, random_state=seed)
-    return [test for _, test in kf.split(np.arange(n_kernels))]
+    order = np.arange(n_kernels)
+    np.random.RandomState(seed).shuffle(order)
+    sizes = np.full(folds, n_kernels // folds)
+    sizes[: n_kernels % folds] += 1
+    return [np.sort(f) for f in np.split(order, np.cumsum(sizes)[:-1])]
 
 
 def tile_root(folder: Path, kernels: Sequence[Path], held_out: Sequence[int]) -> Path:

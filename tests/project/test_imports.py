@@ -26,7 +26,7 @@ from tpurank.core.errors import TpurankError
 
 KAGGLE = ["kaggle", "kaggle.api.kaggle_api_extended", "kagglesdk"]
 # loaded by the steps, never by `all`'s own process: each holds tens of MB (docs/scale.md)
-HEAVY = ["torch", "torch_geometric", "lightgbm", "sklearn", "matplotlib", "scipy.stats"]
+HEAVY = ["torch", "torch_geometric", "lightgbm", "matplotlib", "scipy.stats"]
 # nor by the CLI or a waiting training stage
 DATA_LIBRARIES = ["pandas", "pyarrow", "scipy"]
 
