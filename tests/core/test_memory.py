@@ -87,7 +87,9 @@ def test_the_heap_free_memory_is_read_from_glibc() -> None:
     [
         (True, 1 << 20, 4 << 20),  # small passes keep the 4 MiB floor
         (True, 7_300_000, 14_600_000),  # a 256-config pass's states: twice them
-        (True, 100 << 20, 32 << 20),  # glibc's cap
+        (True, 16 << 20, 32 << 20),  # up to glibc's cap
+        (True, (16 << 20) + 1, 4 << 20),  # above it: the floor, the states get their own pages
+        (True, 100 << 20, 4 << 20),  # a full-scale graph's pass: the same
         (False, 7_300_000, 0),  # not bounded here (a user's own threshold, no huge pages): left alone
     ],
 )

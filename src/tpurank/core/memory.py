@@ -16,8 +16,10 @@ Fresh pages are what the kernel's share of a step's time pays for (sys time, a t
 time when every pass's state tensors got their own pages and every step's trim gave the heap back),
 so the bound is kept without handing memory back that the next pass takes again:
 - `fit_mmap_threshold` (each scoring pass and training step) raises the fixed threshold above the
-  pass's own state tensors (up to glibc's 32 MiB cap), so a pass reuses the previous one's freed
-  blocks; anything bigger (a big graph's pass) still gets its own pages, given back when freed.
+  pass's own state tensors where they fit under glibc's 32 MiB cap, so a pass reuses the previous
+  one's freed blocks. A bigger pass (a full-scale graph's) keeps the 4 MiB threshold: its tensors
+  get their own pages, given back when freed; served from the heap, the blocks below the cap left
+  holes that steps of other graphs' sizes did not fill (bench/LOG.md).
 - `release_if_grown` (after each CPU step) trims only when the heap holds more than `HEAP_SLACK`
   of free memory: a steady run reuses its holes, a run whose steps grew the heap gives it back.
 `all` runs every stage in one process, so a stage's leftovers (glibc's heap, pyarrow's pool) would
@@ -144,16 +146,18 @@ def bound_cpu_heap() -> bool:
 
 def fit_mmap_threshold(pass_bytes: int) -> bool:
     """Where `bound_cpu_heap` fixed the threshold: set it to `PASS_HEADROOM` times the bytes of one
-    pass's (configs, nodes, hidden) states, between `MMAP_THRESHOLD` and glibc's cap, so the pass's
-    tensors come from the heap and the next pass reuses them (see the module docstring). True when
-    the threshold is that now.
+    pass's (configs, nodes, hidden) states, at least `MMAP_THRESHOLD`, so the pass's tensors come
+    from the heap and the next pass reuses them; where that is above glibc's cap, `MMAP_THRESHOLD`:
+    such a pass's states get their own pages (see the module docstring). True when the threshold is
+    that now.
 
     Args:
         pass_bytes: the bytes of one (configs, nodes, hidden) state tensor of the pass.
     """
     if not _Heap.threshold:
         return False
-    want = min(MMAP_THRESHOLD_MAX, max(MMAP_THRESHOLD, PASS_HEADROOM * pass_bytes))
+    want = PASS_HEADROOM * pass_bytes
+    want = max(MMAP_THRESHOLD, want) if want <= MMAP_THRESHOLD_MAX else MMAP_THRESHOLD
     if want != _Heap.threshold:
         if not fix_mmap_threshold(want):
             return False
