@@ -75,6 +75,20 @@ def test_a_step_trims_only_when_the_heap_grew(monkeypatch: pytest.MonkeyPatch) -
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallinfo2")
+def test_a_step_that_leaves_more_than_the_most_kept_always_trims(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above `HEAP_KEPT_MAX` free, every step trims, the first after a trim too (a full-scale graph's
+    steps); below it the growth rule decides again, from a new reference."""
+    from tpurank.core import memory
+
+    big = memory.HEAP_KEPT_MAX + 1
+    free = iter([big, big, 100, 100 + memory.HEAP_SLACK + 1])
+    monkeypatch.setattr(memory, "heap_free_bytes", lambda: next(free))
+    monkeypatch.setattr(memory, "release_free_memory", lambda: True)
+    monkeypatch.setattr(memory._Heap, "free_after_step", -1)
+    assert [memory.release_if_grown() for _ in range(4)] == [True, True, False, True]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallinfo2")
 def test_the_heap_free_memory_is_read_from_glibc() -> None:
     from tpurank.core import memory
 

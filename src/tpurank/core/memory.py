@@ -45,6 +45,10 @@ MMAP_THRESHOLD = 4 << 20  # about the memory of 1 MiB in 4% less time; 16 MiB: m
 MMAP_THRESHOLD_MAX = 32 << 20  # glibc's cap on 64-bit systems (mallopt refuses more)
 PASS_HEADROOM = 2  # the threshold is this many times a pass's state tensor: its biggest temporaries fit
 HEAP_SLACK = 64 << 20  # free heap memory kept for the next step; more is given back (`release_if_grown`)
+# the most free heap memory a step leaves kept, whatever it grew from: steps on the real sample leave
+# 110-220 MiB (kept: each step reuses it), a full-scale xla:random step 460-710 MiB, which its next
+# step of another graph's size mostly did not reuse (peak RSS 1.96 GB kept, against 1.48 trimmed)
+HEAP_KEPT_MAX = 256 << 20
 TORCH_HUGE_PAGES = "THP_MEM_ALLOC_ENABLE"  # torch reads it once, at its first CPU allocation
 THP_SETTING = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
@@ -193,17 +197,22 @@ def heap_free_bytes() -> int | None:
     return int(fn().fordblks)
 
 
-def release_if_grown(slack: int = HEAP_SLACK) -> bool:
+def release_if_grown(slack: int = HEAP_SLACK, kept_max: int = HEAP_KEPT_MAX) -> bool:
     """After a step: `release_free_memory` when the heap's free memory grew by more than `slack`
-    since the first step after the last trim (always where it cannot be read); True when it trimmed.
+    since the first step after the last trim, or is above `kept_max` (always where it cannot be
+    read); True when it trimmed.
 
     A step frees all it allocated, so the heap then holds that step's working memory free: the
     next step of the same size takes it again, and a trim would only hand the kernel pages to
     fault in again (the sys time of a step). What grows beyond that (a bigger graph's step, holes
     the next steps cannot reuse) is given back once it exceeds `slack`, and the next step sets
-    the new reference."""
+    the new reference. A full-scale step's working memory is kept by no step at all: graphs of
+    other sizes leave most of it unused while they take more."""
     free = heap_free_bytes()
     if free is None:
+        return release_free_memory()
+    if free > kept_max:
+        _Heap.free_after_step = -1
         return release_free_memory()
     if _Heap.free_after_step < 0:
         _Heap.free_after_step = free
