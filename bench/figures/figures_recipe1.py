@@ -215,3 +215,36 @@ def budget5m_busy() -> Figure:
         f"{total[2]} under the budget; ran again: {', '.join(ran)}"
     )
     return Figure(text, (Source(BUSY_5M),))
+
+
+# `train --model gnn` (3 seeds x 40 steps) and `predict --model gnn --split valid` of the full-scale
+# xla:random tree with the `cpu` profile, each alone (bench_steps_memory.py), at three commits
+MEMORY_FULL = {
+    "now": "memory_full_xla_random.json",
+    "with the heap kept between full-scale steps (before this bound)": "memory_full_xla_random_heap_kept.json",
+    "before the GNN's pace work": "memory_full_xla_random_pace_before.json",
+}
+
+
+@figure("memory_full_xla_random")
+def memory_full_xla_random() -> Figure:
+    """The GNN's training and its valid predictions on the full xla:random tree: peak RSS of the
+    process tree and seconds, now and at the two commits before, against Recipe 1's 2 GB a step."""
+    rows = []
+    for what, name in MEMORY_FULL.items():
+        train, predict = results(name)
+        rows.append(
+            [
+                what,
+                f"{train['peak_rss_gb']:.2f} GB",
+                f"{train['seconds']:.0f} s",
+                f"{predict['peak_rss_gb']:.2f} GB",
+                f"{predict['seconds']:.0f} s",
+            ]
+        )
+    head = ["code", "train gnn: peak RSS", "seconds", "predict gnn valid: peak RSS", "seconds"]
+    text = (
+        "The `cpu` profile's GNN on the full-scale layout:xla:random tree, each command alone (3 seeds of 40 "
+        "steps, validated every 20; then the valid graphs scored):\n\n" + table(head, rows)
+    )
+    return Figure(text, tuple(Source(n) for n in MEMORY_FULL.values()))
