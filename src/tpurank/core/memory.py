@@ -20,8 +20,9 @@ so the bound is kept without handing memory back that the next pass takes again:
   one's freed blocks. A bigger pass (a full-scale graph's) keeps the 4 MiB threshold: its tensors
   get their own pages, given back when freed; served from the heap, the blocks below the cap left
   holes that steps of other graphs' sizes did not fill (bench/LOG.md).
-- `release_if_grown` (after each CPU step) trims only when the heap holds more than `HEAP_SLACK`
-  of free memory: a steady run reuses its holes, a run whose steps grew the heap gives it back.
+- `release_if_grown` (after each CPU step) trims only when the heap's free memory grew by more than
+  `HEAP_SLACK`, or is above `HEAP_KEPT_MAX` (a full-scale graph's step): a steady run reuses its
+  holes, a run whose steps grew the heap gives it back.
 `all` runs every stage in one process, so a stage's leftovers (glibc's heap, pyarrow's pool) would
 stay resident through the next ones: `release_between_steps` gives them back after each step.
 Elsewhere (no glibc, or CUDA, whose caching allocator reuses its blocks) nothing is done.
@@ -46,8 +47,9 @@ MMAP_THRESHOLD_MAX = 32 << 20  # glibc's cap on 64-bit systems (mallopt refuses 
 PASS_HEADROOM = 2  # the threshold is this many times a pass's state tensor: its biggest temporaries fit
 HEAP_SLACK = 64 << 20  # free heap memory kept for the next step; more is given back (`release_if_grown`)
 # the most free heap memory a step leaves kept, whatever it grew from: steps on the real sample leave
-# 110-220 MiB (kept: each step reuses it), a full-scale xla:random step 460-710 MiB, which its next
-# step of another graph's size mostly did not reuse (peak RSS 1.96 GB kept, against 1.48 trimmed)
+# 110-220 MiB (kept: each step reuses it), a full-scale xla:random step 460-710 MiB, which the next
+# steps, of other graphs' sizes, mostly did not reuse (its training peaked at 1.96 GB with it kept,
+# 1.76 GB with it trimmed: bench/LOG.md)
 HEAP_KEPT_MAX = 256 << 20
 TORCH_HUGE_PAGES = "THP_MEM_ALLOC_ENABLE"  # torch reads it once, at its first CPU allocation
 THP_SETTING = Path("/sys/kernel/mm/transparent_hugepage/enabled")
@@ -206,8 +208,8 @@ def release_if_grown(slack: int = HEAP_SLACK, kept_max: int = HEAP_KEPT_MAX) -> 
     next step of the same size takes it again, and a trim would only hand the kernel pages to
     fault in again (the sys time of a step). What grows beyond that (a bigger graph's step, holes
     the next steps cannot reuse) is given back once it exceeds `slack`, and the next step sets
-    the new reference. A full-scale step's working memory is kept by no step at all: graphs of
-    other sizes leave most of it unused while they take more."""
+    the new reference. Above `kept_max` nothing is kept: a full-scale graph's step leaves that
+    much, and the next steps, of other graphs' sizes, leave most of it unused while they take more."""
     free = heap_free_bytes()
     if free is None:
         return release_free_memory()
