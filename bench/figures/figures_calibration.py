@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
+import tune_tables as tt
 from figure_kit import Figure, Source, figure, results, table
 
 CALIBRATION = "calibration_real.json"
@@ -337,29 +338,7 @@ def weights_told() -> Figure:
     calibrated member, and in how many draws the member the held-out folds rank higher is the better
     one on the rest."""
     res = results(WEIGHTS)
-    by: dict[tuple[str, int], list[dict]] = defaultdict(list)
-    for x in res["rows"]:
-        by[(x["program"], x["k"])].append(x)
-    grid = [str(w) for w in res["grid"]]
-    rows = []
-    for (program, k), xs in sorted(by.items()):
-        best = max(("lgbm", "gnn"), key=lambda m: np.mean([x["calibrated"][m] for x in xs]))
-        top = float(np.mean([x["calibrated"][best] for x in xs]))
-        cells = [f"{np.mean([x['fixed'][w] for x in xs]) - top:+.3f}" for w in grid]
-        told = [
-            (x["held_out"]["lgbm"] > x["held_out"]["gnn"])
-            == (x["calibrated"]["lgbm"] > x["calibrated"]["gnn"])
-            for x in xs
-            if x["held_out"]["lgbm"] != x["held_out"]["gnn"]
-        ]
-        rows.append([program, str(k), best, *cells, f"{sum(told)} of {len(told)}"])
-    head = [
-        "program",
-        "k",
-        "better member",
-        *(f"LightGBM's weight {w}" for w in grid),
-        "folds pick the better",
-    ]
+    head, rows = tt.weights_rows(res["rows"], [str(w) for w in res["grid"]])
     text = (
         "The calibrated ensemble at a fixed LightGBM weight (the GNN the rest) minus its better calibrated "
         "member, on the configs not measured (a uniform draw, mean over draws); and in how many draws the "

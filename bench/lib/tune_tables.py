@@ -159,3 +159,32 @@ def report(res: dict) -> str:
             out.append(f"\n## {kind}: the loop ({model}, {res['variants'][0]})\n")
             out.append(loop_table(recs, model))
     return "\n".join(out)
+
+
+def weights_rows(rows: list[dict], grid: list[str]) -> tuple[list[str], list[list[str]]]:
+    """calibration_weights.py's rows as a table (head, rows): per program and k, the better calibrated
+    member, the ensemble at each fixed LightGBM weight minus it (means over draws), and in how many
+    draws the member with the higher held-out tau is the better one on the rest (ties left out)."""
+    by: dict[tuple[str, int], list[dict]] = {}
+    for x in rows:
+        by.setdefault((x["program"], x["k"]), []).append(x)
+    out = []
+    for (program, k), xs in sorted(by.items()):
+        best = max(("lgbm", "gnn"), key=lambda m: _mean([x["calibrated"][m] for x in xs]))
+        top = _mean([x["calibrated"][best] for x in xs])
+        cells = [f"{_mean([x['fixed'][w] for x in xs]) - top:+.3f}" for w in grid]
+        told = [
+            (x["held_out"]["lgbm"] > x["held_out"]["gnn"])
+            == (x["calibrated"]["lgbm"] > x["calibrated"]["gnn"])
+            for x in xs
+            if x["held_out"]["lgbm"] != x["held_out"]["gnn"]
+        ]
+        out.append([program, str(k), best, *cells, f"{sum(told)} of {len(told)}"])
+    head = [
+        "program",
+        "k",
+        "better member",
+        *(f"LightGBM's weight {w}" for w in grid),
+        "folds pick the better",
+    ]
+    return head, out

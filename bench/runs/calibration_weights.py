@@ -23,7 +23,6 @@ import copy
 import dataclasses
 import json
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +34,7 @@ sys.path.insert(0, str(ROOT / "bench" / "runs"))
 
 import calibration_rules as cr  # noqa: E402
 import provenance  # noqa: E402
+import tune_tables  # noqa: E402
 
 from tpurank.rank import select  # noqa: E402
 
@@ -90,24 +90,9 @@ def measure(folder: Path) -> list[dict]:
 
 
 def report(rows: list[dict]) -> str:
-    by: dict[tuple[str, int], list[dict]] = defaultdict(list)
-    for x in rows:
-        by[(x["program"], x["k"])].append(x)
-    lines = []
-    for (p, k), xs in sorted(by.items()):
-        best = max(("lgbm", "gnn"), key=lambda m: np.mean([x["calibrated"][m] for x in xs]))
-        top = np.mean([x["calibrated"][best] for x in xs])
-        grid = "  ".join(f"{w}: {np.mean([x['fixed'][w] for x in xs]) - top:+.3f}" for w in map(str, GRID))
-        told = [
-            (x["held_out"]["lgbm"] > x["held_out"]["gnn"])
-            == (x["calibrated"]["lgbm"] > x["calibrated"]["gnn"])
-            for x in xs
-            if x["held_out"]["lgbm"] != x["held_out"]["gnn"]
-        ]
-        lines.append(
-            f"{p[:26]:26} k={k:2}  better {best:4}  fixed lgbm weight - better: {grid}  told {sum(told)}/{len(told)}"
-        )
-    return "\n".join(lines)
+    """`tune_tables.weights_rows` as plain text."""
+    head, table = tune_tables.weights_rows(rows, [str(w) for w in GRID])
+    return "\n".join("  ".join(r) for r in [head, *table])
 
 
 def main() -> int:
